@@ -1,0 +1,63 @@
+/**
+ * The one registry of coded errors. Callers and tests match on `err.code`,
+ * never on message text; every code here is documented in docs/reference/errors.md
+ * (a test keeps the two in step).
+ */
+export const errorRegistry = {
+  VALIDATION_FAILED: { status: 400, message: 'The request is not valid' },
+  BODY_INVALID_JSON: { status: 400, message: 'The request body is not valid JSON' },
+  PASSWORD_TOO_LONG: { status: 400, message: 'The password is longer than the hashing algorithm accepts' },
+  AUTH_INVALID_CREDENTIALS: { status: 401, message: 'Email or password is incorrect' },
+  AUTH_TOKEN_MISSING: { status: 401, message: 'A Bearer access token is required' },
+  AUTH_TOKEN_INVALID: { status: 401, message: 'The access token is invalid or has expired' },
+  AUTH_REFRESH_TOKEN_INVALID: { status: 401, message: 'The refresh token is invalid, expired or revoked' },
+  AUTH_REFRESH_TOKEN_REUSED: { status: 401, message: 'The refresh token was already used; its whole family is now revoked' },
+  NOT_FOUND: { status: 404, message: 'No such route or resource' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'The method is not allowed on this route' },
+  EMAIL_TAKEN: { status: 409, message: 'An account with this email already exists' },
+  BODY_TOO_LARGE: { status: 413, message: 'The request body is too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be application/json' },
+  SERVICE_OVERLOADED: { status: 503, message: 'The service is at capacity; retry after the given delay' },
+  HASH_DEADLINE_EXCEEDED: { status: 503, message: 'The password check could not start before its deadline' },
+  HASH_CANCELLED: { status: 499, message: 'The password check was cancelled because the client went away' },
+  HASH_PARAMS_OUT_OF_BOUNDS: { status: 500, message: 'A stored password hash has parameters outside the allowed bounds' },
+  HASH_FORMAT_UNKNOWN: { status: 500, message: 'A stored password hash has an unknown format' },
+  HASH_POOL_CLOSED: { status: 503, message: 'The hashing pool is shut down' },
+  NOT_READY: { status: 503, message: 'The service is not ready' },
+  CONFIG_INVALID: { status: 500, message: 'The configuration is not valid' },
+  INTERNAL: { status: 500, message: 'Internal server error' },
+} as const satisfies Record<string, { status: number; message: string }>
+
+export type ErrorCode = keyof typeof errorRegistry
+
+export interface TollboothErrorOptions {
+  /** Seconds the client should wait before retrying (sent as `Retry-After`). */
+  retryAfterSeconds?: number
+  /** The request field at fault, for validation errors. */
+  field?: string
+  cause?: unknown
+}
+
+export class TollboothError extends Error {
+  readonly code: ErrorCode
+  readonly statusCode: number
+  readonly retryAfterSeconds: number | undefined
+  readonly field: string | undefined
+
+  constructor (code: ErrorCode, message?: string, options: TollboothErrorOptions = {}) {
+    super(message ?? errorRegistry[code].message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'TollboothError'
+    this.code = code
+    this.statusCode = errorRegistry[code].status
+    this.retryAfterSeconds = options.retryAfterSeconds
+    this.field = options.field
+  }
+}
+
+export function createError (code: ErrorCode, message?: string, options?: TollboothErrorOptions): TollboothError {
+  return new TollboothError(code, message, options)
+}
+
+export function isTollboothError (err: unknown, code?: ErrorCode): err is TollboothError {
+  return err instanceof TollboothError && (code === undefined || err.code === code)
+}

@@ -1,0 +1,112 @@
+/**
+ * The public contract of the password engine. `src/hashing/` knows nothing of
+ * HTTP or SQL: the server only sees these types and `createPasswordEngine()`.
+ */
+
+export type HashAlgorithm = 'argon2id' | 'bcrypt' | 'scrypt'
+export const hashAlgorithms: readonly HashAlgorithm[] = ['argon2id', 'bcrypt', 'scrypt']
+
+export interface Argon2Params {
+  memoryKiB: number
+  timeCost: number
+  parallelism: number
+}
+
+export interface BcryptParams {
+  cost: number
+}
+
+export interface ScryptParams {
+  /** CPU/memory cost, a power of two. */
+  N: number
+  r: number
+  p: number
+}
+
+/** What new hashes are made with; stored hashes that differ are re-hashed after a good login. */
+export interface HashPolicy {
+  algorithm: HashAlgorithm
+  argon2: Argon2Params
+  bcrypt: BcryptParams
+  scrypt: ScryptParams
+}
+
+/**
+ * How hashing work is executed. `tollbooth` is the CPU-budgeted worker pool with
+ * deadlines, admission and cancellation; the others reproduce what the seed
+ * articles tried, for side-by-side measurement in the load lab.
+ */
+export type HashStrategy = 'tollbooth' | 'event-loop' | 'libuv' | 'libuv-128' | 'spawn' | 'piscina'
+
+export interface HashRequestOptions {
+  /**
+   * Time budget in milliseconds, from now, for the hash to *start*: a request
+   * whose expected queue wait passes it is refused at once, and one still queued
+   * when it passes is removed from the queue. Undefined: no deadline.
+   */
+  deadlineMs?: number
+  /** Aborting removes a queued request before it costs a hash. */
+  signal?: AbortSignal
+}
+
+export interface VerifyResult {
+  match: boolean
+  /** The stored hash uses another algorithm or other parameters than the policy. */
+  needsRehash: boolean
+}
+
+export type HashTaskKind = 'hash' | 'verify'
+export type HashTaskOutcome = 'ok' | 'rejected' | 'deadline' | 'cancelled' | 'error'
+
+/** Emitted once per request that reached the engine, for metrics. */
+export interface HashTaskEvent {
+  kind: HashTaskKind
+  outcome: HashTaskOutcome
+  /** Time spent queued before a thread picked it up (0 when refused at admission). */
+  waitMs: number
+  /** Time the hash itself ran (0 when it never ran). */
+  runMs: number
+}
+
+/** A snapshot in the style of undici's PoolStats. */
+export interface HashPoolStats {
+  strategy: HashStrategy
+  threads: number
+  running: number
+  queued: number
+  completed: number
+  rejected: number
+  deadlineExceeded: number
+  cancelled: number
+  failed: number
+  /** Recent mean run time of one hash or verify, in milliseconds. */
+  meanRunMs: number
+}
+
+export type CpuBudgetSource = 'override' | 'cgroup-v2' | 'cgroup-v1' | 'affinity' | 'cores'
+
+export interface CpuBudget {
+  /** Whole CPUs this process may use, at least 1. */
+  cpus: number
+  /** The fractional quota where a cgroup sets one (e.g. 1.5), else undefined. */
+  quota: number | undefined
+  source: CpuBudgetSource
+}
+
+export interface PasswordEngine {
+  readonly policy: HashPolicy
+  readonly strategy: HashStrategy
+  readonly cpuBudget: CpuBudget
+  /** Make a new hash (PHC or modular-crypt string) with the current policy. */
+  hash (password: string, options?: HashRequestOptions): Promise<string>
+  /** Verify against a stored hash of any supported algorithm (dispatch on its prefix). */
+  verify (password: string, storedHash: string, options?: HashRequestOptions): Promise<VerifyResult>
+  /** Spend exactly one verify against a dummy hash of the current policy (unknown accounts). */
+  verifyDummy (password: string, options?: HashRequestOptions): Promise<void>
+  stats (): HashPoolStats
+  /** Listen to every finished, refused or cancelled request; returns an unsubscribe function. */
+  onTask (listener: (event: HashTaskEvent) => void): () => void
+  /** Resolves when a trivial task round-trips through the executor; rejects otherwise. */
+  ping (timeoutMs?: number): Promise<void>
+  close (): Promise<void>
+}

@@ -1,0 +1,60 @@
+/**
+ * `npm test`: one real PostgreSQL for the whole run (the embedded one, or the
+ * server at DATABASE_URL), then node's test runner over dist/test. Each test
+ * file makes its own database on that server, so files never share state.
+ */
+import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { scratchClusterDir, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.js'
+import { packageRoot } from '../src/paths.js'
+
+function testFiles (dir: string): string[] {
+  if (!fs.existsSync(dir)) return []
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name)
+    if (entry.isDirectory()) return testFiles(full)
+    return entry.name.endsWith('.test.js') ? [full] : []
+  }).sort()
+}
+
+async function main (): Promise<number> {
+  const filters = process.argv.slice(2)
+  let files = testFiles(path.join(packageRoot, 'dist', 'test'))
+  if (filters.length > 0) files = files.filter((file) => filters.some((filter) => file.includes(filter)))
+  if (files.length === 0) {
+    process.stderr.write('no test files matched\n')
+    return 1
+  }
+
+  let embedded: EmbeddedDatabase | undefined
+  let adminUrl = process.env.DATABASE_URL
+  if (adminUrl === undefined || adminUrl === '') {
+    const clusterDir = scratchClusterDir('test')
+    process.stdout.write(`# starting an embedded PostgreSQL for the tests in ${clusterDir}\n`)
+    embedded = await startEmbeddedPostgres({ clusterDir, databaseName: 'tollbooth_test_admin' })
+    adminUrl = embedded.url
+  } else {
+    process.stdout.write('# using the PostgreSQL server at DATABASE_URL for the tests\n')
+  }
+
+  try {
+    const child = spawn(process.execPath, ['--test', '--test-concurrency=1', ...files], {
+      stdio: 'inherit',
+      env: { ...process.env, TOLLBOOTH_TEST_ADMIN_DATABASE_URL: adminUrl, TOLLBOOTH_LOG_LEVEL: process.env.TOLLBOOTH_LOG_LEVEL ?? 'silent' },
+    })
+    return await new Promise<number>((resolve) => {
+      child.on('exit', (code, signal) => { resolve(code ?? (signal === null ? 1 : 128)) })
+    })
+  } finally {
+    if (embedded !== undefined) {
+      await embedded.stop()
+      fs.rmSync(path.dirname(embedded.dataDir), { recursive: true, force: true })
+    }
+  }
+}
+
+main().then((code) => { process.exitCode = code }, (err: unknown) => {
+  process.stderr.write(`run-tests: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
+  process.exitCode = 1
+})

@@ -1,0 +1,55 @@
+/**
+ * `tollbooth [serve] [flags]` and `tollbooth --help`. The CLI only wires the
+ * library parts together; each command lives in its own module.
+ */
+import pino from 'pino'
+import { configHelp, loadConfig } from '../config.js'
+import { isTollboothError } from '../errors.js'
+import { packageVersion } from '../paths.js'
+import { redactPaths } from '../server/app.js'
+import { handleSignals, startService } from '../server/start.js'
+
+const usage = `tollbooth ${packageVersion}: an authentication service that keeps answering when a crowd logs in at once
+
+Usage:
+  tollbooth [serve] [flags]     run the service (embedded PostgreSQL unless DATABASE_URL is set)
+  tollbooth --help | --version
+
+Every flag has an environment variable; flags win. See docs/reference/config.md.
+
+Flags:
+${configHelp()}
+`
+
+async function serve (argv: string[]): Promise<void> {
+  const config = loadConfig({ argv })
+  const log = pino({ level: config.logLevel, redact: { paths: redactPaths, censor: '[redacted]' } })
+  const service = await startService(config, { logger: log })
+  handleSignals(service, log)
+}
+
+async function main (argv: string[]): Promise<void> {
+  const [command, ...rest] = argv
+  if (command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(usage)
+    return
+  }
+  if (command === '--version' || command === '-v') {
+    process.stdout.write(`${packageVersion}\n`)
+    return
+  }
+  if (command === undefined || command.startsWith('-')) return await serve(argv)
+  if (command === 'serve') return await serve(rest)
+  process.stderr.write(`tollbooth: unknown command "${command}"\n\n${usage}`)
+  process.exitCode = 2
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (isTollboothError(err, 'CONFIG_INVALID')) {
+    process.stderr.write(`tollbooth: invalid configuration: ${err.message}\nRun "tollbooth --help" for the settings.\n`)
+    process.exit(2)
+  }
+  process.stderr.write(`tollbooth: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
+  if (err instanceof Error && err.cause !== undefined) process.stderr.write(`caused by: ${String(err.cause)}\n`)
+  process.exit(1)
+})

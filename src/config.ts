@@ -1,0 +1,214 @@
+/**
+ * Environment variables + command-line flags -> one validated, typed config.
+ * Every setting is declared once in `settings` below; docs/reference/config.md
+ * documents each one (a test keeps the two in step).
+ */
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { createError } from './errors.js'
+import type { HashAlgorithm, HashPolicy, HashStrategy } from './hashing/types.js'
+
+export interface Config {
+  host: string
+  port: number
+  /** Undefined: start the embedded PostgreSQL in `dataDir`. */
+  databaseUrl: string | undefined
+  dataDir: string
+  databasePoolSize: number
+  hashPolicy: HashPolicy
+  hashStrategy: HashStrategy
+  /** Undefined: size the pool to the CPU budget. */
+  hashThreads: number | undefined
+  hashMaxQueue: number | undefined
+  loginDeadlineMs: number
+  registerDeadlineMs: number
+  /** Undefined in embedded mode: generated once and kept in the data folder. */
+  jwtSecret: string | undefined
+  accessTokenTtlSeconds: number
+  refreshTokenTtlSeconds: number
+  bodyLimitBytes: number
+  logLevel: string
+  /** Exposes the load lab's diagnostic routes (never on by default). */
+  labDiagnostics: boolean
+}
+
+type Kind = 'string' | 'int' | 'bool' | 'enum'
+
+interface Setting {
+  key: keyof FlatConfig
+  env: string
+  flag: string
+  kind: Kind
+  defaultValue: string | undefined
+  description: string
+  min?: number
+  max?: number
+  choices?: readonly string[]
+}
+
+/** The config as flat settings, before grouping into `Config`. */
+interface FlatConfig {
+  host: string
+  port: number
+  databaseUrl: string | undefined
+  dataDir: string
+  databasePoolSize: number
+  hashAlgorithm: HashAlgorithm
+  bcryptCost: number
+  argon2MemoryKiB: number
+  argon2TimeCost: number
+  argon2Parallelism: number
+  scryptN: number
+  scryptR: number
+  scryptP: number
+  hashStrategy: HashStrategy
+  hashThreads: number | undefined
+  hashMaxQueue: number | undefined
+  loginDeadlineMs: number
+  registerDeadlineMs: number
+  jwtSecret: string | undefined
+  accessTokenTtlSeconds: number
+  refreshTokenTtlSeconds: number
+  bodyLimitBytes: number
+  logLevel: string
+  labDiagnostics: boolean
+}
+
+export const settings: readonly Setting[] = [
+  { key: 'host', env: 'HOST', flag: 'host', kind: 'string', defaultValue: '127.0.0.1', description: 'Address the HTTP server listens on.' },
+  { key: 'port', env: 'PORT', flag: 'port', kind: 'int', defaultValue: '3000', min: 0, max: 65535, description: 'TCP port of the HTTP server (0 picks a free one).' },
+  { key: 'databaseUrl', env: 'DATABASE_URL', flag: 'database-url', kind: 'string', defaultValue: undefined, description: 'PostgreSQL connection string. Unset: tollbooth starts its embedded PostgreSQL in the data folder.' },
+  { key: 'dataDir', env: 'TOLLBOOTH_DATA_DIR', flag: 'data-dir', kind: 'string', defaultValue: './.tollbooth', description: 'Folder for the embedded database and the generated JWT key.' },
+  { key: 'databasePoolSize', env: 'TOLLBOOTH_DB_POOL_SIZE', flag: 'db-pool-size', kind: 'int', defaultValue: '10', min: 1, max: 200, description: 'Connections in the PostgreSQL client pool.' },
+  { key: 'hashAlgorithm', env: 'TOLLBOOTH_HASH_ALGORITHM', flag: 'hash-algorithm', kind: 'enum', choices: ['argon2id', 'bcrypt', 'scrypt'], defaultValue: 'argon2id', description: 'Algorithm for new password hashes; stored hashes of the others keep verifying and are re-hashed on login.' },
+  { key: 'bcryptCost', env: 'TOLLBOOTH_BCRYPT_COST', flag: 'bcrypt-cost', kind: 'int', defaultValue: '10', min: 4, max: 16, description: 'bcrypt cost (log2 rounds).' },
+  { key: 'argon2MemoryKiB', env: 'TOLLBOOTH_ARGON2_MEMORY_KIB', flag: 'argon2-memory-kib', kind: 'int', defaultValue: '19456', min: 1024, max: 262144, description: 'argon2id memory in KiB (OWASP: 19456).' },
+  { key: 'argon2TimeCost', env: 'TOLLBOOTH_ARGON2_TIME_COST', flag: 'argon2-time-cost', kind: 'int', defaultValue: '2', min: 1, max: 16, description: 'argon2id iterations (OWASP: 2).' },
+  { key: 'argon2Parallelism', env: 'TOLLBOOTH_ARGON2_PARALLELISM', flag: 'argon2-parallelism', kind: 'int', defaultValue: '1', min: 1, max: 16, description: 'argon2id lanes (OWASP: 1).' },
+  { key: 'scryptN', env: 'TOLLBOOTH_SCRYPT_N', flag: 'scrypt-n', kind: 'int', defaultValue: '32768', min: 1024, max: 1048576, description: 'scrypt CPU/memory cost N, a power of two.' },
+  { key: 'scryptR', env: 'TOLLBOOTH_SCRYPT_R', flag: 'scrypt-r', kind: 'int', defaultValue: '8', min: 1, max: 32, description: 'scrypt block size r.' },
+  { key: 'scryptP', env: 'TOLLBOOTH_SCRYPT_P', flag: 'scrypt-p', kind: 'int', defaultValue: '1', min: 1, max: 16, description: 'scrypt parallelism p.' },
+  { key: 'hashStrategy', env: 'TOLLBOOTH_HASH_STRATEGY', flag: 'hash-strategy', kind: 'enum', choices: ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina'], defaultValue: 'tollbooth', description: 'Where hashing runs. `tollbooth` (the default) is the CPU-budgeted worker pool; the others reproduce the seed articles for the load lab.' },
+  { key: 'hashThreads', env: 'TOLLBOOTH_HASH_THREADS', flag: 'hash-threads', kind: 'int', defaultValue: undefined, min: 1, max: 256, description: 'Hash worker threads. Unset: the CPU this process really has (cgroup quota, affinity, cores).' },
+  { key: 'hashMaxQueue', env: 'TOLLBOOTH_HASH_MAX_QUEUE', flag: 'hash-max-queue', kind: 'int', defaultValue: undefined, min: 1, max: 1000000, description: 'Hard cap on queued hash requests. Unset: the engine default (64 per thread).' },
+  { key: 'loginDeadlineMs', env: 'TOLLBOOTH_LOGIN_DEADLINE_MS', flag: 'login-deadline-ms', kind: 'int', defaultValue: '2000', min: 1, max: 600000, description: 'How long a login may wait for a hash thread before it is answered 503 with Retry-After.' },
+  { key: 'registerDeadlineMs', env: 'TOLLBOOTH_REGISTER_DEADLINE_MS', flag: 'register-deadline-ms', kind: 'int', defaultValue: '5000', min: 1, max: 600000, description: 'The same for registration.' },
+  { key: 'jwtSecret', env: 'TOLLBOOTH_JWT_SECRET', flag: 'jwt-secret', kind: 'string', defaultValue: undefined, description: 'HMAC key for access tokens (at least 32 characters). Unset with the embedded database: generated once and kept in the data folder; unset with DATABASE_URL: refused.' },
+  { key: 'accessTokenTtlSeconds', env: 'TOLLBOOTH_ACCESS_TOKEN_TTL_SECONDS', flag: 'access-token-ttl-seconds', kind: 'int', defaultValue: '900', min: 10, max: 86400, description: 'Lifetime of an access token.' },
+  { key: 'refreshTokenTtlSeconds', env: 'TOLLBOOTH_REFRESH_TOKEN_TTL_SECONDS', flag: 'refresh-token-ttl-seconds', kind: 'int', defaultValue: '2592000', min: 60, max: 31536000, description: 'Lifetime of a refresh token (30 days).' },
+  { key: 'bodyLimitBytes', env: 'TOLLBOOTH_BODY_LIMIT_BYTES', flag: 'body-limit-bytes', kind: 'int', defaultValue: '16384', min: 1024, max: 10485760, description: 'Largest accepted request body; larger ones get 413.' },
+  { key: 'logLevel', env: 'TOLLBOOTH_LOG_LEVEL', flag: 'log-level', kind: 'enum', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], defaultValue: 'info', description: 'pino log level.' },
+  { key: 'labDiagnostics', env: 'TOLLBOOTH_LAB_DIAGNOSTICS', flag: 'lab-diagnostics', kind: 'bool', defaultValue: 'false', description: 'Expose the load lab\'s diagnostic login variants under /api/v1/lab (never in production).' },
+]
+
+function parseValue (setting: Setting, raw: string, origin: string): unknown {
+  const where = `${origin} (${setting.env} / --${setting.flag})`
+  switch (setting.kind) {
+    case 'string':
+      if (raw.length === 0) throw createError('CONFIG_INVALID', `${where} must not be empty`)
+      return raw
+    case 'bool':
+      if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true
+      if (['0', 'false', 'no', 'off', ''].includes(raw.toLowerCase())) return false
+      throw createError('CONFIG_INVALID', `${where} must be true or false, got "${raw}"`)
+    case 'enum':
+      if (setting.choices?.includes(raw) !== true) {
+        throw createError('CONFIG_INVALID', `${where} must be one of ${setting.choices?.join(', ')}, got "${raw}"`)
+      }
+      return raw
+    case 'int': {
+      if (!/^-?\d+$/.test(raw.trim())) throw createError('CONFIG_INVALID', `${where} must be a whole number, got "${raw}"`)
+      const value = Number(raw)
+      if ((setting.min !== undefined && value < setting.min) || (setting.max !== undefined && value > setting.max)) {
+        throw createError('CONFIG_INVALID', `${where} must be between ${setting.min} and ${setting.max}, got ${value}`)
+      }
+      return value
+    }
+  }
+}
+
+export interface LoadConfigInput {
+  env?: NodeJS.ProcessEnv
+  argv?: string[]
+  /** Values that win over env and flags (tests, the lab). */
+  overrides?: Partial<FlatConfig>
+}
+
+/** Parses flags (which win over env) and env into a validated Config; throws CONFIG_INVALID. */
+export function loadConfig ({ env = process.env, argv = [], overrides = {} }: LoadConfigInput = {}): Config {
+  const options: Record<string, { type: 'string' | 'boolean' }> = {}
+  for (const setting of settings) options[setting.flag] = { type: setting.kind === 'bool' ? 'boolean' : 'string' }
+  let parsed: ReturnType<typeof parseArgs>
+  try {
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false })
+  } catch (err) {
+    throw createError('CONFIG_INVALID', (err as Error).message)
+  }
+
+  const flat: Record<string, unknown> = {}
+  for (const setting of settings) {
+    const fromFlag = parsed.values[setting.flag]
+    const fromEnv = env[setting.env]
+    if (fromFlag !== undefined) {
+      flat[setting.key] = parseValue(setting, String(fromFlag), 'flag')
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      flat[setting.key] = parseValue(setting, fromEnv, 'environment variable')
+    } else if (setting.defaultValue !== undefined) {
+      flat[setting.key] = parseValue(setting, setting.defaultValue, 'default')
+    }
+  }
+  Object.assign(flat, overrides)
+  const c = flat as unknown as FlatConfig
+
+  if (c.scryptN < 2 || (c.scryptN & (c.scryptN - 1)) !== 0) {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_SCRYPT_N must be a power of two, got ${c.scryptN}`)
+  }
+  if (c.jwtSecret !== undefined && c.jwtSecret.length < 32) {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_JWT_SECRET must be at least 32 characters')
+  }
+  if (c.databaseUrl !== undefined) {
+    try {
+      const url = new URL(c.databaseUrl)
+      if (!['postgres:', 'postgresql:'].includes(url.protocol)) throw new Error('not postgres')
+    } catch {
+      throw createError('CONFIG_INVALID', 'DATABASE_URL must be a postgres:// or postgresql:// URL')
+    }
+    if (c.jwtSecret === undefined) {
+      throw createError('CONFIG_INVALID', 'TOLLBOOTH_JWT_SECRET is required with DATABASE_URL (instances behind one load balancer must share it)')
+    }
+  }
+
+  return {
+    host: c.host,
+    port: c.port,
+    databaseUrl: c.databaseUrl,
+    dataDir: path.resolve(c.dataDir),
+    databasePoolSize: c.databasePoolSize,
+    hashPolicy: {
+      algorithm: c.hashAlgorithm,
+      argon2: { memoryKiB: c.argon2MemoryKiB, timeCost: c.argon2TimeCost, parallelism: c.argon2Parallelism },
+      bcrypt: { cost: c.bcryptCost },
+      scrypt: { N: c.scryptN, r: c.scryptR, p: c.scryptP },
+    },
+    hashStrategy: c.hashStrategy,
+    hashThreads: c.hashThreads,
+    hashMaxQueue: c.hashMaxQueue,
+    loginDeadlineMs: c.loginDeadlineMs,
+    registerDeadlineMs: c.registerDeadlineMs,
+    jwtSecret: c.jwtSecret,
+    accessTokenTtlSeconds: c.accessTokenTtlSeconds,
+    refreshTokenTtlSeconds: c.refreshTokenTtlSeconds,
+    bodyLimitBytes: c.bodyLimitBytes,
+    logLevel: c.logLevel,
+    labDiagnostics: c.labDiagnostics,
+  }
+}
+
+export function configHelp (): string {
+  const lines = settings.map((s) => {
+    const def = s.defaultValue === undefined ? '' : ` (default ${s.defaultValue})`
+    const choices = s.choices === undefined ? '' : ` [${s.choices.join(' | ')}]`
+    return `  --${s.flag.padEnd(26)} ${s.env}${choices}${def}\n      ${s.description}`
+  })
+  return lines.join('\n')
+}

@@ -1,0 +1,57 @@
+import type { Queryable } from './pool.js'
+
+export interface User {
+  id: string
+  email: string
+  name: string | null
+  createdAt: Date
+}
+
+export interface UserWithHash extends User {
+  passwordHash: string
+}
+
+interface UserRow {
+  id: string
+  email: string
+  name: string | null
+  password_hash: string
+  created_at: Date
+}
+
+const columns = 'id, email, name, password_hash, created_at'
+
+function toUser (row: UserRow): UserWithHash {
+  return { id: row.id, email: row.email, name: row.name, passwordHash: row.password_hash, createdAt: row.created_at }
+}
+
+/** Inserts a user; undefined when the (normalised) email is taken. */
+export async function insertUser (db: Queryable, user: { email: string, name: string | null, passwordHash: string }): Promise<UserWithHash | undefined> {
+  const { rows } = await db.query<UserRow>(
+    `INSERT INTO users (email, name, password_hash) VALUES ($1, $2, $3)
+     ON CONFLICT (email) DO NOTHING RETURNING ${columns}`,
+    [user.email, user.name, user.passwordHash])
+  return rows[0] === undefined ? undefined : toUser(rows[0])
+}
+
+export async function findUserByEmail (db: Queryable, email: string): Promise<UserWithHash | undefined> {
+  const { rows } = await db.query<UserRow>(`SELECT ${columns} FROM users WHERE email = $1`, [email])
+  return rows[0] === undefined ? undefined : toUser(rows[0])
+}
+
+export async function findUserById (db: Queryable, id: string): Promise<UserWithHash | undefined> {
+  const { rows } = await db.query<UserRow>(`SELECT ${columns} FROM users WHERE id = $1`, [id])
+  return rows[0] === undefined ? undefined : toUser(rows[0])
+}
+
+/** Replaces the hash only if it is still the one that was verified (a concurrent password change wins). */
+export async function replacePasswordHash (db: Queryable, id: string, expectedHash: string, newHash: string): Promise<boolean> {
+  const result = await db.query(
+    'UPDATE users SET password_hash = $3, updated_at = now() WHERE id = $1 AND password_hash = $2',
+    [id, expectedHash, newHash])
+  return result.rowCount === 1
+}
+
+export function publicUser (user: User): { id: string, email: string, name: string | null, createdAt: string } {
+  return { id: user.id, email: user.email, name: user.name, createdAt: user.createdAt.toISOString() }
+}

@@ -1,0 +1,109 @@
+/**
+ * buildApp(): the Fastify app with every route, no listen (Fastify's testing
+ * guide). The caller owns the database pool and the password engine.
+ */
+import type pg from 'pg'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import swagger from '@fastify/swagger'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Config } from '../config.js'
+import type { PasswordEngine } from '../hashing/types.js'
+import { packageVersion } from '../paths.js'
+import { AuthService } from './auth-service.js'
+import { installErrorHandling } from './error-handler.js'
+import { createMetrics, type Metrics } from './metrics.js'
+import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
+import { createAccessTokens } from './tokens.js'
+import { authRoutes } from './routes/auth.js'
+import { healthRoutes } from './routes/health.js'
+import { postRoutes } from './routes/posts.js'
+
+export interface AppOptions {
+  config: Config
+  db: pg.Pool
+  engine: PasswordEngine
+  jwtSecret: string
+  /** A pino logger config or instance; false silences logs (tests). */
+  logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
+}
+
+export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics }
+
+/** Secrets never reach the logs, whatever a future log line includes. */
+export const redactPaths = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  '*.password',
+  '*.refreshToken',
+  '*.accessToken',
+  '*.jwtSecret',
+  '*.databaseUrl',
+]
+
+export function loggerOptions (level: string): FastifyServerOptions['logger'] {
+  return { level, redact: { paths: redactPaths, censor: '[redacted]' } }
+}
+
+export async function buildApp (options: AppOptions): Promise<TollboothApp> {
+  const { config, db, engine } = options
+  const isLoggerInstance = typeof options.logger === 'object' && options.logger !== null && 'child' in options.logger
+  const app = Fastify({
+    ...(isLoggerInstance
+      ? { loggerInstance: options.logger as FastifyServerOptions['loggerInstance'] }
+      : { logger: (options.logger ?? loggerOptions(config.logLevel)) as FastifyServerOptions['logger'] }),
+    bodyLimit: config.bodyLimitBytes,
+    // Requests whose client is gone are dropped (and their queued hash cancelled).
+    return503OnClosing: true,
+    requestTimeout: 60_000,
+    ajv: {
+      // Unknown fields and wrong types are errors, never silently dropped or coerced.
+      customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  installErrorHandling(app)
+
+  const accessTokens = createAccessTokens(options.jwtSecret, config.accessTokenTtlSeconds)
+  const auth = new AuthService({
+    db,
+    engine,
+    accessTokens,
+    refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+    loginDeadlineMs: config.loginDeadlineMs,
+    registerDeadlineMs: config.registerDeadlineMs,
+    log: app.log,
+  })
+  const metrics = createMetrics(engine)
+  app.decorate('auth', auth)
+  app.decorate('metrics', metrics)
+
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
+  })
+  app.addHook('onClose', async () => {
+    metrics.close()
+    await Promise.allSettled([...auth.pendingRehashes])
+  })
+
+  for (const schema of [ErrorResponse, User, Post, AuthResponse]) app.addSchema(schema)
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'tollbooth',
+        version: packageVersion,
+        description: 'Authentication service that keeps answering when a crowd logs in at once.',
+      },
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+    },
+  })
+
+  await app.register(healthRoutes, { db, engine, metrics })
+  await app.register(authRoutes, { prefix: '/api/v1', auth, accessTokens })
+  await app.register(postRoutes, { prefix: '/api/v1', db, accessTokens })
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  return app as unknown as TollboothApp
+}

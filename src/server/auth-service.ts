@@ -1,0 +1,142 @@
+/**
+ * Register, login, refresh and logout: the rules, with HTTP left to the routes.
+ * Every database change of one request happens in one transaction, so a failure
+ * leaves nothing half-written.
+ */
+import type pg from 'pg'
+import type { FastifyBaseLogger } from 'fastify'
+import { createError, isTollboothError } from '../errors.js'
+import type { PasswordEngine } from '../hashing/types.js'
+import { withTransaction, type Queryable } from '../db/pool.js'
+import { findUserByEmail, findUserById, insertUser, publicUser, replacePasswordHash, type User } from '../db/users.js'
+import { insertRefreshToken, lockRefreshToken, markRotated, revokeFamily } from '../db/refresh-tokens.js'
+import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens } from './tokens.js'
+
+export interface AuthResult {
+  user: ReturnType<typeof publicUser>
+  accessToken: string
+  refreshToken: string
+  expiresIn: number
+}
+
+export interface AuthServiceDeps {
+  db: pg.Pool
+  engine: PasswordEngine
+  accessTokens: AccessTokens
+  refreshTokenTtlSeconds: number
+  loginDeadlineMs: number
+  registerDeadlineMs: number
+  log: FastifyBaseLogger
+}
+
+/** Trimmed, Unicode-NFC, lower-cased: one account per address whatever its spelling. */
+export function normaliseEmail (email: string): string {
+  return email.trim().normalize('NFC').toLowerCase()
+}
+
+export class AuthService {
+  /** Background re-hashes still running (tests and shutdown wait on them). */
+  readonly pendingRehashes = new Set<Promise<void>>()
+
+  constructor (private readonly deps: AuthServiceDeps) {}
+
+  private async issue (db: Queryable, user: User, familyId: string): Promise<AuthResult> {
+    const refresh = newRefreshToken()
+    await insertRefreshToken(db, {
+      tokenHash: refresh.tokenHash,
+      familyId,
+      userId: user.id,
+      expiresAt: new Date(Date.now() + this.deps.refreshTokenTtlSeconds * 1000),
+    })
+    return {
+      user: publicUser(user),
+      accessToken: this.deps.accessTokens.sign(user.id),
+      refreshToken: refresh.token,
+      expiresIn: this.deps.accessTokens.ttlSeconds,
+    }
+  }
+
+  async register (input: { email: string, password: string, name?: string | undefined }, signal?: AbortSignal): Promise<AuthResult> {
+    const email = normaliseEmail(input.email)
+    // Hash first: a taken email costs the same as a new one.
+    let passwordHash: string
+    try {
+      passwordHash = await this.deps.engine.hash(input.password, { deadlineMs: this.deps.registerDeadlineMs, ...(signal === undefined ? {} : { signal }) })
+    } catch (err) {
+      if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'password' })
+      throw err
+    }
+    return await withTransaction(this.deps.db, async (client) => {
+      const user = await insertUser(client, { email, name: input.name ?? null, passwordHash })
+      if (user === undefined) throw createError('EMAIL_TAKEN', undefined, { field: 'email' })
+      return await this.issue(client, user, newTokenFamily())
+    })
+  }
+
+  async login (input: { email: string, password: string }, signal?: AbortSignal): Promise<AuthResult> {
+    const email = normaliseEmail(input.email)
+    const hashOptions = { deadlineMs: this.deps.loginDeadlineMs, ...(signal === undefined ? {} : { signal }) }
+    const user = await findUserByEmail(this.deps.db, email)
+    if (user === undefined) {
+      // Exactly one verify of the current policy: same status, body and time as a wrong password.
+      await this.deps.engine.verifyDummy(input.password, hashOptions)
+      throw createError('AUTH_INVALID_CREDENTIALS')
+    }
+    const { match, needsRehash } = await this.deps.engine.verify(input.password, user.passwordHash, hashOptions)
+    if (!match) throw createError('AUTH_INVALID_CREDENTIALS')
+    const result = await this.issue(this.deps.db, user, newTokenFamily())
+    if (needsRehash) this.rehashInBackground(user.id, user.passwordHash, input.password)
+    return result
+  }
+
+  /** Best effort: a failed or refused re-hash never fails the login; the next login tries again. */
+  private rehashInBackground (userId: string, oldHash: string, password: string): void {
+    const job = (async () => {
+      try {
+        const newHash = await this.deps.engine.hash(password, { deadlineMs: this.deps.loginDeadlineMs })
+        const replaced = await replacePasswordHash(this.deps.db, userId, oldHash, newHash)
+        this.deps.log.info({ userId, replaced }, 'password hash upgraded to the current policy')
+      } catch (err) {
+        this.deps.log.warn({ userId, code: (err as { code?: string }).code }, 'password re-hash skipped')
+      }
+    })()
+    this.pendingRehashes.add(job)
+    void job.finally(() => this.pendingRehashes.delete(job))
+  }
+
+  async refresh (refreshToken: string): Promise<AuthResult> {
+    const tokenHash = hashRefreshToken(refreshToken)
+    type Outcome = { error: 'AUTH_REFRESH_TOKEN_INVALID' | 'AUTH_REFRESH_TOKEN_REUSED' } | { result: AuthResult }
+    const outcome = await withTransaction(this.deps.db, async (client): Promise<Outcome> => {
+      const row = await lockRefreshToken(client, tokenHash)
+      if (row === undefined || row.revokedAt !== null || row.expiresAt.getTime() <= Date.now()) {
+        return { error: 'AUTH_REFRESH_TOKEN_INVALID' }
+      }
+      if (row.rotatedAt !== null) {
+        // A rotated token came back: it was stolen or replayed. Revoke the whole family (committed).
+        await revokeFamily(client, row.familyId)
+        return { error: 'AUTH_REFRESH_TOKEN_REUSED' }
+      }
+      const user = await findUserById(client, row.userId)
+      if (user === undefined) return { error: 'AUTH_REFRESH_TOKEN_INVALID' }
+      await markRotated(client, row.id)
+      return { result: await this.issue(client, user, row.familyId) }
+    })
+    if ('error' in outcome) throw createError(outcome.error)
+    return outcome.result
+  }
+
+  /** Revokes the token's family. Unknown tokens are ignored: logout is idempotent and reveals nothing. */
+  async logout (refreshToken: string): Promise<void> {
+    await withTransaction(this.deps.db, async (client) => {
+      const row = await lockRefreshToken(client, hashRefreshToken(refreshToken))
+      if (row !== undefined) await revokeFamily(client, row.familyId)
+    })
+  }
+
+  async me (userId: string): Promise<ReturnType<typeof publicUser>> {
+    const user = await findUserById(this.deps.db, userId)
+    if (user === undefined) throw createError('AUTH_TOKEN_INVALID')
+    return publicUser(user)
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * Prometheus metrics (prom-client), one registry per app so several apps can
+ * live in one process (tests, the lab). Besides HTTP and the hash pool it keeps
+ * two canaries from the pool-starvation article: event-loop delay
+ * (perf_hooks.monitorEventLoopDelay, via prom-client's defaults) and the latency
+ * of a tiny libuv-pool-bound operation sampled every second.
+ */
+import { randomBytes } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import client from 'prom-client'
+import type { PasswordEngine } from '../hashing/types.js'
+
+export interface Metrics {
+  registry: client.Registry
+  observeRequest (method: string, route: string, status: number, seconds: number): void
+  close (): void
+}
+
+const hashBucketsSeconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+export function createMetrics (engine: PasswordEngine, options: { canaryIntervalMs?: number } = {}): Metrics {
+  const registry = new client.Registry()
+  client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 })
+
+  const httpDuration = new client.Histogram({
+    name: 'tollbooth_http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  })
+
+  new client.Gauge({
+    name: 'tollbooth_hash_pool_threads',
+    help: 'Threads that run password hashes',
+    registers: [registry],
+    collect () { this.set(engine.stats().threads) },
+  })
+  new client.Gauge({
+    name: 'tollbooth_hash_pool_running',
+    help: 'Hashes running now',
+    registers: [registry],
+    collect () { this.set(engine.stats().running) },
+  })
+  new client.Gauge({
+    name: 'tollbooth_hash_pool_queued',
+    help: 'Hash requests waiting for a thread',
+    registers: [registry],
+    collect () { this.set(engine.stats().queued) },
+  })
+  new client.Gauge({
+    name: 'tollbooth_hash_pool_mean_run_seconds',
+    help: 'Recent mean run time of one hash, as admission control sees it',
+    registers: [registry],
+    collect () { this.set(engine.stats().meanRunMs / 1000) },
+  })
+  new client.Gauge({
+    name: 'tollbooth_hash_pool_info',
+    help: 'Hash execution strategy, algorithm and CPU budget (value is always 1)',
+    labelNames: ['strategy', 'algorithm', 'cpu_budget', 'cpu_budget_source'] as const,
+    registers: [registry],
+    collect () {
+      this.reset()
+      this.set({ strategy: engine.strategy, algorithm: engine.policy.algorithm, cpu_budget: String(engine.cpuBudget.cpus), cpu_budget_source: engine.cpuBudget.source }, 1)
+    },
+  })
+  const hashTasks = new client.Counter({
+    name: 'tollbooth_hash_tasks_total',
+    help: 'Hash requests by kind and outcome (ok, rejected at admission, deadline passed in queue, cancelled, error)',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [registry],
+  })
+  const hashWait = new client.Histogram({
+    name: 'tollbooth_hash_wait_seconds',
+    help: 'Time a hash request waited in the queue before a thread took it',
+    labelNames: ['kind'] as const,
+    buckets: hashBucketsSeconds,
+    registers: [registry],
+  })
+  const hashRun = new client.Histogram({
+    name: 'tollbooth_hash_run_seconds',
+    help: 'Time one hash or verify ran on its thread',
+    labelNames: ['kind'] as const,
+    buckets: hashBucketsSeconds,
+    registers: [registry],
+  })
+  const unsubscribe = engine.onTask((event) => {
+    hashTasks.inc({ kind: event.kind, outcome: event.outcome })
+    if (event.outcome === 'ok') {
+      hashWait.observe({ kind: event.kind }, event.waitMs / 1000)
+      hashRun.observe({ kind: event.kind }, event.runMs / 1000)
+    }
+  })
+
+  const canary = new client.Histogram({
+    name: 'tollbooth_libuv_canary_seconds',
+    help: 'Latency of a tiny libuv-pool-bound operation (crypto.randomBytes(16, cb)) sampled every second: high values mean the shared pool is starved',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  })
+  const canaryLast = new client.Gauge({
+    name: 'tollbooth_libuv_canary_last_seconds',
+    help: 'The latest libuv canary latency',
+    registers: [registry],
+  })
+  let canaryInFlight = false
+  const canaryTimer = setInterval(() => {
+    if (canaryInFlight) return // a starved pool must not pile up canaries
+    canaryInFlight = true
+    const started = performance.now()
+    randomBytes(16, () => {
+      canaryInFlight = false
+      const seconds = (performance.now() - started) / 1000
+      canary.observe(seconds)
+      canaryLast.set(seconds)
+    })
+  }, options.canaryIntervalMs ?? 1000)
+  canaryTimer.unref()
+
+  return {
+    registry,
+    observeRequest (method, route, status, seconds) {
+      httpDuration.observe({ method, route, status: String(status) }, seconds)
+    },
+    close () {
+      clearInterval(canaryTimer)
+      unsubscribe()
+    },
+  }
+}

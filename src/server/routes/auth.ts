@@ -1,0 +1,66 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { AuthResponse, bearerAuth, errors, LoginBody, RefreshBody, RegisterBody } from '../schemas.js'
+import { authenticatedUserId, clientGoneSignal } from '../request-context.js'
+import type { AuthService } from '../auth-service.js'
+import type { AccessTokens } from '../tokens.js'
+
+export interface AuthRoutesOptions {
+  auth: AuthService
+  accessTokens: AccessTokens
+}
+
+export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, { auth, accessTokens }) => {
+  app.post('/auth/register', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Create an account and sign in',
+      body: RegisterBody,
+      response: { 201: Type.Ref('AuthResponse'), ...errors(400, 409, 413, 415, 503) },
+    },
+  }, async (request, reply) => {
+    const result = await auth.register(request.body, clientGoneSignal(reply))
+    return await reply.code(201).send(result)
+  })
+
+  app.post('/auth/login', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Sign in with email and password',
+      description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline.',
+      body: LoginBody,
+      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415, 503) },
+    },
+  }, async (request, reply) => await auth.login(request.body, clientGoneSignal(reply)))
+
+  app.post('/auth/refresh', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Trade a refresh token for a new token pair (the old one is spent)',
+      description: 'Presenting an already rotated refresh token revokes its whole family.',
+      body: RefreshBody,
+      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415) },
+    },
+  }, async (request) => await auth.refresh(request.body.refreshToken))
+
+  app.post('/auth/logout', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Revoke the refresh token and its family',
+      body: RefreshBody,
+      response: { 204: Type.Null({ description: 'Signed out' }), ...errors(400, 413, 415) },
+    },
+  }, async (request, reply) => {
+    await auth.logout(request.body.refreshToken)
+    return await reply.code(204).send(null)
+  })
+
+  app.get('/me', {
+    schema: {
+      tags: ['users'],
+      summary: 'The signed-in user',
+      security: bearerAuth,
+      response: { 200: Type.Ref('User'), ...errors(401) },
+    },
+  }, async (request) => await auth.me(authenticatedUserId(request, accessTokens)))
+}

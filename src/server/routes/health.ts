@@ -1,0 +1,70 @@
+import type pg from 'pg'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { createError } from '../../errors.js'
+import type { PasswordEngine } from '../../hashing/types.js'
+import { errors } from '../schemas.js'
+import type { Metrics } from '../metrics.js'
+
+export interface HealthRoutesOptions {
+  db: pg.Pool
+  engine: PasswordEngine
+  metrics: Metrics
+  readinessTimeoutMs?: number
+}
+
+async function withTimeout<T> (work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => { reject(createError('NOT_READY', `${what} did not answer within ${ms} ms`)) }, ms)
+  })
+  try {
+    return await Promise.race([work, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { db, engine, metrics, readinessTimeoutMs = 2000 }) => {
+  app.get('/healthz', {
+    schema: {
+      tags: ['operations'],
+      summary: 'Liveness: answered by the event loop alone (no database, no hash pool)',
+      response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+    },
+    logLevel: 'warn',
+  }, async () => ({ status: 'ok' as const }))
+
+  app.get('/readyz', {
+    schema: {
+      tags: ['operations'],
+      summary: 'Readiness: the database answers and the hash pool is alive',
+      response: {
+        200: Type.Object({ status: Type.Literal('ready'), hashPool: Type.Object({ threads: Type.Integer(), queued: Type.Integer() }) }),
+        ...errors(503),
+      },
+    },
+    logLevel: 'warn',
+  }, async () => {
+    try {
+      await withTimeout(db.query('SELECT 1'), readinessTimeoutMs, 'the database')
+    } catch (err) {
+      throw createError('NOT_READY', `the database is not reachable: ${(err as Error).message}`)
+    }
+    try {
+      await withTimeout(engine.ping(readinessTimeoutMs), readinessTimeoutMs, 'the hash pool')
+    } catch (err) {
+      throw createError('NOT_READY', `the hash pool is not alive: ${(err as Error).message}`)
+    }
+    const stats = engine.stats()
+    return { status: 'ready' as const, hashPool: { threads: stats.threads, queued: stats.queued } }
+  })
+
+  app.get('/metrics', {
+    schema: { tags: ['operations'], summary: 'Prometheus metrics (text exposition format)', produces: ['text/plain'] },
+    logLevel: 'warn',
+  }, async (_request, reply) => {
+    const body = await metrics.registry.metrics()
+    return await reply.type(metrics.registry.contentType).send(body)
+  })
+}

@@ -1,0 +1,132 @@
+/**
+ * Runs the service: database (embedded or DATABASE_URL), migrations, password
+ * engine, app, listen, and a graceful shutdown on SIGINT/SIGTERM.
+ */
+import { randomBytes } from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
+import pino from 'pino'
+import type pg from 'pg'
+import type { Config } from '../config.js'
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded.js'
+import { migrate } from '../db/migrate.js'
+import { createDatabasePool } from '../db/pool.js'
+import { createPasswordEngine } from '../hashing/index.js'
+import type { PasswordEngine } from '../hashing/types.js'
+import { packageVersion } from '../paths.js'
+import { buildApp, redactPaths, type TollboothApp } from './app.js'
+
+export interface RunningService {
+  app: TollboothApp
+  url: string
+  db: pg.Pool
+  engine: PasswordEngine
+  embedded: EmbeddedDatabase | undefined
+  /** Stops accepting, finishes in-flight requests, then closes the pool, engine and database. */
+  close (): Promise<void>
+}
+
+/** The embedded-mode JWT key: generated once, kept (0600) in the data folder. */
+function persistedJwtSecret (dataDir: string): string {
+  const file = path.join(dataDir, 'jwt-secret')
+  try {
+    const secret = fs.readFileSync(file, 'utf8').trim()
+    if (secret.length >= 32) return secret
+  } catch {}
+  const secret = randomBytes(48).toString('base64url')
+  fs.mkdirSync(dataDir, { recursive: true })
+  fs.writeFileSync(file, secret + '\n', { mode: 0o600 })
+  return secret
+}
+
+export async function startService (config: Config, options: { logger?: pino.Logger } = {}): Promise<RunningService> {
+  const log = options.logger ?? pino({ level: config.logLevel, redact: { paths: redactPaths, censor: '[redacted]' } })
+  let embedded: EmbeddedDatabase | undefined
+  let db: pg.Pool | undefined
+  let engine: PasswordEngine | undefined
+  const cleanup = async (): Promise<void> => {
+    await engine?.close().catch(() => {})
+    await db?.end().catch(() => {})
+    await embedded?.stop().catch(() => {})
+  }
+
+  try {
+    let databaseUrl = config.databaseUrl
+    if (databaseUrl === undefined) {
+      const pgLog = log.child({ component: 'postgres' })
+      embedded = await startEmbeddedPostgres({
+        clusterDir: path.join(config.dataDir, 'pg'),
+        log: (message) => { pgLog.debug(message) },
+      })
+      databaseUrl = embedded.url
+      log.info({ dataDir: config.dataDir, port: embedded.port }, 'embedded PostgreSQL started')
+    }
+    db = createDatabasePool(databaseUrl, config.databasePoolSize)
+    const applied = await migrate(db)
+    if (applied.length > 0) log.info({ applied }, 'migrations applied')
+
+    engine = await createPasswordEngine({
+      policy: config.hashPolicy,
+      strategy: config.hashStrategy,
+      ...(config.hashThreads === undefined ? {} : { threads: config.hashThreads }),
+      ...(config.hashMaxQueue === undefined ? {} : { maxQueue: config.hashMaxQueue }),
+    })
+    const stats = engine.stats()
+    log.info({
+      strategy: engine.strategy,
+      threads: stats.threads,
+      cpuBudget: engine.cpuBudget,
+      algorithm: config.hashPolicy.algorithm,
+      meanHashMs: Math.round(stats.meanRunMs * 10) / 10,
+    }, `hash pool: ${stats.threads} thread(s) from the CPU budget (${engine.cpuBudget.source}${config.hashThreads === undefined ? '' : ', overridden by config'})`)
+
+    const jwtSecret = config.jwtSecret ?? persistedJwtSecret(config.dataDir)
+    const app = await buildApp({ config, db, engine, jwtSecret, logger: log })
+    const url = await app.listen({ host: config.host, port: config.port })
+    log.info({ url, version: packageVersion }, 'tollbooth is listening')
+
+    const runningDb = db
+    const runningEngine = engine
+    return {
+      app,
+      url,
+      db: runningDb,
+      engine: runningEngine,
+      embedded,
+      async close () {
+        await app.close()
+        await cleanup()
+      },
+    }
+  } catch (err) {
+    await cleanup()
+    throw err
+  }
+}
+
+/** Installs SIGINT/SIGTERM handlers: the first shuts down cleanly, a second one exits at once. */
+export function handleSignals (service: RunningService, log: pino.Logger, shutdownTimeoutMs = 15_000): void {
+  let stopping = false
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting now')
+      process.exit(1)
+    }
+    stopping = true
+    log.info({ signal }, 'shutting down')
+    const force = setTimeout(() => {
+      log.error('shutdown took too long: exiting')
+      process.exit(1)
+    }, shutdownTimeoutMs)
+    force.unref()
+    service.close().then(() => {
+      log.info('stopped')
+      process.exit(0)
+    }, (err: unknown) => {
+      log.error({ err }, 'shutdown failed')
+      process.exit(1)
+    })
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+}

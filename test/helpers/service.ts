@@ -1,0 +1,98 @@
+import type { AddressInfo } from 'node:net'
+import { loadConfig, type Config } from '../../src/config.js'
+import { createPasswordEngine } from '../../src/hashing/index.js'
+import type { HashPolicy, PasswordEngine } from '../../src/hashing/types.js'
+import { buildApp, type TollboothApp } from '../../src/server/app.js'
+import { createTestDatabase, type TestDatabase } from './database.js'
+
+/** Cheap parameters so functional tests do not wait on real-strength hashes. */
+export const cheapPolicy: HashPolicy = {
+  algorithm: 'argon2id',
+  argon2: { memoryKiB: 1024, timeCost: 1, parallelism: 1 },
+  bcrypt: { cost: 4 },
+  scrypt: { N: 1024, r: 8, p: 1 },
+}
+
+export const testJwtSecret = 'test-secret-that-is-at-least-32-characters-long'
+
+export interface TestService {
+  app: TollboothApp
+  /** http://127.0.0.1:<port> of a real listening socket. */
+  url: string
+  db: TestDatabase
+  engine: PasswordEngine
+  config: Config
+  close (): Promise<void>
+}
+
+export interface TestServiceOptions {
+  policy?: HashPolicy
+  threads?: number
+  maxQueue?: number
+  config?: Partial<Record<string, unknown>>
+  /** Reuse a database (e.g. to restart with another policy). */
+  db?: TestDatabase
+}
+
+export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
+  const db = options.db ?? await createTestDatabase()
+  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, databaseUrl: db.url, logLevel: 'silent', ...options.config } }) }
+  config.hashPolicy = options.policy ?? cheapPolicy
+  const engine = await createPasswordEngine({
+    policy: config.hashPolicy,
+    threads: options.threads ?? 2,
+    ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
+  })
+  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: false })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as AddressInfo
+  const ownsDb = options.db === undefined
+  return {
+    app,
+    url: `http://127.0.0.1:${port}`,
+    db,
+    engine,
+    config,
+    async close () {
+      await app.close()
+      await engine.close()
+      if (ownsDb) await db.drop()
+    },
+  }
+}
+
+export interface JsonResponse<T = any> {
+  status: number
+  headers: Headers
+  body: T
+}
+
+/** A real HTTP request over the socket. `body` objects are sent as JSON; strings are sent as they are. */
+export async function request<T = any> (service: { url: string }, method: string, path: string, options: { body?: unknown, token?: string, headers?: Record<string, string> } = {}): Promise<JsonResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers }
+  let body: string | undefined
+  if (options.body !== undefined) {
+    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+    headers['content-type'] ??= 'application/json'
+  }
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
+  const response = await fetch(service.url + path, { method, headers, ...(body === undefined ? {} : { body }) })
+  const text = await response.text()
+  let parsed: unknown = text
+  if ((response.headers.get('content-type') ?? '').includes('application/json') && text.length > 0) parsed = JSON.parse(text)
+  return { status: response.status, headers: response.headers, body: parsed as T }
+}
+
+let counter = 0
+export function uniqueEmail (label = 'user'): string {
+  counter += 1
+  return `${label}.${process.pid}.${Date.now()}.${counter}@example.com`
+}
+
+export async function registerUser (service: { url: string }, overrides: { email?: string, password?: string, name?: string } = {}): Promise<{ email: string, password: string, body: any }> {
+  const email = overrides.email ?? uniqueEmail()
+  const password = overrides.password ?? 'correct horse battery staple'
+  const response = await request(service, 'POST', '/api/v1/auth/register', { body: { email, password, ...(overrides.name === undefined ? {} : { name: overrides.name }) } })
+  if (response.status !== 201) throw new Error(`register failed: ${response.status} ${JSON.stringify(response.body)}`)
+  return { email, password, body: response.body }
+}

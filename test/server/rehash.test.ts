@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
+import { cheapPolicy, registerUser, request, startTestService } from '../helpers/service.js'
+
+async function storedHash (db: TestDatabase, email: string): Promise<string> {
+  const { rows } = await db.pool.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE email = $1', [email.toLowerCase()])
+  return rows[0]?.password_hash ?? ''
+}
+
+async function waitForHash (db: TestDatabase, email: string, pattern: RegExp): Promise<string> {
+  const deadline = Date.now() + 5000
+  let hash = await storedHash(db, email)
+  while (!pattern.test(hash) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    hash = await storedHash(db, email)
+  }
+  return hash
+}
+
+describe('re-hash on login', () => {
+  let db: TestDatabase
+  before(async () => { db = await createTestDatabase() })
+  after(async () => { await db.drop() })
+
+  it('moves a bcrypt hash to argon2id after a good login, and the password keeps working', async () => {
+    const old = await startTestService({ db, policy: { ...cheapPolicy, algorithm: 'bcrypt' } })
+    const account = await registerUser(old)
+    await old.close()
+    assert.match(await storedHash(db, account.email), /^\$2[aby]\$04\$/)
+
+    const current = await startTestService({ db, policy: cheapPolicy })
+    try {
+      const login = await request(current, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password } })
+      assert.equal(login.status, 200)
+      assert.match(await waitForHash(db, account.email, /^\$argon2id\$/), /^\$argon2id\$v=19\$m=1024,t=1,p=1\$/)
+      const again = await request(current, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password } })
+      assert.equal(again.status, 200)
+    } finally {
+      await current.close()
+    }
+  })
+
+  it('re-hashes when only the parameters changed', async () => {
+    const old = await startTestService({ db, policy: cheapPolicy })
+    const account = await registerUser(old)
+    await old.close()
+    const stronger = { ...cheapPolicy, argon2: { ...cheapPolicy.argon2, memoryKiB: 2048, timeCost: 2 } }
+    const current = await startTestService({ db, policy: stronger })
+    try {
+      assert.equal((await request(current, 'POST', '/api/v1/auth/login', { body: account })).status, 200)
+      assert.match(await waitForHash(db, account.email, /m=2048,t=2/), /^\$argon2id\$v=19\$m=2048,t=2,p=1\$/)
+    } finally {
+      await current.close()
+    }
+  })
+
+  it('does not re-hash after a failed login', async () => {
+    const old = await startTestService({ db, policy: { ...cheapPolicy, algorithm: 'scrypt' } })
+    const account = await registerUser(old)
+    await old.close()
+    const before = await storedHash(db, account.email)
+    const current = await startTestService({ db, policy: cheapPolicy })
+    try {
+      assert.equal((await request(current, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: 'wrong password' } })).status, 401)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      assert.equal(await storedHash(db, account.email), before)
+    } finally {
+      await current.close()
+    }
+  })
+
+  it('still signs in when the re-hash fails (a 100-byte password cannot move to bcrypt)', async () => {
+    const old = await startTestService({ db, policy: cheapPolicy })
+    const account = await registerUser(old, { password: 'p'.repeat(100) })
+    await old.close()
+    const before = await storedHash(db, account.email)
+    const current = await startTestService({ db, policy: { ...cheapPolicy, algorithm: 'bcrypt' } })
+    try {
+      const login = await request(current, 'POST', '/api/v1/auth/login', { body: account })
+      assert.equal(login.status, 200)
+      await Promise.allSettled([...current.app.auth.pendingRehashes])
+      assert.equal(await storedHash(db, account.email), before)
+    } finally {
+      await current.close()
+    }
+  })
+
+  it('refuses a stored hash with absurd parameters quickly instead of computing it', async () => {
+    const service = await startTestService({ db, policy: cheapPolicy })
+    try {
+      const account = await registerUser(service)
+      await db.pool.query("UPDATE users SET password_hash = '$2b$31$abcdefghijklmnopqrstuu5Tb6QpwjuAQ6hmcVNO2Yz3mCLqPDtRS' WHERE email = $1", [account.email.toLowerCase()])
+      const started = performance.now()
+      const login = await request(service, 'POST', '/api/v1/auth/login', { body: account })
+      const ms = performance.now() - started
+      assert.equal(login.status, 500)
+      assert.equal(login.body.error.code, 'HASH_PARAMS_OUT_OF_BOUNDS')
+      assert.ok(ms < 2000, `answered in ${ms.toFixed(0)} ms (cost 31 would take days)`)
+      assert.equal(service.engine.stats().completed, 1, 'only the registration hash ran')
+    } finally {
+      await service.close()
+    }
+  })
+})
+
+describe('bcrypt and long passwords', () => {
+  it('refuses to register a password over 72 bytes under bcrypt instead of truncating it', async () => {
+    const service = await startTestService({ policy: { ...cheapPolicy, algorithm: 'bcrypt' } })
+    try {
+      const response = await request(service, 'POST', '/api/v1/auth/register', { body: { email: 'long@example.com', password: 'é'.repeat(40) } })
+      assert.equal(response.status, 400)
+      assert.equal(response.body.error.code, 'PASSWORD_TOO_LONG')
+      assert.equal(response.body.error.field, 'password')
+      const { rows } = await service.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM users')
+      assert.equal(rows[0]?.n, 0)
+    } finally {
+      await service.close()
+    }
+  })
+})

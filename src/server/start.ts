@@ -27,7 +27,7 @@ export interface RunningService {
 }
 
 /** The embedded-mode JWT key: generated once, kept (0600) in the data folder. */
-function persistedJwtSecret (dataDir: string): string {
+export function persistedJwtSecret (dataDir: string): string {
   const file = path.join(dataDir, 'jwt-secret')
   try {
     const secret = fs.readFileSync(file, 'utf8').trim()
@@ -39,7 +39,7 @@ function persistedJwtSecret (dataDir: string): string {
   return secret
 }
 
-export async function startService (config: Config, options: { logger?: pino.Logger } = {}): Promise<RunningService> {
+export async function startService (config: Config, options: { logger?: pino.Logger, listeningMessage?: string } = {}): Promise<RunningService> {
   const log = options.logger ?? pino({ level: config.logLevel, redact: { paths: redactPaths, censor: '[redacted]' } })
   let embedded: EmbeddedDatabase | undefined
   let db: pg.Pool | undefined
@@ -65,6 +65,7 @@ export async function startService (config: Config, options: { logger?: pino.Log
     const applied = await migrate(db)
     if (applied.length > 0) log.info({ applied }, 'migrations applied')
 
+    if (config.hashStrategy === 'cluster') throw new Error('the cluster strategy starts through startClusterPrimary()')
     engine = await createPasswordEngine({
       policy: config.hashPolicy,
       strategy: config.hashStrategy,
@@ -83,7 +84,7 @@ export async function startService (config: Config, options: { logger?: pino.Log
     const jwtSecret = config.jwtSecret ?? persistedJwtSecret(config.dataDir)
     const app = await buildApp({ config, db, engine, jwtSecret, logger: log })
     const url = await app.listen({ host: config.host, port: config.port })
-    log.info({ url, version: packageVersion }, 'tollbooth is listening')
+    log.info({ url, version: packageVersion, strategy: config.hashStrategy }, options.listeningMessage ?? 'tollbooth is listening')
 
     const runningDb = db
     const runningEngine = engine
@@ -105,7 +106,7 @@ export async function startService (config: Config, options: { logger?: pino.Log
 }
 
 /** Installs SIGINT/SIGTERM handlers: the first shuts down cleanly, a second one exits at once. */
-export function handleSignals (service: RunningService, log: pino.Logger, shutdownTimeoutMs = 15_000): void {
+export function handleSignals (service: { close (): Promise<void> }, log: pino.Logger, shutdownTimeoutMs = 15_000): void {
   let stopping = false
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {

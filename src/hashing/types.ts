@@ -110,3 +110,17 @@ export interface PasswordEngine {
   ping (timeoutMs?: number): Promise<void>
   close (): Promise<void>
 }
+
+/** What `createPasswordEngine()` accepts; everything but the policy has a default. */
+export interface PasswordEngineOptions {
+  /** Checked by `validatePolicy()`; copied and frozen, so later changes to the object do nothing. */
+  policy: HashPolicy
+  /** Default 'tollbooth' (the only one implemented so far). */
+  strategy?: HashStrategy
+  /** Worker threads, 1 to 256. Default: the CPU budget (`detectCpuBudget()`). */
+  threads?: number
+  /** Requests allowed to wait for a thread, 0 to 1,000,000. Default: threads × 64. */
+  maxQueue?: number
+  /** Where to read cgroup limits from (tests point these at fake trees). */
+  cpu?: { cgroupRoot?: string, procSelfCgroup?: string }
+}

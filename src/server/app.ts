@@ -89,6 +89,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   for (const schema of [ErrorResponse, User, Post, AuthResponse]) app.addSchema(schema)
 
   await app.register(swagger, {
+    // Shared schemas appear under their $id (ErrorResponse, User ...) instead of def-0, def-1.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {
       openapi: '3.1.0',
       info: {

@@ -88,7 +88,7 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
   it('refuses invalid configuration with a clear message and exit code 2', () => {
     const result = spawnSync(process.execPath, [bin, '--port', 'eighty'], { encoding: 'utf8', env: { ...process.env, TOLLBOOTH_HASH_ALGORITHM: 'md5' } })
     assert.equal(result.status, 2)
-    assert.match(result.stderr, /invalid configuration: .*--port must be a whole number, got "eighty"/)
+    assert.match(result.stderr, /invalid configuration: flag \(PORT \/ --port\) must be a whole number, got "eighty"/)
     const env = spawnSync(process.execPath, [bin], { encoding: 'utf8', env: { ...process.env, TOLLBOOTH_HASH_ALGORITHM: 'md5' } })
     assert.equal(env.status, 2)
     assert.match(env.stderr, /TOLLBOOTH_HASH_ALGORITHM .*must be one of argon2id, bcrypt, scrypt, got "md5"/)

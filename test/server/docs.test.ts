@@ -47,7 +47,7 @@ describe('configuration', () => {
   it('refuses bad values with CONFIG_INVALID naming the setting', () => {
     const cases: Array<[NodeJS.ProcessEnv, RegExp]> = [
       [{ PORT: '70000' }, /PORT.*between 0 and 65535/],
-      [{ TOLLBOOTH_SCRYPT_N: '1000' }, /power of two/],
+      [{ TOLLBOOTH_SCRYPT_N: '3000' }, /power of two/],
       [{ TOLLBOOTH_HASH_THREADS: '0' }, /TOLLBOOTH_HASH_THREADS/],
       [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
       [{ DATABASE_URL: 'postgres://127.0.0.1/db' }, /TOLLBOOTH_JWT_SECRET is required/],

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { registerUser, request, startTestService, type TestService } from '../helpers/service.js'
+import { registerUser, request, startTestService, type JsonResponse, type TestService } from '../helpers/service.js'
 
 describe('refresh token rotation and logout', () => {
   let service: TestService
   before(async () => { service = await startTestService() })
   after(async () => { await service.close() })
 
-  const refresh = async (refreshToken: string): ReturnType<typeof request> => await request(service, 'POST', '/api/v1/auth/refresh', { body: { refreshToken } })
+  const refresh = async (refreshToken: string): Promise<JsonResponse> => await request(service, 'POST', '/api/v1/auth/refresh', { body: { refreshToken } })
 
   it('trades a refresh token for a new pair, once', async () => {
     const { body: registered } = await registerUser(service)

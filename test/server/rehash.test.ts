@@ -25,7 +25,8 @@ describe('re-hash on login', () => {
 
   it('moves a bcrypt hash to argon2id after a good login, and the password keeps working', async () => {
     const old = await startTestService({ db, policy: { ...cheapPolicy, algorithm: 'bcrypt' } })
-    const account = await registerUser(old)
+    const { email, password } = await registerUser(old)
+    const account = { email, password }
     await old.close()
     assert.match(await storedHash(db, account.email), /^\$2[aby]\$04\$/)
 
@@ -43,7 +44,8 @@ describe('re-hash on login', () => {
 
   it('re-hashes when only the parameters changed', async () => {
     const old = await startTestService({ db, policy: cheapPolicy })
-    const account = await registerUser(old)
+    const { email, password } = await registerUser(old)
+    const account = { email, password }
     await old.close()
     const stronger = { ...cheapPolicy, argon2: { ...cheapPolicy.argon2, memoryKiB: 2048, timeCost: 2 } }
     const current = await startTestService({ db, policy: stronger })
@@ -57,7 +59,8 @@ describe('re-hash on login', () => {
 
   it('does not re-hash after a failed login', async () => {
     const old = await startTestService({ db, policy: { ...cheapPolicy, algorithm: 'scrypt' } })
-    const account = await registerUser(old)
+    const { email, password } = await registerUser(old)
+    const account = { email, password }
     await old.close()
     const before = await storedHash(db, account.email)
     const current = await startTestService({ db, policy: cheapPolicy })
@@ -72,7 +75,8 @@ describe('re-hash on login', () => {
 
   it('still signs in when the re-hash fails (a 100-byte password cannot move to bcrypt)', async () => {
     const old = await startTestService({ db, policy: cheapPolicy })
-    const account = await registerUser(old, { password: 'p'.repeat(100) })
+    const { email, password } = await registerUser(old, { password: 'p'.repeat(100) })
+    const account = { email, password }
     await old.close()
     const before = await storedHash(db, account.email)
     const current = await startTestService({ db, policy: { ...cheapPolicy, algorithm: 'bcrypt' } })
@@ -89,7 +93,8 @@ describe('re-hash on login', () => {
   it('refuses a stored hash with absurd parameters quickly instead of computing it', async () => {
     const service = await startTestService({ db, policy: cheapPolicy })
     try {
-      const account = await registerUser(service)
+      const { email, password } = await registerUser(service)
+      const account = { email, password }
       await db.pool.query("UPDATE users SET password_hash = '$2b$31$abcdefghijklmnopqrstuu5Tb6QpwjuAQ6hmcVNO2Yz3mCLqPDtRS' WHERE email = $1", [account.email.toLowerCase()])
       const started = performance.now()
       const login = await request(service, 'POST', '/api/v1/auth/login', { body: account })

@@ -1,0 +1,149 @@
+/**
+ * How much CPU this process really has, to size the hash pool: one thread per
+ * CPU. `os.availableParallelism()` honours affinity but not a cgroup CPU quota
+ * (a Kubernetes `limits.cpu`), which is exactly where an oversized pool turns
+ * into throttling and queueing (see the k8s seed article).
+ *
+ * Synchronous on purpose: it runs once at start (and in the cluster primary),
+ * reads a handful of tiny pseudo-files, and a missing file is the normal case.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import type { CpuBudget, CpuBudgetSource } from './types.js'
+
+export interface DetectCpuBudgetOptions {
+  /** A configured thread count: wins over everything when set. */
+  override?: number | undefined
+  /** Where the cgroup filesystems are mounted (tests pass a fake tree). */
+  cgroupRoot?: string | undefined
+  /** This process's cgroup membership file (tests pass a fake one). */
+  procSelfCgroup?: string | undefined
+}
+
+interface Quota {
+  cpus: number
+  source: 'cgroup-v2' | 'cgroup-v1'
+}
+
+function readText (file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8')
+  } catch {
+    return undefined // no such controller, level or file: normal outside containers
+  }
+}
+
+/** `/a/b/c` -> ['/a/b/c', '/a/b', '/a', '/']: a limit on any ancestor applies to us too. */
+function selfAndAncestors (cgroupPath: string): string[] {
+  const levels: string[] = []
+  let current = path.posix.normalize('/' + cgroupPath)
+  for (;;) {
+    levels.push(current)
+    if (current === '/') return levels
+    current = path.posix.dirname(current)
+  }
+}
+
+interface Membership {
+  /** The v2 path (`0::/path`), when the unified hierarchy is present. */
+  unified: string | undefined
+  /** v1 lines: controllers -> path. */
+  v1: Array<{ controllers: string[], path: string }>
+}
+
+function readMembership (procSelfCgroup: string): Membership {
+  const membership: Membership = { unified: undefined, v1: [] }
+  for (const line of (readText(procSelfCgroup) ?? '').split('\n')) {
+    // hierarchy-ID:controller-list:cgroup-path (the path may itself contain ':')
+    const first = line.indexOf(':')
+    const second = line.indexOf(':', first + 1)
+    if (first === -1 || second === -1) continue
+    const hierarchy = line.slice(0, first)
+    const controllers = line.slice(first + 1, second)
+    const cgroupPath = line.slice(second + 1)
+    if (hierarchy === '0' && controllers === '') membership.unified = cgroupPath
+    else membership.v1.push({ controllers: controllers.split(','), path: cgroupPath })
+  }
+  return membership
+}
+
+/** v2 `cpu.max`: "max 100000" (no limit) or "150000 100000" (1.5 CPUs). */
+function v2Quota (cgroupRoot: string, cgroupPath: string): number | undefined {
+  let lowest: number | undefined
+  for (const level of selfAndAncestors(cgroupPath)) {
+    const text = readText(path.join(cgroupRoot, level, 'cpu.max'))
+    if (text === undefined) continue
+    const [quota, period] = text.trim().split(/\s+/)
+    if (quota === undefined || quota === 'max') continue
+    const cpus = Number(quota) / Number(period ?? '100000')
+    if (Number.isFinite(cpus) && cpus > 0) lowest = Math.min(lowest ?? cpus, cpus)
+  }
+  return lowest
+}
+
+/** v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us` under the cpu controller's mount; -1 is "no limit". */
+function v1Quota (cgroupRoot: string, controllers: string[], cgroupPath: string): number | undefined {
+  // The mount is named after the co-mounted controllers (`cpu,cpuacct`), usually with
+  // `cpu` as a symlink; try the exact name first, then the usual spellings.
+  const mounts = [controllers.join(','), 'cpu', 'cpu,cpuacct', 'cpuacct,cpu']
+  const mount = mounts.map((name) => path.join(cgroupRoot, name)).find((dir) => fs.existsSync(dir))
+  if (mount === undefined) return undefined
+  let lowest: number | undefined
+  for (const level of selfAndAncestors(cgroupPath)) {
+    const quota = Number(readText(path.join(mount, level, 'cpu.cfs_quota_us'))?.trim())
+    const period = Number(readText(path.join(mount, level, 'cpu.cfs_period_us'))?.trim())
+    if (!Number.isFinite(quota) || quota <= 0 || !Number.isFinite(period) || period <= 0) continue
+    lowest = Math.min(lowest ?? quota / period, quota / period)
+  }
+  return lowest
+}
+
+function cgroupQuota (cgroupRoot: string, procSelfCgroup: string): Quota | undefined {
+  const membership = readMembership(procSelfCgroup)
+  const candidates: Quota[] = []
+  // Without /proc/self/cgroup (or a line for it) the root of each hierarchy is still
+  // worth a look: inside a container the mount's root is the container's own cgroup.
+  const v2 = v2Quota(cgroupRoot, membership.unified ?? '/')
+  if (v2 !== undefined) candidates.push({ cpus: v2, source: 'cgroup-v2' })
+  const cpuLine = membership.v1.find((line) => line.controllers.includes('cpu'))
+  const v1 = v1Quota(cgroupRoot, cpuLine?.controllers ?? ['cpu'], cpuLine?.path ?? '/')
+  if (v1 !== undefined) candidates.push({ cpus: v1, source: 'cgroup-v1' })
+  return candidates.reduce<Quota | undefined>((low, q) => (low === undefined || q.cpus < low.cpus ? q : low), undefined)
+}
+
+/**
+ * Order: a configured override wins; otherwise the smallest of the cgroup quota
+ * (v2 and v1, this process's cgroup and every ancestor), the CPU affinity mask
+ * and the core count. At least 1.
+ */
+export function detectCpuBudget (options: DetectCpuBudgetOptions = {}): CpuBudget {
+  const { override, cgroupRoot = '/sys/fs/cgroup', procSelfCgroup = '/proc/self/cgroup' } = options
+  if (override !== undefined) {
+    if (!Number.isSafeInteger(override) || override < 1) throw new RangeError(`override must be a whole number of CPUs >= 1, got ${override}`)
+    return { cpus: override, quota: undefined, source: 'override' }
+  }
+
+  const cores = Math.max(1, os.cpus().length)
+  // Honours sched_setaffinity / taskset / cpuset on Linux.
+  const affinity = Math.max(1, os.availableParallelism())
+  let cpus = affinity
+  let source: CpuBudgetSource = affinity < cores ? 'affinity' : 'cores'
+
+  const quota = cgroupQuota(cgroupRoot, procSelfCgroup)
+  if (quota !== undefined) {
+    // Round a fractional quota UP (1.5 -> 2 threads), as the JVM, .NET and Go 1.25 do. A
+    // quota is CPU time per period, not a number of cores: 2 threads can spend all of
+    // 1.5 CPUs, 1 thread could never spend more than 1.0 and would leave a third of the
+    // paid-for CPU idle while logins queue. The price is CFS throttling at saturation,
+    // which the pool absorbs honestly: run times are measured in the worker (throttled
+    // time included), so the admission estimate sees it. Below 1 CPU it is still 1 thread.
+    const quotaCpus = Math.max(1, Math.ceil(quota.cpus))
+    // On a tie the quota is named: it is the limit the operator set for this process.
+    if (quotaCpus <= cpus) {
+      cpus = quotaCpus
+      source = quota.source
+    }
+  }
+  return { cpus, quota: quota?.cpus, source }
+}

@@ -1,0 +1,208 @@
+/**
+ * The password engine: the facade validates options once and fills defaults
+ * (Piscina's Options vs FilledOptions); the executor behind it trusts its input.
+ *
+ * Per request, the main thread only does cheap string work: bound the stored
+ * hash (limits.ts), refuse a too-long bcrypt password, decide needsRehash. The
+ * hash itself always runs in the executor's worker threads.
+ */
+import { randomBytes } from 'node:crypto'
+import { createError, isTollboothError } from '../errors.js'
+import { detectCpuBudget } from './cpu.js'
+import type { HashExecutor, HashTask } from './executor.js'
+import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './bcrypt.js'
+import { inspectStoredHash, validatePolicy, type StoredHash } from './limits.js'
+import { TollboothPool } from './pool.js'
+import { storedDiffersFromPolicy } from './rehash.js'
+import type {
+  CpuBudget, HashPolicy, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind,
+  PasswordEngine, PasswordEngineOptions, VerifyResult,
+} from './types.js'
+
+const strategies: readonly HashStrategy[] = ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina']
+const implementedStrategies: readonly HashStrategy[] = ['tollbooth']
+const maxThreads = 256
+const maxQueueLimit = 1_000_000
+/** Waiting requests per thread by default: at ~50 ms a hash, 64 deep is ~3 s of work per thread. */
+const defaultQueuePerThread = 64
+const defaultPingTimeoutMs = 1000
+
+/** Options after validation, with every default filled: what the core trusts. */
+export interface FilledEngineOptions {
+  policy: HashPolicy
+  strategy: HashStrategy
+  threads: number
+  maxQueue: number
+  cpuBudget: CpuBudget
+}
+
+function invalid (field: string, message: string): never {
+  throw createError('CONFIG_INVALID', `${field} ${message}`, { field })
+}
+
+function isRecord (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function optionalInteger (value: unknown, field: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    invalid(field, `must be an integer from ${min} to ${max}, got ${typeof value === 'number' ? String(value) : typeof value}`)
+  }
+  return value
+}
+
+function optionalString (value: unknown, field: string): string | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'string' || value === '') invalid(field, 'must be a non-empty string')
+  return value
+}
+
+function frozenPolicy (policy: HashPolicy): HashPolicy {
+  return Object.freeze({
+    algorithm: policy.algorithm,
+    argon2: Object.freeze({ memoryKiB: policy.argon2.memoryKiB, timeCost: policy.argon2.timeCost, parallelism: policy.argon2.parallelism }),
+    bcrypt: Object.freeze({ cost: policy.bcrypt.cost }),
+    scrypt: Object.freeze({ N: policy.scrypt.N, r: policy.scrypt.r, p: policy.scrypt.p }),
+  })
+}
+
+/** Throws `CONFIG_INVALID` naming the field at fault. */
+export function fillEngineOptions (options: unknown): FilledEngineOptions {
+  if (!isRecord(options)) invalid('options', 'must be an object')
+  validatePolicy(options.policy)
+  const strategy = options.strategy ?? 'tollbooth'
+  if (typeof strategy !== 'string' || !(strategies as readonly string[]).includes(strategy)) {
+    invalid('strategy', `must be one of ${strategies.join(', ')}, got ${JSON.stringify(strategy) ?? typeof strategy}`)
+  }
+  if (!implementedStrategies.includes(strategy as HashStrategy)) {
+    invalid('strategy', `'${strategy}' is not implemented yet; implemented: ${implementedStrategies.join(', ')}`)
+  }
+  const threadsOverride = optionalInteger(options.threads, 'threads', 1, maxThreads)
+  if (options.cpu !== undefined && !isRecord(options.cpu)) invalid('cpu', 'must be an object')
+  const cpu = isRecord(options.cpu) ? options.cpu : {}
+  const cpuBudget = detectCpuBudget({
+    cgroupRoot: optionalString(cpu.cgroupRoot, 'cpu.cgroupRoot'),
+    procSelfCgroup: optionalString(cpu.procSelfCgroup, 'cpu.procSelfCgroup'),
+  })
+  const threads = Math.min(threadsOverride ?? cpuBudget.cpus, maxThreads)
+  const maxQueue = optionalInteger(options.maxQueue, 'maxQueue', 0, maxQueueLimit) ?? threads * defaultQueuePerThread
+  return { policy: frozenPolicy(options.policy), strategy: strategy as HashStrategy, threads, maxQueue, cpuBudget }
+}
+
+/** Per-request arguments are programming errors when wrong: a TypeError naming the argument. */
+function checkRequest (password: unknown, options: HashRequestOptions | undefined): asserts password is string {
+  if (typeof password !== 'string') throw new TypeError(`password must be a string, got ${typeof password}`)
+  if (options === undefined) return
+  if (!isRecord(options)) throw new TypeError('options must be an object')
+  const { deadlineMs, signal } = options
+  if (deadlineMs !== undefined && (typeof deadlineMs !== 'number' || !Number.isFinite(deadlineMs) || deadlineMs < 0)) {
+    throw new TypeError(`options.deadlineMs must be a finite number >= 0, got ${String(deadlineMs)}`)
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('options.signal must be an AbortSignal')
+}
+
+function hashTask (policy: HashPolicy, password: string): HashTask {
+  switch (policy.algorithm) {
+    case 'argon2id': return { kind: 'hash', algorithm: 'argon2id', params: policy.argon2, password }
+    case 'bcrypt': return { kind: 'hash', algorithm: 'bcrypt', params: policy.bcrypt, password }
+    case 'scrypt': return { kind: 'hash', algorithm: 'scrypt', params: policy.scrypt, password }
+  }
+}
+
+class Engine implements PasswordEngine {
+  readonly policy: HashPolicy
+  readonly strategy: HashStrategy
+  readonly cpuBudget: CpuBudget
+  private dummyHash = ''
+
+  constructor (options: FilledEngineOptions, private readonly executor: HashExecutor) {
+    this.policy = options.policy
+    this.strategy = options.strategy
+    this.cpuBudget = options.cpuBudget
+  }
+
+  /** One dummy hash of the policy (seeds the mean run time), then one verify per thread. */
+  async warmUp (): Promise<void> {
+    // Synchronous randomBytes reads the kernel CSPRNG directly; it never touches libuv's pool.
+    const dummyPassword = randomBytes(18).toString('base64url')
+    this.dummyHash = String(await this.executor.runInternal(hashTask(this.policy, dummyPassword)))
+    await Promise.all(Array.from({ length: this.executor.threads }, async () => {
+      await this.executor.runInternal({ kind: 'verify', password: dummyPassword, stored: this.dummyHash })
+    }))
+  }
+
+  /** Input refused on the main thread: counted and reported like any failed request. */
+  private refuse (kind: HashTaskKind, err: unknown): never {
+    if (isTollboothError(err)) this.executor.recordRefused({ kind, outcome: 'error', waitMs: 0, runMs: 0 })
+    throw err
+  }
+
+  async hash (password: string, options?: HashRequestOptions): Promise<string> {
+    checkRequest(password, options)
+    if (this.policy.algorithm === 'bcrypt' && bcryptPasswordTooLong(password)) {
+      this.refuse('hash', createError('PASSWORD_TOO_LONG', `bcrypt accepts at most ${bcryptMaxPasswordBytes} UTF-8 bytes; the password was not truncated`))
+    }
+    return String(await this.executor.run(hashTask(this.policy, password), options))
+  }
+
+  async verify (password: string, storedHash: string, options?: HashRequestOptions): Promise<VerifyResult> {
+    checkRequest(password, options)
+    let stored: StoredHash
+    try {
+      stored = inspectStoredHash(storedHash)
+    } catch (err) {
+      this.refuse('verify', err)
+    }
+    const match = await this.executor.run({ kind: 'verify', password, stored: storedHash }, options)
+    return { match: match === true, needsRehash: storedDiffersFromPolicy(stored, this.policy) }
+  }
+
+  async verifyDummy (password: string, options?: HashRequestOptions): Promise<void> {
+    checkRequest(password, options)
+    await this.executor.run({ kind: 'verify', password, stored: this.dummyHash }, options)
+  }
+
+  stats (): HashPoolStats {
+    return this.executor.stats()
+  }
+
+  onTask (listener: (event: HashTaskEvent) => void): () => void {
+    return this.executor.onTask(listener)
+  }
+
+  async ping (timeoutMs: number = defaultPingTimeoutMs): Promise<void> {
+    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw new TypeError(`timeoutMs must be a finite number > 0, got ${String(timeoutMs)}`)
+    }
+    await this.executor.ping(timeoutMs)
+  }
+
+  close (): Promise<void> {
+    return this.executor.close()
+  }
+}
+
+function createExecutor (options: FilledEngineOptions): HashExecutor {
+  switch (options.strategy) {
+    case 'tollbooth': return new TollboothPool({ threads: options.threads, maxQueue: options.maxQueue })
+    default: throw createError('CONFIG_INVALID', `strategy '${options.strategy}' is not implemented yet`, { field: 'strategy' })
+  }
+}
+
+/**
+ * Validates the options (`CONFIG_INVALID` naming the field), starts the worker
+ * threads, computes the dummy hash for `verifyDummy` and warms every thread.
+ */
+export async function createPasswordEngine (options: PasswordEngineOptions): Promise<PasswordEngine> {
+  const filled = fillEngineOptions(options)
+  const executor = createExecutor(filled)
+  const engine = new Engine(filled, executor)
+  try {
+    await engine.warmUp()
+  } catch (err) {
+    await executor.close()
+    throw err
+  }
+  return engine
+}

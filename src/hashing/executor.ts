@@ -1,0 +1,44 @@
+/**
+ * Where hashing work runs. One small interface, one implementation per file:
+ * `pool.ts` is tollbooth's own (CPU-budgeted threads, admission, deadlines,
+ * cancellation); the load lab's comparison strategies ('event-loop', 'libuv',
+ * 'spawn', 'piscina') can be added beside it, each in its own file, without the
+ * engine changing.
+ *
+ * The engine has already parsed and bounded everything a task carries; an
+ * executor trusts its input.
+ */
+import type { Argon2Params, BcryptParams, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, ScryptParams } from './types.js'
+
+/** A unit of work, as sent to a worker thread (structured-clone friendly). */
+export type HashTask =
+  | { kind: 'hash', algorithm: 'argon2id', params: Argon2Params, password: string }
+  | { kind: 'hash', algorithm: 'bcrypt', params: BcryptParams, password: string }
+  | { kind: 'hash', algorithm: 'scrypt', params: ScryptParams, password: string }
+  | { kind: 'verify', password: string, stored: string }
+  | { kind: 'ping' }
+
+/** What a worker answers: the value, and how long the hash itself ran, measured inside the worker. */
+export type HashReply =
+  | { ok: true, value: string | boolean | null, runMs: number }
+  | { ok: false, code: string, message: string, runMs: number }
+
+export interface HashExecutor {
+  readonly strategy: HashStrategy
+  readonly threads: number
+  /**
+   * Runs one hash or verify under the request's deadline and signal. Resolves with the
+   * worker's value; rejects with a coded error (SERVICE_OVERLOADED, HASH_DEADLINE_EXCEEDED,
+   * HASH_CANCELLED, HASH_POOL_CLOSED ...).
+   */
+  run (task: HashTask, options?: HashRequestOptions): Promise<string | boolean>
+  /** Runs work that is no request (warm-up): not counted, but it teaches the mean run time. */
+  runInternal (task: HashTask): Promise<string | boolean>
+  /** A trivial task round trip, bypassing admission. */
+  ping (timeoutMs: number): Promise<void>
+  /** Counts a request the engine refused before it reached the executor (bad input). */
+  recordRefused (event: HashTaskEvent): void
+  stats (): HashPoolStats
+  onTask (listener: (event: HashTaskEvent) => void): () => void
+  close (): Promise<void>
+}

@@ -1,0 +1,180 @@
+/**
+ * Bounds on hashing parameters, each with the reason it exists.
+ *
+ * A stored hash is attacker input: whoever can write one row (an import, a
+ * compromised admin tool, a SQL injection elsewhere) chooses its cost, and a
+ * `$2b$31$` bcrypt hash or an argon2 hash asking for 4 GiB would take one worker
+ * thread for hours or the process's memory with it. So every stored hash is
+ * parsed and bounded on the main thread, which is cheap string work, before it
+ * is queued for a thread. The policy is bounded by the same numbers, so that
+ * every hash we make ourselves is one we accept later.
+ */
+import { createError, type ErrorCode } from '../errors.js'
+import { parseArgon2, parseBcrypt, parseScrypt } from './phc.js'
+import { hashAlgorithms, type Argon2Params, type BcryptParams, type HashPolicy, type ScryptParams } from './types.js'
+
+export interface Bound {
+  min: number
+  max: number
+  /** Why the bound is there, quoted in the error message. */
+  reason: string
+}
+
+const MiB = 1024 * 1024
+
+export const hashLimits = {
+  /** Longest stored hash string we parse at all. */
+  storedLength: { min: 1, max: 512, reason: 'our longest legitimate hash is under 200 characters; longer is not a hash' },
+  argon2: {
+    memoryKiB: { min: 8, max: 256 * 1024, reason: 'each running verify holds m KiB; 256 MiB per thread is already far beyond OWASP (19 MiB)' },
+    timeCost: { min: 1, max: 16, reason: 'passes multiply the time; 16 passes over the largest memory is seconds per verify' },
+    parallelism: { min: 1, max: 16, reason: 'lanes run on one worker thread here, so more lanes only add overhead' },
+    saltBytes: { min: 8, max: 64, reason: 'argon2 requires at least 8 bytes; more than 64 is not a salt we or a sane tool made' },
+    hashBytes: { min: 16, max: 128, reason: 'shorter tags are too weak to trust; longer ones add work and no security' },
+  },
+  bcrypt: {
+    cost: { min: 4, max: 16, reason: 'cost doubles the time per step: cost 16 is ~64x cost 10 (seconds); cost 31 would run for days' },
+  },
+  scrypt: {
+    log2N: { min: 1, max: 20, reason: 'N doubles both time and memory; 2^20 is 1 GiB at r=8 (see memoryBytes)' },
+    r: { min: 1, max: 32, reason: 'block size multiplies time and memory; OWASP uses 8' },
+    p: { min: 1, max: 16, reason: 'scrypt runs its p lanes one after another here, so p multiplies the time' },
+    memoryBytes: { min: 0, max: 256 * MiB, reason: 'one verify holds 128·N·r bytes; above 256 MiB a few concurrent verifies exhaust memory' },
+    saltBytes: { min: 8, max: 64, reason: 'shorter salts collide; more than 64 bytes is not a salt we or a sane tool made' },
+    hashBytes: { min: 16, max: 128, reason: 'shorter tags are too weak to trust; longer ones add work and no security' },
+  },
+} as const satisfies {
+  storedLength: Bound
+  argon2: Record<string, Bound>
+  bcrypt: Record<string, Bound>
+  scrypt: Record<string, Bound>
+}
+
+/**
+ * What new hashes are made with unless configured otherwise.
+ * - argon2id m=19456 KiB (19 MiB), t=2, p=1: the first of OWASP's equivalent argon2id settings
+ *   (Password Storage Cheat Sheet), and @node-rs/argon2's own default.
+ * - bcrypt cost 10: OWASP's minimum for legacy systems; used only when bcrypt is configured.
+ * - scrypt N=2^15, r=8, p=1: 32 MiB and ~100 ms like the argon2 default; OWASP lists N=2^17 (128 MiB)
+ *   as the first choice and N=2^16..2^13 with more p as equivalents, but 2^17 costs 128 MiB per
+ *   thread and about 4x the time, so we keep memory in line with argon2's 19 MiB instead.
+ */
+export const defaultPolicy: HashPolicy = Object.freeze({
+  algorithm: 'argon2id' as const,
+  argon2: Object.freeze({ memoryKiB: 19456, timeCost: 2, parallelism: 1 }),
+  bcrypt: Object.freeze({ cost: 10 }),
+  scrypt: Object.freeze({ N: 2 ** 15, r: 8, p: 1 }),
+})
+
+export type StoredHash =
+  | { algorithm: 'argon2id', params: Argon2Params, version: number }
+  | { algorithm: 'bcrypt', params: BcryptParams }
+  | { algorithm: 'scrypt', params: ScryptParams }
+
+type Refuse = (what: string, value: number, bound: Bound) => never
+
+function checkBound (value: number, what: string, bound: Bound, refuse: Refuse): void {
+  if (!Number.isSafeInteger(value) || value < bound.min || value > bound.max) refuse(what, value, bound)
+}
+
+function storedRefusal (code: ErrorCode): Refuse {
+  return (what, value, bound) => {
+    throw createError(code, `The stored hash's ${what} is ${value}, outside ${bound.min}..${bound.max}: ${bound.reason}`)
+  }
+}
+
+const refuseStored = storedRefusal('HASH_PARAMS_OUT_OF_BOUNDS')
+
+function checkArgon2 (params: Argon2Params, refuse: Refuse, prefix: string): void {
+  const limits = hashLimits.argon2
+  checkBound(params.parallelism, `${prefix}parallelism`, limits.parallelism, refuse)
+  checkBound(params.timeCost, `${prefix}timeCost`, limits.timeCost, refuse)
+  checkBound(params.memoryKiB, `${prefix}memoryKiB`, { ...limits.memoryKiB, min: 8 * params.parallelism, reason: `${limits.memoryKiB.reason}; argon2 needs 8 KiB per lane` }, refuse)
+}
+
+function checkBcrypt (params: BcryptParams, refuse: Refuse, prefix: string): void {
+  checkBound(params.cost, `${prefix}cost`, hashLimits.bcrypt.cost, refuse)
+}
+
+function checkScrypt (params: ScryptParams, refuse: Refuse, prefix: string): void {
+  const limits = hashLimits.scrypt
+  const log2N = Math.log2(params.N)
+  if (!Number.isInteger(log2N) || log2N < limits.log2N.min || log2N > limits.log2N.max) {
+    refuse(`${prefix}N`, params.N, { min: 2 ** limits.log2N.min, max: 2 ** limits.log2N.max, reason: `N must be a power of two; ${limits.log2N.reason}` })
+  }
+  checkBound(params.r, `${prefix}r`, limits.r, refuse)
+  checkBound(params.p, `${prefix}p`, limits.p, refuse)
+  // Expressed as a bound on N for the given r, so the message names a real field.
+  const maxN = Math.floor(limits.memoryBytes.max / (128 * params.r))
+  if (128 * params.N * params.r > limits.memoryBytes.max) refuse(`${prefix}N`, params.N, { min: 2, max: maxN, reason: `at r=${params.r}: ${limits.memoryBytes.reason}` })
+}
+
+/**
+ * Parses and bounds a stored hash, without computing anything: `HASH_FORMAT_UNKNOWN`
+ * when it is not one of ours, `HASH_PARAMS_OUT_OF_BOUNDS` when its cost is absurd.
+ */
+export function inspectStoredHash (stored: string): StoredHash {
+  if (typeof stored !== 'string') throw createError('HASH_FORMAT_UNKNOWN', 'The stored hash is not a string')
+  if (stored.length > hashLimits.storedLength.max) {
+    throw createError('HASH_FORMAT_UNKNOWN', `The stored hash is ${stored.length} characters long: ${hashLimits.storedLength.reason}`)
+  }
+  if (stored.startsWith('$argon2id$')) {
+    const parsed = parseArgon2(stored)
+    checkArgon2(parsed.params, refuseStored, 'argon2 ')
+    checkBound(parsed.salt.length, 'argon2 salt length in bytes', hashLimits.argon2.saltBytes, refuseStored)
+    checkBound(parsed.hash.length, 'argon2 hash length in bytes', hashLimits.argon2.hashBytes, refuseStored)
+    return { algorithm: 'argon2id', params: parsed.params, version: parsed.version }
+  }
+  if (stored.startsWith('$2')) {
+    const parsed = parseBcrypt(stored)
+    checkBcrypt(parsed.params, refuseStored, 'bcrypt ')
+    return { algorithm: 'bcrypt', params: parsed.params }
+  }
+  if (stored.startsWith('$scrypt$')) {
+    const parsed = parseScrypt(stored)
+    checkScrypt(parsed.params, refuseStored, 'scrypt ')
+    checkBound(parsed.salt.length, 'scrypt salt length in bytes', hashLimits.scrypt.saltBytes, refuseStored)
+    checkBound(parsed.hash.length, 'scrypt hash length in bytes', hashLimits.scrypt.hashBytes, refuseStored)
+    return { algorithm: 'scrypt', params: parsed.params }
+  }
+  throw createError('HASH_FORMAT_UNKNOWN', 'The stored hash has no known algorithm prefix')
+}
+
+function configError (field: string, message: string): never {
+  throw createError('CONFIG_INVALID', `${field} ${message}`, { field })
+}
+
+const refusePolicy: Refuse = (what, value, bound) => {
+  configError(what, `is ${String(value)}, it must be an integer from ${bound.min} to ${bound.max}: ${bound.reason}`)
+}
+
+function isRecord (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function requireNumbers (value: unknown, field: string, names: readonly string[]): void {
+  if (!isRecord(value)) configError(field, 'must be an object')
+  for (const name of names) {
+    const v = value[name]
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) configError(`${field}.${name}`, `must be an integer, got ${typeof v === 'number' ? String(v) : typeof v}`)
+  }
+}
+
+/**
+ * Throws `CONFIG_INVALID` naming the first field at fault (`policy.argon2.memoryKiB` ...).
+ * All three parameter sets are checked, not only the selected algorithm's: switching
+ * algorithm must never reveal a broken setting later.
+ */
+export function validatePolicy (policy: unknown): asserts policy is HashPolicy {
+  if (!isRecord(policy)) configError('policy', 'must be an object')
+  if (typeof policy.algorithm !== 'string' || !(hashAlgorithms as readonly string[]).includes(policy.algorithm)) {
+    configError('policy.algorithm', `must be one of ${hashAlgorithms.join(', ')}, got ${JSON.stringify(policy.algorithm) ?? 'undefined'}`)
+  }
+  requireNumbers(policy.argon2, 'policy.argon2', ['memoryKiB', 'timeCost', 'parallelism'])
+  requireNumbers(policy.bcrypt, 'policy.bcrypt', ['cost'])
+  requireNumbers(policy.scrypt, 'policy.scrypt', ['N', 'r', 'p'])
+  checkArgon2(policy.argon2 as Argon2Params, refusePolicy, 'policy.argon2.')
+  checkBcrypt(policy.bcrypt as BcryptParams, refusePolicy, 'policy.bcrypt.')
+  checkScrypt(policy.scrypt as ScryptParams, refusePolicy, 'policy.scrypt.')
+}
+

@@ -1,0 +1,40 @@
+/** Tiny shared fixtures for the hashing tests. */
+import assert from 'node:assert/strict'
+import { isTollboothError, type ErrorCode, type TollboothError } from '../../src/errors.js'
+import type { HashPolicy } from '../../src/hashing/index.js'
+
+/** Cheap parameters: functional tests must not wait on real-strength hashes. */
+export const cheapPolicy: HashPolicy = {
+  algorithm: 'argon2id',
+  argon2: { memoryKiB: 1024, timeCost: 1, parallelism: 1 },
+  bcrypt: { cost: 4 },
+  scrypt: { N: 1024, r: 8, p: 1 },
+}
+
+export function policyFor (algorithm: HashPolicy['algorithm'], base: HashPolicy = cheapPolicy): HashPolicy {
+  return { ...base, algorithm }
+}
+
+/** Awaits a promise that must reject with a coded error, and returns that error. */
+export async function rejection (promise: Promise<unknown>, code: ErrorCode): Promise<TollboothError> {
+  try {
+    await promise
+  } catch (err) {
+    assert.ok(isTollboothError(err), `expected a TollboothError ${code}, got ${String(err)}`)
+    assert.equal(err.code, code, err.message)
+    return err
+  }
+  assert.fail(`expected a rejection with ${code}, but it resolved`)
+}
+
+/** Runs a function that must throw a coded error, and returns that error. */
+export function thrown (fn: () => unknown, code: ErrorCode): TollboothError {
+  try {
+    fn()
+  } catch (err) {
+    assert.ok(isTollboothError(err), `expected a TollboothError ${code}, got ${String(err)}`)
+    assert.equal(err.code, code, err.message)
+    return err
+  }
+  assert.fail(`expected ${code} to be thrown`)
+}

@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { isTollboothError } from '../../src/errors.js'
+import { bcryptHasher } from '../../src/hashing/bcrypt.js'
+import { createPasswordEngine, type HashTaskEvent, type PasswordEngine, type PasswordEngineOptions } from '../../src/hashing/index.js'
+import { cheapPolicy, policyFor, rejection } from './fixtures.js'
+
+interface Started {
+  engine: PasswordEngine
+  events: HashTaskEvent[]
+}
+
+async function start (options: Partial<PasswordEngineOptions> = {}): Promise<Started> {
+  const engine = await createPasswordEngine({ policy: cheapPolicy, threads: 1, ...options })
+  const events: HashTaskEvent[] = []
+  engine.onTask((event) => { events.push(event) })
+  return { engine, events }
+}
+
+function assertRetryAfter (seconds: number | undefined): void {
+  assert.ok(seconds !== undefined && Number.isInteger(seconds) && seconds >= 1, `retryAfterSeconds ${String(seconds)}`)
+}
+
+describe('pool admission, deadlines and cancellation (1 real worker thread)', () => {
+  /**
+   * A legacy bcrypt cost-12 hash (hundreds of ms) under a cheap argon2 policy: the thread is
+   * busy far longer than the pool's mean run time says, so a queued request really waits.
+   */
+  let slowStored: string
+  const opened: PasswordEngine[] = []
+  const open = async (options?: Partial<PasswordEngineOptions>): Promise<Started> => {
+    const started = await start(options)
+    opened.push(started.engine)
+    return started
+  }
+  before(() => { slowStored = bcryptHasher.hashSync('blocker', { cost: 12 }) })
+  after(async () => { await Promise.all(opened.map((engine) => engine.close())) })
+
+  it('starts warm: mean run time seeded, counters at zero', async () => {
+    const { engine } = await open()
+    const stats = engine.stats()
+    assert.ok(stats.meanRunMs > 0, 'seeded by the warm-up hash')
+    assert.deepEqual({ ...stats, meanRunMs: 0 }, {
+      strategy: 'tollbooth', threads: 1, running: 0, queued: 0, completed: 0, rejected: 0, deadlineExceeded: 0, cancelled: 0, failed: 0, meanRunMs: 0,
+    })
+  })
+
+  it('refuses most of a 50-verify flood against a 200 ms deadline at once, with Retry-After', async (t) => {
+    // bcrypt cost 10: ~50-100 ms a verify, as in the seed articles.
+    const { engine } = await open({ policy: policyFor('bcrypt', { ...cheapPolicy, bcrypt: { cost: 10 } }) })
+    const stored = await engine.hash('correct horse')
+    const floodStarted = performance.now()
+    const settled: Array<{ ok: boolean, code: string | undefined, retryAfterSeconds: number | undefined, ms: number, order: number }> = []
+    await Promise.all(Array.from({ length: 50 }, async () => {
+      try {
+        await engine.verify('correct horse', stored, { deadlineMs: 200 })
+        settled.push({ ok: true, code: undefined, retryAfterSeconds: undefined, ms: performance.now() - floodStarted, order: settled.length })
+      } catch (err) {
+        assert.ok(isTollboothError(err))
+        settled.push({ ok: false, code: err.code, retryAfterSeconds: err.retryAfterSeconds, ms: performance.now() - floodStarted, order: settled.length })
+      }
+    }))
+    const ok = settled.filter((s) => s.ok)
+    const overloaded = settled.filter((s) => s.code === 'SERVICE_OVERLOADED')
+    const late = settled.filter((s) => s.code === 'HASH_DEADLINE_EXCEEDED')
+    assert.equal(ok.length + overloaded.length + late.length, 50, JSON.stringify(settled))
+    assert.ok(ok.length >= 1, 'the first ones are served')
+    assert.ok(overloaded.length >= 25, `most are refused at admission (refused ${overloaded.length})`)
+    for (const refusal of overloaded) assertRetryAfter(refusal.retryAfterSeconds)
+    // Refusals arrive before even the first admitted verify finishes: no one waited for a thread.
+    const fastestOk = Math.min(...ok.map((s) => s.ms))
+    const slowestRefusal = Math.max(...overloaded.map((s) => s.ms))
+    t.diagnostic(`${ok.length} served, ${overloaded.length} refused at admission (slowest refusal ${slowestRefusal.toFixed(1)} ms), ${late.length} expired; first success ${fastestOk.toFixed(1)} ms; mean verify ${engine.stats().meanRunMs.toFixed(1)} ms`)
+    assert.ok(slowestRefusal < fastestOk, `slowest refusal ${slowestRefusal.toFixed(1)} ms, first success ${fastestOk.toFixed(1)} ms`)
+    const stats = engine.stats()
+    assert.equal(stats.rejected, overloaded.length)
+    assert.equal(stats.completed, ok.length + 1) // + the hash made above
+    assert.equal(stats.deadlineExceeded, late.length)
+  })
+
+  it('removes a request still queued at its deadline: HASH_DEADLINE_EXCEEDED with Retry-After', async () => {
+    const { engine, events } = await open()
+    const blocker = engine.verify('blocker', slowStored)
+    await sleep(10) // the blocker is running
+    // The pool's mean run time is that of the cheap policy, so this is admitted, then waits.
+    const queuedAt = performance.now()
+    const err = await rejection(engine.verify('x', slowStored, { deadlineMs: 50 }), 'HASH_DEADLINE_EXCEEDED')
+    assert.ok(performance.now() - queuedAt >= 45, 'not before its deadline')
+    assertRetryAfter(err.retryAfterSeconds)
+    assert.equal(engine.stats().queued, 0, 'it left the queue')
+    assert.equal(engine.stats().deadlineExceeded, 1)
+    assert.deepEqual((await blocker).match, true)
+    assert.equal(engine.stats().completed, 1, 'the expired one never ran')
+    const expired = events.find((e) => e.outcome === 'deadline')
+    assert.ok(expired !== undefined && expired.runMs === 0 && expired.waitMs > 0)
+  })
+
+  it('an abort while queued removes the task before it costs a hash: HASH_CANCELLED', async () => {
+    const { engine, events } = await open()
+    const blocker = engine.verify('blocker', slowStored)
+    await sleep(10)
+    const controller = new AbortController()
+    const queued = engine.verify('x', slowStored, { signal: controller.signal })
+    assert.equal(engine.stats().queued, 1)
+    setTimeout(() => { controller.abort() }, 20)
+    await rejection(queued, 'HASH_CANCELLED')
+    assert.equal(engine.stats().queued, 0)
+    assert.equal(engine.stats().running, 1, 'the blocker still runs')
+    await blocker
+    const stats = engine.stats()
+    assert.equal(stats.cancelled, 1)
+    assert.equal(stats.completed, 1, 'only the blocker completed: the cancelled hash never ran')
+    const cancelled = events.filter((e) => e.outcome === 'cancelled')
+    assert.equal(cancelled.length, 1)
+    assert.equal(cancelled[0]?.runMs, 0)
+    // An already-aborted signal is refused before queueing.
+    await rejection(engine.hash('x', { signal: AbortSignal.abort() }), 'HASH_CANCELLED')
+    assert.equal(engine.stats().cancelled, 2)
+  })
+
+  it('an abort while running answers at once; the hash finishes on its thread and is discarded', async () => {
+    const { engine, events } = await open()
+    const cheapStored = await engine.hash('x')
+    const controller = new AbortController()
+    const order: string[] = []
+    const running = engine.verify('blocker', slowStored, { signal: controller.signal }).then(
+      () => { order.push('running resolved') },
+      (err: unknown) => { order.push(isTollboothError(err) ? err.code : String(err)) },
+    )
+    const next = engine.verify('x', cheapStored).then(() => { order.push('next') })
+    await sleep(20)
+    controller.abort()
+    await Promise.all([running, next])
+    assert.deepEqual(order, ['HASH_CANCELLED', 'next'], 'the cancelled request was answered before the thread was free again')
+    const stats = engine.stats()
+    assert.equal(stats.cancelled, 1)
+    assert.equal(stats.completed, 2, 'the hash made above and the next verify; not the discarded one')
+    assert.equal(stats.running, 0)
+    assert.equal(stats.threads, 1)
+    const cancelled = events.find((e) => e.outcome === 'cancelled')
+    assert.ok(cancelled !== undefined && cancelled.runMs > 0, 'the event carries the real cost of the discarded hash')
+    await engine.ping() // the worker was not terminated
+  })
+
+  it('has a hard queue length: SERVICE_OVERLOADED past maxQueue even without a deadline', async () => {
+    const { engine } = await open({ maxQueue: 2 })
+    const blocker = engine.verify('blocker', slowStored)
+    const waiting = [engine.hash('a'), engine.hash('b')]
+    const err = await rejection(engine.hash('c'), 'SERVICE_OVERLOADED')
+    assertRetryAfter(err.retryAfterSeconds)
+    await Promise.all([blocker, ...waiting])
+    assert.equal(engine.stats().rejected, 1)
+    assert.equal(engine.stats().completed, 3)
+  })
+
+  it('after close(), queued and new requests reject HASH_POOL_CLOSED; running ones finish', async () => {
+    const { engine } = await start()
+    const blocker = engine.verify('blocker', slowStored)
+    const queued = engine.hash('x')
+    const closing = engine.close()
+    await rejection(queued, 'HASH_POOL_CLOSED')
+    await rejection(engine.hash('y'), 'HASH_POOL_CLOSED')
+    await rejection(engine.ping(), 'HASH_POOL_CLOSED')
+    assert.equal((await blocker).match, true)
+    await closing
+    await engine.close() // idempotent
+  })
+})

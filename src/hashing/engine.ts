@@ -13,6 +13,10 @@ import type { HashExecutor, HashTask } from './executor.js'
 import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './bcrypt.js'
 import { inspectStoredHash, validatePolicy, type StoredHash } from './limits.js'
 import { TollboothPool } from './pool.js'
+import { EventLoopExecutor } from './strategies/event-loop.js'
+import { LibuvExecutor } from './strategies/libuv.js'
+import { PiscinaDefaultExecutor } from './strategies/piscina-default.js'
+import { SpawnExecutor } from './strategies/spawn.js'
 import { storedDiffersFromPolicy } from './rehash.js'
 import type {
   CpuBudget, HashPolicy, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind,
@@ -20,7 +24,7 @@ import type {
 } from './types.js'
 
 const strategies: readonly HashStrategy[] = ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina']
-const implementedStrategies: readonly HashStrategy[] = ['tollbooth']
+const implementedStrategies: readonly HashStrategy[] = strategies
 const maxThreads = 256
 const maxQueueLimit = 1_000_000
 /** Waiting requests per thread by default: at ~50 ms a hash, 64 deep is ~3 s of work per thread. */
@@ -127,7 +131,8 @@ class Engine implements PasswordEngine {
     // Synchronous randomBytes reads the kernel CSPRNG directly; it never touches libuv's pool.
     const dummyPassword = randomBytes(18).toString('base64url')
     this.dummyHash = String(await this.executor.runInternal(hashTask(this.policy, dummyPassword)))
-    await Promise.all(Array.from({ length: this.executor.threads }, async () => {
+    // Warm each thread (a few at most: libuv-128 would otherwise run 128 warm-up hashes).
+    await Promise.all(Array.from({ length: Math.min(this.executor.threads, 8) }, async () => {
       await this.executor.runInternal({ kind: 'verify', password: dummyPassword, stored: this.dummyHash })
     }))
   }
@@ -186,7 +191,12 @@ class Engine implements PasswordEngine {
 function createExecutor (options: FilledEngineOptions): HashExecutor {
   switch (options.strategy) {
     case 'tollbooth': return new TollboothPool({ threads: options.threads, maxQueue: options.maxQueue })
-    default: throw createError('CONFIG_INVALID', `strategy '${options.strategy}' is not implemented yet`, { field: 'strategy' })
+    // The load lab's comparison strategies: what the seed articles did, without admission or deadlines.
+    case 'event-loop': return new EventLoopExecutor()
+    case 'libuv':
+    case 'libuv-128': return new LibuvExecutor(options.strategy)
+    case 'spawn': return new SpawnExecutor()
+    case 'piscina': return new PiscinaDefaultExecutor()
   }
 }
 

@@ -16,7 +16,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
-import { createError, type ErrorCode, type TollboothError } from '../errors.js'
+import { createError, errorRegistry, type ErrorCode, type TollboothError } from '../errors.js'
 import type { HashExecutor, HashReply, HashTask } from './executor.js'
 import type { HashPoolStats, HashRequestOptions, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'
 
@@ -28,6 +28,9 @@ export interface TollboothPoolOptions {
 
 /** Weight of the newest run time in the running mean: ~the last 10 runs matter. */
 const ewmaWeight = 0.2
+const maxTimerMs = 2 ** 31 - 1
+/** Remaining time assumed for a task already running longer than the mean, as a fraction of it. */
+const overrunFloor = 0.1
 
 const workerUrl = new URL('./worker.js', import.meta.url).href
 
@@ -135,7 +138,8 @@ export class TollboothPool implements HashExecutor {
         internal,
         enqueuedAt: now,
         deadlineMs,
-        deadlineAt: deadlineMs === undefined ? undefined : now + deadlineMs,
+        // With a thread free it starts right now, within any deadline (0 included).
+        deadlineAt: deadlineMs === undefined || idleThread ? undefined : now + deadlineMs,
         signal,
         onAbort: undefined,
         timer: undefined,
@@ -149,7 +153,8 @@ export class TollboothPool implements HashExecutor {
         signal.addEventListener('abort', pending.onAbort, { once: true })
       }
       this.queue.add(pending)
-      if (deadlineMs !== undefined && !idleThread) {
+      // Past setTimeout's 2^31-1 ms range a timer would fire at once; such a deadline never comes anyway.
+      if (pending.deadlineAt !== undefined && deadlineMs !== undefined && deadlineMs <= maxTimerMs) {
         pending.timer = setTimeout(() => { this.expire(pending) }, deadlineMs)
       }
       this.dispatch()
@@ -163,13 +168,16 @@ export class TollboothPool implements HashExecutor {
    * more than m) sorted ascending, and the k-th in line (0-based) starts at
    * r[k mod T] + floor(k / T)·m. Because every r ≤ m, a thread that took a task frees
    * after every r, so the round robin is exact for this model. A new request is k = queued.
+   * A task already past the mean (a slower legacy hash, a throttled CPU) is not about to
+   * free its thread this instant: its remaining time is floored at a tenth of the mean,
+   * so a request behind busy threads never expects a zero wait.
    */
   private expectedWaitMs (): number {
     const now = performance.now()
     const mean = this.meanRunMs
     const remaining = new Array<number>(this.threads).fill(0)
     let i = 0
-    for (const task of this.running) remaining[i++] = Math.max(0, mean - (now - task.startedAt))
+    for (const task of this.running) remaining[i++] = Math.max(mean * overrunFloor, mean - (now - task.startedAt))
     remaining.sort((a, b) => a - b)
     const ahead = this.queue.size
     return (remaining[ahead % this.threads] ?? 0) + Math.floor(ahead / this.threads) * mean
@@ -225,7 +233,8 @@ export class TollboothPool implements HashExecutor {
     } else {
       pending.state = 'done'
       this.record(pending.internal, 'failed', { kind, outcome: 'error', waitMs, runMs })
-      pending.reject(createError(reply.code as ErrorCode, reply.message))
+      const code: ErrorCode = reply.code in errorRegistry ? reply.code as ErrorCode : 'INTERNAL'
+      pending.reject(createError(code, reply.message))
     }
     this.dispatch()
   }

@@ -24,7 +24,6 @@ import type {
 } from './types.js'
 
 const strategies: readonly HashStrategy[] = ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina']
-const implementedStrategies: readonly HashStrategy[] = strategies
 const maxThreads = 256
 const maxQueueLimit = 1_000_000
 /** Waiting requests per thread by default: at ~50 ms a hash, 64 deep is ~3 s of work per thread. */
@@ -78,9 +77,6 @@ export function fillEngineOptions (options: unknown): FilledEngineOptions {
   const strategy = options.strategy ?? 'tollbooth'
   if (typeof strategy !== 'string' || !(strategies as readonly string[]).includes(strategy)) {
     invalid('strategy', `must be one of ${strategies.join(', ')}, got ${JSON.stringify(strategy) ?? typeof strategy}`)
-  }
-  if (!implementedStrategies.includes(strategy as HashStrategy)) {
-    invalid('strategy', `'${strategy}' is not implemented yet; implemented: ${implementedStrategies.join(', ')}`)
   }
   const threadsOverride = optionalInteger(options.threads, 'threads', 1, maxThreads)
   if (options.cpu !== undefined && !isRecord(options.cpu)) invalid('cpu', 'must be an object')

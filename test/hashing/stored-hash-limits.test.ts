@@ -103,7 +103,6 @@ describe('policy validation', () => {
     const cases: Array<[string, Record<string, unknown>]> = [
       ['policy.bcrypt.cost', { policy: { ...cheapPolicy, bcrypt: { cost: 3 } } }],
       ['strategy', { policy: cheapPolicy, strategy: 'fast' }],
-      ['strategy', { policy: cheapPolicy, strategy: 'libuv' }],
       ['threads', { policy: cheapPolicy, threads: 0 }],
       ['threads', { policy: cheapPolicy, threads: 2.5 }],
       ['maxQueue', { policy: cheapPolicy, maxQueue: -1 }],

@@ -50,6 +50,11 @@ const profiles: Record<string, Profile> = {
     env: { TOLLBOOTH_HASH_ALGORITHM: 'argon2id', TOLLBOOTH_ARGON2_MEMORY_KIB: '7168', TOLLBOOTH_ARGON2_TIME_COST: '5', TOLLBOOTH_ARGON2_PARALLELISM: '1' },
     policy: { ...basePolicy, argon2: { memoryKiB: 7168, timeCost: 5, parallelism: 1 } },
   },
+  'argon2-min': {
+    name: 'argon2id m=1024 t=1 p=1 (a near-free hash: the service\'s own per-login cost)',
+    env: { TOLLBOOTH_HASH_ALGORITHM: 'argon2id', TOLLBOOTH_ARGON2_MEMORY_KIB: '1024', TOLLBOOTH_ARGON2_TIME_COST: '1', TOLLBOOTH_ARGON2_PARALLELISM: '1' },
+    policy: { ...basePolicy, argon2: { memoryKiB: 1024, timeCost: 1, parallelism: 1 } },
+  },
   'argon2-owasp': {
     name: 'argon2id m=19456 t=2 p=1 (OWASP, the default)',
     env: { TOLLBOOTH_HASH_ALGORITHM: 'argon2id' },
@@ -62,7 +67,7 @@ const { values: args } = parseArgs({
     profile: { type: 'string', multiple: true },
     target: { type: 'string' },
     duration: { type: 'string', default: '15' },
-    concurrency: { type: 'string', default: '64' },
+    concurrency: { type: 'string', default: '32' },
     accounts: { type: 'string', default: '50' },
     'deadline-ms': { type: 'string', default: '2000' },
     json: { type: 'string' },
@@ -110,6 +115,36 @@ async function metricValue (pool: Pool, name: string): Promise<number | undefine
   return line === undefined ? undefined : Number(line.split(' ').pop())
 }
 
+interface ServerSnapshot { cpuSeconds: number, hashRunSeconds: number, hashWaitSeconds: number, hashCount: number }
+
+async function serverSnapshot (pool: Pool): Promise<ServerSnapshot> {
+  return {
+    cpuSeconds: await metricValue(pool, 'process_cpu_seconds_total') ?? 0,
+    hashRunSeconds: await metricValue(pool, 'tollbooth_hash_run_seconds_sum{kind="verify"}') ?? 0,
+    hashWaitSeconds: await metricValue(pool, 'tollbooth_hash_wait_seconds_sum{kind="verify"}') ?? 0,
+    hashCount: await metricValue(pool, 'tollbooth_hash_run_seconds_count{kind="verify"}') ?? 0,
+  }
+}
+
+/** CPU seconds used so far by the PostgreSQL cluster in `dataDir` (postmaster and its backends), from /proc. */
+function postgresCpuSeconds (dataDir: string | undefined): number {
+  if (dataDir === undefined || !fs.existsSync('/proc')) return 0
+  const stats = new Map<number, { ppid: number, ticks: number, cmdline: string }>()
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      stats.set(Number(entry), { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]), cmdline: fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8') })
+    } catch {}
+  }
+  const postmaster = [...stats.entries()].find(([, s]) => s.cmdline.includes(dataDir))?.[0]
+  if (postmaster === undefined) return 0
+  let ticks = 0
+  for (const [pid, s] of stats) if (pid === postmaster || s.ppid === postmaster) ticks += s.ticks
+  return ticks / 100 // USER_HZ
+}
+
 /** Median single-thread verify time of the policy, on one worker thread, machine otherwise idle. */
 async function singleThreadVerifyMs (policy: HashPolicy, samples = 30): Promise<number> {
   const engine = await createPasswordEngine({ policy, threads: 1 })
@@ -140,6 +175,11 @@ interface StormResult {
   loginP99Ms: number
   healthzP99Ms: number
   healthzMaxMs: number
+  /** Mean verify time measured inside the workers during the storm. */
+  verifyUnderLoadMs: number
+  /** Share of the hash threads' time spent hashing during the storm. */
+  hashThreadBusy: number
+  cpuMsPerLogin: { serviceHashing: number, serviceOther: number, postgres: number, loadGenerator: number }
   ok: number
   overloaded: number
   otherErrors: number
@@ -170,6 +210,9 @@ async function storm (profile: Profile): Promise<StormResult> {
     let ok = 0
     let overloaded = 0
     let otherErrors = 0
+    const serverBefore = await serverSnapshot(pool)
+    const pgBefore = postgresCpuSeconds(service?.dataDir)
+    const clientBefore = process.cpuUsage()
     const started = performance.now()
     const endAt = started + durationMs
     let next = 0
@@ -205,6 +248,12 @@ async function storm (profile: Profile): Promise<StormResult> {
     }))
     await healthLoop
     const elapsedSeconds = (performance.now() - started) / 1000
+    const clientCpu = process.cpuUsage(clientBefore)
+    const serverAfter = await serverSnapshot(pool)
+    const pgSeconds = postgresCpuSeconds(service?.dataDir) - pgBefore
+    const hashSeconds = serverAfter.hashRunSeconds - serverBefore.hashRunSeconds
+    const hashes = Math.max(1, serverAfter.hashCount - serverBefore.hashCount)
+    const perLogin = (seconds: number): number => (seconds * 1000) / Math.max(1, ok)
     const achieved = ok / elapsedSeconds
     const physical = threads * 1000 / verifyMs
     return {
@@ -219,6 +268,14 @@ async function storm (profile: Profile): Promise<StormResult> {
       loginP99Ms: percentile(logins, 99),
       healthzP99Ms: percentile(health, 99),
       healthzMaxMs: health.maxValue / 1000,
+      verifyUnderLoadMs: (hashSeconds * 1000) / hashes,
+      hashThreadBusy: hashSeconds / (threads * elapsedSeconds),
+      cpuMsPerLogin: {
+        serviceHashing: perLogin(hashSeconds),
+        serviceOther: perLogin(serverAfter.cpuSeconds - serverBefore.cpuSeconds - hashSeconds),
+        postgres: perLogin(pgSeconds),
+        loadGenerator: perLogin((clientCpu.user + clientCpu.system) / 1e6),
+      },
       ok,
       overloaded,
       otherErrors,
@@ -248,6 +305,8 @@ function print (result: StormResult): void {
     `ratio achieved / limit       ${f(result.ratio, 2)}`,
     `login latency p50/p95/p99    ${f(result.loginP50Ms)} / ${f(result.loginP95Ms)} / ${f(result.loginP99Ms)} ms`,
     `/healthz p99 (max) in storm  ${f(result.healthzP99Ms, 2)} ms (${f(result.healthzMaxMs, 2)} ms)`,
+    `verify during the storm      ${f(result.verifyUnderLoadMs, 2)} ms (mean, measured in the workers); hash threads busy ${f(result.hashThreadBusy * 100)} %`,
+    `CPU per login                hashing ${f(result.cpuMsPerLogin.serviceHashing, 2)} ms, rest of the service ${f(result.cpuMsPerLogin.serviceOther, 2)} ms, PostgreSQL ${f(result.cpuMsPerLogin.postgres, 2)} ms, load generator ${f(result.cpuMsPerLogin.loadGenerator, 2)} ms`,
     `answers                      ${result.ok} ok, ${result.overloaded} x 503 (Retry-After honoured), ${result.otherErrors} other errors`,
     '',
   ].join('\n'))

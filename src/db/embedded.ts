@@ -161,6 +161,10 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
       if (stopped) return
       stopped = true
       process.removeListener('exit', killOnExit)
+      // Ctrl-C in a terminal signals the whole process group, PostgreSQL included: it may
+      // have exited already, and pg.stop() would then wait for an 'exit' that never comes.
+      const child = (pg as unknown as { process?: { exitCode: number | null, signalCode: string | null } }).process
+      if (child !== undefined && (child.exitCode !== null || child.signalCode !== null)) return
       await pg.stop()
     },
   }

@@ -11,14 +11,41 @@ import type { HashAlgorithm, HashPolicy, HashStrategy } from './hashing/types.js
 /** `cluster` is not an executor: it forks one process per CPU, each with a plain Piscina pool. */
 export type ServiceStrategy = HashStrategy | 'cluster'
 
-export interface Config {
+/** The hash settings arrive flat (one variable each) and leave grouped as a HashPolicy. */
+type FlatHashSettings = 'hashAlgorithm' | 'bcryptCost' | 'argon2MemoryKiB' | 'argon2TimeCost' | 'argon2Parallelism' | 'scryptN' | 'scryptR' | 'scryptP'
+
+export type Config = Omit<FlatConfig, FlatHashSettings> & { hashPolicy: HashPolicy }
+
+type Kind = 'string' | 'int' | 'bool' | 'enum'
+
+interface Setting {
+  key: keyof FlatConfig
+  env: string
+  flag: string
+  kind: Kind
+  defaultValue: string | undefined
+  description: string
+  min?: number
+  max?: number
+  choices?: readonly string[]
+}
+
+/** The config as flat settings, one per variable, before grouping into `Config`. */
+interface FlatConfig {
   host: string
   port: number
   /** Undefined: start the embedded PostgreSQL in `dataDir`. */
   databaseUrl: string | undefined
   dataDir: string
   databasePoolSize: number
-  hashPolicy: HashPolicy
+  hashAlgorithm: HashAlgorithm
+  bcryptCost: number
+  argon2MemoryKiB: number
+  argon2TimeCost: number
+  argon2Parallelism: number
+  scryptN: number
+  scryptR: number
+  scryptP: number
   hashStrategy: ServiceStrategy
   /** Undefined: size the pool to the CPU budget. */
   hashThreads: number | undefined
@@ -35,47 +62,6 @@ export interface Config {
   labDiagnostics: boolean
 }
 
-type Kind = 'string' | 'int' | 'bool' | 'enum'
-
-interface Setting {
-  key: keyof FlatConfig
-  env: string
-  flag: string
-  kind: Kind
-  defaultValue: string | undefined
-  description: string
-  min?: number
-  max?: number
-  choices?: readonly string[]
-}
-
-/** The config as flat settings, before grouping into `Config`. */
-interface FlatConfig {
-  host: string
-  port: number
-  databaseUrl: string | undefined
-  dataDir: string
-  databasePoolSize: number
-  hashAlgorithm: HashAlgorithm
-  bcryptCost: number
-  argon2MemoryKiB: number
-  argon2TimeCost: number
-  argon2Parallelism: number
-  scryptN: number
-  scryptR: number
-  scryptP: number
-  hashStrategy: ServiceStrategy
-  hashThreads: number | undefined
-  hashMaxQueue: number | undefined
-  loginDeadlineMs: number
-  registerDeadlineMs: number
-  jwtSecret: string | undefined
-  accessTokenTtlSeconds: number
-  refreshTokenTtlSeconds: number
-  bodyLimitBytes: number
-  logLevel: string
-  labDiagnostics: boolean
-}
 
 export const settings: readonly Setting[] = [
   { key: 'host', env: 'HOST', flag: 'host', kind: 'string', defaultValue: '127.0.0.1', description: 'Address the HTTP server listens on.' },
@@ -181,31 +167,19 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     }
   }
 
+  const { hashAlgorithm, bcryptCost, argon2MemoryKiB, argon2TimeCost, argon2Parallelism, scryptN, scryptR, scryptP, ...rest } = c
   return {
-    host: c.host,
-    port: c.port,
-    databaseUrl: c.databaseUrl,
+    ...rest,
     dataDir: path.resolve(c.dataDir),
-    databasePoolSize: c.databasePoolSize,
     hashPolicy: {
-      algorithm: c.hashAlgorithm,
-      argon2: { memoryKiB: c.argon2MemoryKiB, timeCost: c.argon2TimeCost, parallelism: c.argon2Parallelism },
-      bcrypt: { cost: c.bcryptCost },
-      scrypt: { N: c.scryptN, r: c.scryptR, p: c.scryptP },
+      algorithm: hashAlgorithm,
+      argon2: { memoryKiB: argon2MemoryKiB, timeCost: argon2TimeCost, parallelism: argon2Parallelism },
+      bcrypt: { cost: bcryptCost },
+      scrypt: { N: scryptN, r: scryptR, p: scryptP },
     },
-    hashStrategy: c.hashStrategy,
-    hashThreads: c.hashThreads,
-    hashMaxQueue: c.hashMaxQueue,
-    loginDeadlineMs: c.loginDeadlineMs,
-    registerDeadlineMs: c.registerDeadlineMs,
-    jwtSecret: c.jwtSecret,
-    accessTokenTtlSeconds: c.accessTokenTtlSeconds,
-    refreshTokenTtlSeconds: c.refreshTokenTtlSeconds,
-    bodyLimitBytes: c.bodyLimitBytes,
-    logLevel: c.logLevel,
-    labDiagnostics: c.labDiagnostics,
   }
 }
+
 
 export function configHelp (): string {
   const lines = settings.map((s) => {

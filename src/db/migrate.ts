@@ -9,6 +9,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type pg from 'pg'
 import { packageRoot } from '../paths.js'
+import { withTransaction } from './pool.js'
 
 export const migrationsDir = path.join(packageRoot, 'src', 'db', 'migrations')
 
@@ -39,10 +40,7 @@ export function readMigrations (dir = migrationsDir): Migration[] {
 
 /** Applies pending migrations; returns the names applied by this call. */
 export async function migrate (pool: pg.Pool, migrations = readMigrations()): Promise<string[]> {
-  const client = await pool.connect()
-  const applied: string[] = []
-  try {
-    await client.query('BEGIN')
+  return await withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [migrationLockKey])
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version    integer PRIMARY KEY,
@@ -52,6 +50,7 @@ export async function migrate (pool: pg.Pool, migrations = readMigrations()): Pr
     )`)
     const { rows } = await client.query<{ version: number, checksum: string }>('SELECT version, checksum FROM schema_migrations')
     const done = new Map(rows.map((row) => [row.version, row.checksum]))
+    const applied: string[] = []
     for (const migration of migrations) {
       const checksum = done.get(migration.version)
       if (checksum !== undefined) {
@@ -62,12 +61,6 @@ export async function migrate (pool: pg.Pool, migrations = readMigrations()): Pr
       await client.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [migration.version, migration.name, migration.checksum])
       applied.push(migration.name)
     }
-    await client.query('COMMIT')
     return applied
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
+  })
 }

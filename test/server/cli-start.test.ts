@@ -1,19 +1,17 @@
 import assert from 'node:assert/strict'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import { scratchClusterDir } from '../../src/db/embedded.js'
 import { packageRoot } from '../../src/paths.js'
+import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { request } from '../helpers/service.js'
 
 const bin = path.join(packageRoot, 'bin', 'tollbooth.js')
 
-interface Started { child: ChildProcess, url: string, pgPort: number, output: () => string }
-
-/** Starts `tollbooth` as `npm start` does, and waits for its "listening" log line. */
-async function startCli (dataDir: string): Promise<Started> {
+async function startEmbeddedCli (dataDir: string): Promise<StartedCli & { pgPort: number }> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TOLLBOOTH_DATA_DIR: dataDir,
@@ -23,27 +21,9 @@ async function startCli (dataDir: string): Promise<Started> {
     TOLLBOOTH_ARGON2_TIME_COST: '1',
   }
   delete env.DATABASE_URL
-  const child = spawn(process.execPath, [bin], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  const deadline = Date.now() + 60_000
-  let pgPort = 0
-  for (;;) {
-    const listening = output.split('\n').map((line) => { try { return JSON.parse(line) as Record<string, unknown> } catch { return {} } })
-    const ready = listening.find((line) => line.msg === 'tollbooth is listening')
-    const pg = listening.find((line) => line.msg === 'embedded PostgreSQL started')
-    if (pg !== undefined) pgPort = Number(pg.port)
-    if (ready !== undefined) return { child, url: String(ready.url), pgPort, output: () => output }
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`tollbooth did not start:\n${output}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
-
-async function stop (started: Started): Promise<number | null> {
-  const exited = new Promise<number | null>((resolve) => started.child.once('exit', (code) => { resolve(code) }))
-  started.child.kill('SIGTERM')
-  return await exited
+  const started = await startCli(env)
+  const pg = started.lines().find((line) => line.msg === 'embedded PostgreSQL started')
+  return { ...started, pgPort: Number(pg?.port ?? 0) }
 }
 
 async function portIsClosed (port: number): Promise<boolean> {
@@ -59,7 +39,7 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
   after(() => { fs.rmSync(dataDir, { recursive: true, force: true }) })
 
   it('starts an embedded PostgreSQL, serves the API, stops cleanly on SIGTERM and keeps the data for the next start', async () => {
-    const first = await startCli(dataDir)
+    const first = await startEmbeddedCli(dataDir)
     assert.ok(first.pgPort > 0)
     const account = { email: 'persisted@example.com', password: 'persisted password' }
     const registered = await request({ url: first.url }, 'POST', '/api/v1/auth/register', { body: account })
@@ -67,12 +47,12 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
     assert.match(first.output(), /"cpuBudget":\{"cpus":\d+/)
     assert.ok(!first.output().includes(account.password), 'the password is never logged')
     assert.ok(!first.output().includes(registered.body.refreshToken), 'tokens are never logged')
-    assert.equal(await stop(first), 0)
+    assert.equal(await stopCli(first), 0)
     assert.ok(await portIsClosed(first.pgPort), 'the embedded PostgreSQL stopped with the service')
     assert.ok(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION')))
     const secret = fs.readFileSync(path.join(dataDir, 'jwt-secret'), 'utf8')
 
-    const second = await startCli(dataDir)
+    const second = await startEmbeddedCli(dataDir)
     try {
       const login = await request({ url: second.url }, 'POST', '/api/v1/auth/login', { body: account })
       assert.equal(login.status, 200)
@@ -81,7 +61,7 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
       assert.equal(me.status, 200)
       assert.equal(fs.readFileSync(path.join(dataDir, 'jwt-secret'), 'utf8'), secret)
     } finally {
-      assert.equal(await stop(second), 0)
+      assert.equal(await stopCli(second), 0)
     }
   })
 

@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { packageRoot } from '../../src/paths.js'
+import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { request, testJwtSecret } from '../helpers/service.js'
 
-interface Started { child: ChildProcess, url: string }
-
-async function startCli (db: TestDatabase, args: string[]): Promise<Started> {
+async function startWithStrategy (db: TestDatabase, args: string[]): Promise<StartedCli> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: db.url,
@@ -19,23 +15,7 @@ async function startCli (db: TestDatabase, args: string[]): Promise<Started> {
     TOLLBOOTH_BCRYPT_COST: '4',
   }
   delete env.UV_THREADPOOL_SIZE
-  const child = spawn(process.execPath, [path.join(packageRoot, 'bin', 'tollbooth.js'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  const deadline = Date.now() + 30_000
-  for (;;) {
-    const line = output.split('\n').map((l) => { try { return JSON.parse(l) as Record<string, unknown> } catch { return {} } }).find((l) => l.msg === 'tollbooth is listening')
-    if (line !== undefined) return { child, url: String(line.url) }
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`tollbooth did not start:\n${output}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
-
-async function stop (started: Started): Promise<number | null> {
-  const exited = new Promise<number | null>((resolve) => started.child.once('exit', (code) => { resolve(code) }))
-  started.child.kill('SIGTERM')
-  return await exited
+  return await startCli(env, args, 30_000)
 }
 
 async function metric (url: string, name: string): Promise<string | undefined> {
@@ -50,7 +30,7 @@ describe('starting the service with each hash strategy', () => {
 
   for (const strategy of ['event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina', 'tollbooth']) {
     it(`--hash-strategy ${strategy} serves logins and says so in /metrics`, async () => {
-      const started = await startCli(db, ['--hash-strategy', strategy])
+      const started = await startWithStrategy(db, ['--hash-strategy', strategy])
       try {
         const account = { email: `${strategy}@example.com`, password: 'strategy password' }
         assert.equal((await request(started, 'POST', '/api/v1/auth/register', { body: account })).status, 201)
@@ -59,13 +39,13 @@ describe('starting the service with each hash strategy', () => {
         if (strategy === 'libuv-128') assert.equal(await metric(started.url, 'tollbooth_hash_pool_threads'), 'tollbooth_hash_pool_threads 128')
         if (strategy === 'libuv') assert.equal(await metric(started.url, 'tollbooth_hash_pool_threads'), 'tollbooth_hash_pool_threads 4')
       } finally {
-        assert.equal(await stop(started), 0)
+        assert.equal(await stopCli(started), 0)
       }
     })
   }
 
   it('--hash-strategy cluster forks one worker per CPU behind one port, and stops them all', async () => {
-    const started = await startCli(db, ['--hash-strategy', 'cluster', '--hash-threads', '2'])
+    const started = await startWithStrategy(db, ['--hash-strategy', 'cluster', '--hash-threads', '2'])
     try {
       const account = { email: 'cluster@example.com', password: 'cluster password' }
       assert.equal((await request(started, 'POST', '/api/v1/auth/register', { body: account })).status, 201)
@@ -76,7 +56,7 @@ describe('starting the service with each hash strategy', () => {
       assert.deepEqual(me.map((r) => r.status), Array(6).fill(200))
       assert.match(await metric(started.url, 'tollbooth_hash_pool_info') ?? '', /strategy="piscina"/)
     } finally {
-      assert.equal(await stop(started), 0)
+      assert.equal(await stopCli(started), 0)
     }
   })
 })

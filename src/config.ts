@@ -62,7 +62,6 @@ interface FlatConfig {
   labDiagnostics: boolean
 }
 
-
 export const settings: readonly Setting[] = [
   { key: 'host', env: 'HOST', flag: 'host', kind: 'string', defaultValue: '127.0.0.1', description: 'Address the HTTP server listens on.' },
   { key: 'port', env: 'PORT', flag: 'port', kind: 'int', defaultValue: '3000', min: 0, max: 65535, description: 'TCP port of the HTTP server (0 picks a free one).' },
@@ -179,7 +178,6 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     },
   }
 }
-
 
 export function configHelp (): string {
   const lines = settings.map((s) => {

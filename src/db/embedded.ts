@@ -52,7 +52,7 @@ function assertReachableByPostgresUser (dir: string): void {
   if (check.error !== undefined) return // no runuser: let PostgreSQL report it
   if (check.status !== 0) {
     throw new Error(
-      `The embedded PostgreSQL runs as the unprivileged "postgres" user (PostgreSQL refuses root), ` +
+      'The embedded PostgreSQL runs as the unprivileged "postgres" user (PostgreSQL refuses root), ' +
       `and that user cannot reach ${dir}. Set TOLLBOOTH_DATA_DIR to a folder whose parents are ` +
       'traversable by other users (e.g. under /var/tmp), or set DATABASE_URL.')
   }

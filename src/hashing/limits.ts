@@ -178,4 +178,3 @@ export function validatePolicy (policy: unknown): asserts policy is HashPolicy {
   checkBcrypt(policy.bcrypt as BcryptParams, refusePolicy, 'policy.bcrypt.')
   checkScrypt(policy.scrypt as ScryptParams, refusePolicy, 'policy.scrypt.')
 }
-

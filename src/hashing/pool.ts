@@ -208,7 +208,7 @@ export class TollboothPool implements HashExecutor {
       (err: unknown) => {
         const runMs = performance.now() - pending.startedAt
         this.finish(pending, { ok: false, code: 'INTERNAL', message: `The hash worker failed: ${err instanceof Error ? err.message : String(err)}`, runMs })
-      },
+      }
     )
   }
 

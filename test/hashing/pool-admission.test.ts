@@ -126,7 +126,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     const order: string[] = []
     const running = engine.verify('blocker', slowStored, { signal: controller.signal }).then(
       () => { order.push('running resolved') },
-      (err: unknown) => { order.push(isTollboothError(err) ? err.code : String(err)) },
+      (err: unknown) => { order.push(isTollboothError(err) ? err.code : String(err)) }
     )
     const next = engine.verify('x', cheapStored).then(() => { order.push('next') })
     await sleep(20)

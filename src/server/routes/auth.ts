@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { AuthResponse, bearerAuth, errors, LoginBody, RefreshBody, RegisterBody } from '../schemas.js'
+import { bearerAuth, errors, LoginBody, RefreshBody, RegisterBody } from '../schemas.js'
 import { authenticatedUserId, clientGoneSignal } from '../request-context.js'
 import type { AuthService } from '../auth-service.js'
 import type { AccessTokens } from '../tokens.js'

@@ -9,11 +9,13 @@ import { packageVersion } from '../paths.js'
 import { redactPaths } from '../server/app.js'
 import { clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../server/cluster.js'
 import { handleSignals, startService } from '../server/start.js'
+import { labMain } from './lab.js'
 
 const usage = `tollbooth ${packageVersion}: an authentication service that keeps answering when a crowd logs in at once
 
 Usage:
   tollbooth [serve] [flags]     run the service (embedded PostgreSQL unless DATABASE_URL is set)
+  tollbooth lab ...             the load lab: run, knee, compare (tollbooth lab --help)
   tollbooth --help | --version
 
 Every flag has an environment variable; flags win. See docs/reference/config.md.
@@ -49,6 +51,7 @@ async function main (argv: string[]): Promise<void> {
   }
   if (command === undefined || command.startsWith('-')) return await serve(argv)
   if (command === 'serve') return await serve(rest)
+  if (command === 'lab') return await labMain(rest)
   process.stderr.write(`tollbooth: unknown command "${command}"\n\n${usage}`)
   process.exitCode = 2
 }

@@ -1,0 +1,44 @@
+/**
+ * The knee search of the registration-ramp article: offer a rate, raise it 10 %
+ * per step, and stop when the service falls behind (achieved throughput short
+ * of the offered rate by a margin) or when p99 or the error rate breaks its
+ * limit. The knee is the last rate that held. Pure: the steps come in measured.
+ */
+import type { KneeCriteria, KneeStep } from './result.js'
+
+export type MeasuredStep = Omit<KneeStep, 'held' | 'failedBecause'>
+
+export const defaultKneeCriteria: Omit<KneeCriteria, 'startRate'> = {
+  stepFactor: 0.1,
+  stepDurationMs: 10_000,
+  throughputMargin: 0.1,
+  p99LimitMs: 1000,
+  errorRateLimit: 0.01,
+  maxSteps: 40,
+}
+
+/** Whether a step held, and if not, every reason why. */
+export function judgeStep (step: MeasuredStep, criteria: KneeCriteria): KneeStep {
+  const failedBecause: string[] = []
+  const floor = step.offeredPerSecond * (1 - criteria.throughputMargin)
+  if (step.achievedPerSecond < floor) {
+    failedBecause.push(`achieved ${step.achievedPerSecond.toFixed(1)}/s < ${floor.toFixed(1)}/s (offered ${step.offeredPerSecond}/s − ${Math.round(criteria.throughputMargin * 100)} %)`)
+  }
+  if (step.latency.p99Ms !== null && step.latency.p99Ms > criteria.p99LimitMs) {
+    failedBecause.push(`p99 ${Math.round(step.latency.p99Ms)} ms > ${criteria.p99LimitMs} ms`)
+  }
+  if (step.errorRate > criteria.errorRateLimit) {
+    failedBecause.push(`error rate ${(step.errorRate * 100).toFixed(1)} % > ${(criteria.errorRateLimit * 100).toFixed(1)} %`)
+  }
+  return { ...step, held: failedBecause.length === 0, failedBecause }
+}
+
+/** The last offered rate that held before the first step that did not; null when the first failed. */
+export function kneeOf (steps: readonly KneeStep[]): number | null {
+  let knee: number | null = null
+  for (const step of steps) {
+    if (!step.held) break
+    knee = step.offeredPerSecond
+  }
+  return knee
+}

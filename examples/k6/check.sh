@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Smoke run of both k6 scripts against a running tollbooth: a few VUs for a few seconds, with
+# the scripts' own thresholds. Exits non-zero when a threshold fails (k6 exits 99), the
+# service cannot be reached, or k6 itself fails. Both scripts run even when the first fails.
+#
+#   BASE_URL=http://127.0.0.1:3911 examples/k6/check.sh
+#   K6=/root/go/bin/k6 BASE_URL=... examples/k6/check.sh
+#
+# BASE_URL defaults to http://127.0.0.1:3000; K6 to `k6` on PATH. SMOKE_VUS (5), SMOKE_RAMP
+# (3s) and SMOKE_HOLD (7s) size the run. Load only a service you own.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+k6="${K6:-k6}"
+export BASE_URL="${BASE_URL:-http://127.0.0.1:3000}"
+
+if ! command -v "$k6" >/dev/null 2>&1; then
+  echo "check.sh: k6 not found at '$k6' (set K6, or: go install go.k6.io/k6@v1.8.1)" >&2
+  exit 2
+fi
+
+smoke=(
+  --quiet
+  -e "VUS=${SMOKE_VUS:-5}"
+  -e "RAMP=${SMOKE_RAMP:-3s}"
+  -e "HOLD=${SMOKE_HOLD:-7s}"
+  -e "ACCOUNTS=${SMOKE_VUS:-5}"
+)
+
+status=0
+for script in login-storm.js devnest.js; do
+  echo "== $script against $BASE_URL"
+  "$k6" run "${smoke[@]}" "$here/$script"
+  code=$?
+  if [ "$code" -ne 0 ]; then
+    echo "check.sh: $script failed (k6 exit $code; 99 means a threshold failed)" >&2
+    status=1
+  fi
+done
+exit "$status"

@@ -115,7 +115,6 @@ class LabVirtualUser implements VirtualUser {
   intendedEpochMs: number | null = null
   failed = false
   retryAfterSeconds: number | null = null
-  private calls = 0
 
   constructor (readonly id: number, private readonly generator: LoadGenerator) {}
 
@@ -127,8 +126,7 @@ class LabVirtualUser implements VirtualUser {
   }
 
   unique (): string {
-    this.calls++
-    return `${this.generator.runId}-${this.id}-${this.iteration}-${this.calls}`
+    return this.generator.unique()
   }
 
   async request (endpoint: string, request: LabRequest): Promise<LabResponse> {
@@ -163,11 +161,20 @@ export class LoadGenerator {
   private readonly sleepers = new Set<() => void>()
   /** Closed model: each virtual user keeps its state across segments. */
   private readonly closedVus = new Map<number, LabVirtualUser>()
+  /** Open model: idle in-flight slots, kept across segments with their state. */
+  private readonly freeSlots: LabVirtualUser[] = []
+  private openSlots = 0
+  private uniques = 0
 
   constructor (private readonly options: GeneratorOptions, private readonly scenario: Scenario<unknown>, private readonly emit: (message: GeneratorMessage) => void) {
     this.runId = options.runId
     this.target = new HttpTarget(options.url, { connections: options.connections, timeoutMs: options.requestTimeoutMs })
     this.scheduleFlush()
+  }
+
+  /** Unique within the lab run across every shard: `<runId>-<shard>-<n>`. */
+  unique (): string {
+    return `${this.runId}-${this.options.shard}-${++this.uniques}`
   }
 
   private tOf (epochMs: number): number {
@@ -355,8 +362,6 @@ export class LoadGenerator {
     const { shard, shards } = this.options
     const start = segment.spec.startEpochMs
     const maxInFlight = Math.max(1, shareOf(load.maxInFlight, shard, shards))
-    const free: LabVirtualUser[] = []
-    let slots = 0
     const inFlight = new Set<Promise<void>>()
     let k = 0
     for (const offsetMs of arrivalTimes(load.startRate, load.stages)) {
@@ -372,10 +377,10 @@ export class LoadGenerator {
         continue
       }
       recordMs(segment.sendLag, Math.max(0, nowEpochMs() - intended))
-      const vu = free.pop() ?? new LabVirtualUser((slots++) * shards + shard, this)
+      const vu = this.freeSlots.pop() ?? new LabVirtualUser((this.openSlots++) * shards + shard, this)
       const running = this.iterate(vu, intended, segment).finally(() => {
         inFlight.delete(running)
-        free.push(vu)
+        this.freeSlots.push(vu)
       })
       inFlight.add(running)
     }

@@ -1,0 +1,171 @@
+/**
+ * The report's prose, as data: the settings a reader needs to trust the figures (scenario,
+ * load, service, machine) and one-line summaries of a run. Text shows them as "label: value"
+ * lines, HTML as definition lists.
+ */
+import type { ErrorCounts, KneeResult, LabResult, LatencySummary, LoadSpec, RunResult, ServerSample, ServiceInfo } from '../result.js'
+import { formatCores, formatCount, formatDuration, formatGiB, formatMiB, formatMs, formatPercent, formatRate } from './format.js'
+
+export interface Fact {
+  label: string
+  value: string
+}
+
+function stageUnit (load: LoadSpec): string {
+  return load.model === 'closed' ? ' VUs' : '/s'
+}
+
+/** "0 → 100 VUs over 10 s, 100 VUs for 20 s" (each stage ramps linearly from the previous target). */
+export function describeStages (load: LoadSpec): string {
+  const unit = stageUnit(load)
+  let from = load.model === 'closed' ? load.startVus : load.startRate
+  return load.stages.map((stage) => {
+    const text = stage.target === from
+      ? `${formatRate(stage.target).replace(/\.0$/, '')}${unit} for ${formatDuration(stage.durationMs)}`
+      : `${formatRate(from).replace(/\.0$/, '')} → ${formatRate(stage.target).replace(/\.0$/, '')}${unit} over ${formatDuration(stage.durationMs)}`
+    from = stage.target
+    return text
+  }).join(', ')
+}
+
+function describeLoad (load: LoadSpec): Fact[] {
+  const model = load.model === 'closed'
+    ? `closed: virtual users loop over the scenario, think time ${formatDuration(load.thinkTimeMs)}`
+    : `open: arrivals at a target rate whatever the service answers, at most ${formatCount(load.maxInFlight)} in flight (beyond: dropped)`
+  return [
+    { label: 'load model', value: model },
+    { label: 'stages', value: describeStages(load) },
+    {
+      label: 'load settings',
+      value: [
+        `request timeout ${formatDuration(load.requestTimeoutMs)}`,
+        load.healthzProbeRate > 0 ? `/healthz probed ${formatRate(load.healthzProbeRate).replace(/\.0$/, '')}/s` : '/healthz not probed',
+        `${load.workers} generator worker${load.workers === 1 ? '' : 's'}`,
+        load.honourRetryAfter ? 'Retry-After honoured' : 'Retry-After ignored',
+        `${formatCount(load.accounts)} accounts`,
+      ].join(', '),
+    },
+  ]
+}
+
+/** "k=v, k=v" in the service's own order. */
+export function describeSettings (settings: Record<string, string>): string {
+  const entries = Object.entries(settings)
+  return entries.length === 0 ? '—' : entries.map(([key, value]) => `${key}=${value}`).join(', ')
+}
+
+export function describeService (service: ServiceInfo): string {
+  return [
+    service.url,
+    service.startedByLab ? 'started by the lab' : 'already running',
+    `strategy ${service.strategy ?? '—'}`,
+    `version ${service.version ?? '—'}`,
+  ].join(', ')
+}
+
+function describeMachine (result: LabResult): Fact[] {
+  const { machine } = result
+  const budget = machine.cpuBudget
+  const quota = budget.quota === null ? '' : `, quota ${formatCores(budget.quota)}`
+  return [
+    { label: 'machine', value: `${machine.cpuModel}, ${machine.cores} cores, ${formatGiB(machine.memoryBytes)}` },
+    { label: 'CPU budget', value: `${formatCores(budget.cpus)} cores (source: ${budget.source}${quota})` },
+    { label: 'software', value: `Node ${machine.node}, ${machine.platform} ${machine.arch}, tollbooth ${machine.tollboothVersion}` },
+  ]
+}
+
+/** Everything above the figures: what ran, against what, on what. */
+export function headerFacts (result: LabResult): Fact[] {
+  const only = result.runs.length === 1 ? result.runs[0] : undefined
+  const service: Fact[] = only === undefined
+    ? []
+    : [{ label: 'service', value: describeService(only.service) }, { label: 'settings', value: describeSettings(only.service.settings) }]
+  return [
+    { label: 'scenario', value: result.scenario.description === '' ? result.scenario.name : `${result.scenario.name}: ${result.scenario.description}` },
+    { label: 'endpoints', value: result.scenario.endpoints.join(', ') },
+    ...(result.scenario.phases === undefined ? [] : [{ label: 'phases', value: result.scenario.phases.join(' → ') }]),
+    ...describeLoad(result.load),
+    ...service,
+    ...describeMachine(result),
+    { label: 'created', value: result.createdAt },
+    { label: 'command line', value: result.commandLine },
+  ]
+}
+
+/** Non-zero causes only: "401 ×3, 503 ×20 (20 overloaded), 5 timeouts". */
+export function describeErrors (errors: ErrorCounts): string {
+  const parts = Object.entries(errors.byStatus)
+    .filter(([, count]) => count > 0)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([status, count]) => status === '503' && errors.overloaded > 0
+      ? `503 ×${formatCount(count)} (${formatCount(errors.overloaded)} overloaded, with Retry-After)`
+      : `${status} ×${formatCount(count)}`)
+  if (errors.timeouts > 0) parts.push(`${formatCount(errors.timeouts)} timeouts`)
+  if (errors.connectionErrors > 0) parts.push(`${formatCount(errors.connectionErrors)} connection errors`)
+  if (errors.other > 0) parts.push(`${formatCount(errors.other)} other`)
+  return parts.length === 0 ? 'none' : parts.join(', ')
+}
+
+export function describeLatency (latency: LatencySummary | null, what: string): string {
+  if (latency === null || latency.count === 0) return `no ${what}`
+  return `${formatCount(latency.count)} ${what}: p50 ${formatMs(latency.p50Ms)} ms, p99 ${formatMs(latency.p99Ms)} ms, max ${formatMs(latency.maxMs)} ms`
+}
+
+function peak (samples: ServerSample[], pick: (sample: ServerSample) => number | null): number | null {
+  const values = samples.map(pick).filter((value): value is number => value !== null)
+  return values.length === 0 ? null : Math.max(...values)
+}
+
+function total (samples: ServerSample[], pick: (sample: ServerSample) => number | null): number | null {
+  const values = samples.map(pick).filter((value): value is number => value !== null)
+  return values.length === 0 ? null : values.reduce((sum, value) => sum + value, 0)
+}
+
+/** What the service said about itself during the run. */
+export function serverFacts (run: RunResult): Fact[] {
+  const { summary, server } = run
+  const cpuOf = run.service.startedByLab ? 'process tree' : 'process'
+  return [
+    { label: 'mean CPU', value: `${formatCores(summary.cpuCoresMean)} cores (${cpuOf})` },
+    { label: 'event-loop delay', value: `p99 ${formatMs(summary.eventLoopDelayP99MaxMs)} ms at its worst second` },
+    { label: 'libuv canary', value: `${formatMs(summary.libuvCanaryMaxMs)} ms at its slowest` },
+    { label: 'peak RSS', value: `${formatMiB(summary.peakRssBytes)} MiB` },
+    { label: 'hash queue', value: `peak ${formatCount(peak(server, (sample) => sample.hashQueued))} waiting, ${formatCount(peak(server, (sample) => sample.hashRunning))} running` },
+    {
+      label: 'hash rejections',
+      value: `${formatCount(total(server, (sample) => sample.hashRejected))} refused at admission, ` +
+        `${formatCount(total(server, (sample) => sample.hashDeadlineExceeded))} expired in the queue, ` +
+        `${formatCount(total(server, (sample) => sample.hashCancelled))} cancelled`,
+    },
+  ]
+}
+
+export function describeGenerator (run: RunResult): string {
+  const { generator } = run
+  const lag = generator.sendLagMs === null ? '' : `, send lag p99 ${formatMs(generator.sendLagMs.p99Ms)} ms`
+  return `${generator.workers} worker${generator.workers === 1 ? '' : 's'}, ${formatCores(generator.cpuCores)} cores, ` +
+    `busiest thread ${formatPercent(generator.maxEventLoopUtilisation)} event-loop utilisation${lag}`
+}
+
+/** One loud line per run whose load generator may have been the bottleneck. */
+export function saturationWarnings (result: LabResult): string[] {
+  return result.runs.filter((run) => run.generator.saturated).map((run) => {
+    const which = result.runs.length === 1 ? '' : ` (${run.label})`
+    return `LOAD GENERATOR SATURATED${which}: the generator, not the service, may have limited the load ` +
+      `(${formatCores(run.generator.cpuCores)} cores, ${formatPercent(run.generator.maxEventLoopUtilisation)} event-loop utilisation); ` +
+      'treat throughput and latency as lower bounds of what the service can do'
+  })
+}
+
+/** "knee: 259/s (stopped because ...)". */
+export function kneeLine (knee: KneeResult): string {
+  const found = knee.kneePerSecond === null ? 'none, even the first step failed' : `${formatRate(knee.kneePerSecond)}/s`
+  return `knee: ${found} (stopped because ${knee.stoppedBecause})`
+}
+
+export function kneeCriteriaLine (knee: KneeResult): string {
+  const { criteria } = knee
+  return `steps of ${formatDuration(criteria.stepDurationMs)} from ${formatRate(criteria.startRate)}/s, +${formatPercent(criteria.stepFactor)} each, ` +
+    `at most ${criteria.maxSteps}; a step holds while achieved ≥ offered × ${(1 - criteria.throughputMargin).toFixed(2)}, ` +
+    `p99 ≤ ${formatMs(criteria.p99LimitMs)} ms and errors ≤ ${formatPercent(criteria.errorRateLimit)}`
+}

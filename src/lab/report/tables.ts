@@ -1,0 +1,169 @@
+/**
+ * Every table of the reports, built once from a LabResult; text.ts, html.ts and the markdown
+ * comparison only choose how to draw them.
+ */
+import type { EndpointStats, KneeResult, LabResult, ReferenceFigures, RunResult } from '../result.js'
+import { describeSettings } from './describe.js'
+import { formatCores, formatCount, formatMiB, formatMs, formatPercent, formatRate } from './format.js'
+import type { Table, TableColumn } from './table.js'
+
+const right = (header: string, description?: string): TableColumn => ({ header, align: 'right', ...(description === undefined ? {} : { description }) })
+const left = (header: string, wrapAtChars?: number): TableColumn => ({ header, align: 'left', ...(wrapAtChars === undefined ? {} : { wrapAtChars }) })
+
+/** The strategy whose row the HTML comparison emphasises: this project's own design. */
+export const ownStrategyLabel = 'tollbooth'
+
+function errorCount (stats: EndpointStats): number {
+  return stats.requests - stats.ok
+}
+
+const statsColumns: TableColumn[] = [
+  right('requests'), right('ok'), right('errors', 'requests without a 2xx: non-2xx responses, timeouts, connection errors'), right('req/s'),
+  right('p50 ms'), right('p90 ms'), right('p95 ms'), right('p99 ms'), right('max ms'),
+]
+
+function statsCells (stats: EndpointStats, durationSeconds: number): string[] {
+  const { latency } = stats
+  return [
+    formatCount(stats.requests), formatCount(stats.ok), formatCount(errorCount(stats)),
+    formatRate(durationSeconds > 0 ? stats.requests / durationSeconds : null),
+    formatMs(latency.p50Ms), formatMs(latency.p90Ms), formatMs(latency.p95Ms), formatMs(latency.p99Ms), formatMs(latency.maxMs),
+  ]
+}
+
+/** The scenario's endpoints first, in its order, then any the run saw that the scenario did not name. */
+export function orderedEndpointNames (result: LabResult, run: RunResult): string[] {
+  const named = result.scenario.endpoints.filter((name) => run.endpoints[name] !== undefined)
+  return [...named, ...Object.keys(run.endpoints).filter((name) => !named.includes(name))]
+}
+
+/** One row per endpoint, then the whole run. */
+export function endpointTable (result: LabResult, run: RunResult): Table {
+  const seconds = run.summary.durationSeconds
+  const rows = orderedEndpointNames(result, run).map((name) => [name, ...statsCells(run.endpoints[name] as EndpointStats, seconds)])
+  return {
+    columns: [left('endpoint'), ...statsColumns],
+    rows: [...rows, ['all endpoints', ...statsCells(run.all, seconds)]],
+    totalRow: rows.length,
+  }
+}
+
+/** Sequential phases (auth-path): whole-phase figures of every request. */
+export function phaseTable (result: LabResult, run: RunResult): Table | null {
+  if (run.phases === undefined) return null
+  const phases = run.phases
+  const names = [...(result.scenario.phases ?? []).filter((name) => phases[name] !== undefined),
+    ...Object.keys(phases).filter((name) => !(result.scenario.phases ?? []).includes(name))]
+  // Phases run in turn, each for its own share of the run.
+  const seconds = (name: string): number => run.seconds.filter((sample) => sample.phase === name).length
+  return {
+    columns: [left('phase'), ...statsColumns],
+    rows: names.map((name) => [name, ...statsCells(phases[name] as EndpointStats, seconds(name))]),
+  }
+}
+
+/** THE comparison: one row per strategy, in the order they ran. */
+export function comparisonTable (result: LabResult): Table {
+  return {
+    columns: [
+      left('strategy'),
+      right('achieved/s', 'successful iterations per second'),
+      right('p50 ms'), right('p95 ms'), right('p99 ms'),
+      right('errors', 'share of requests without a 2xx'),
+      right('timeouts', 'requests with no response within the request timeout'),
+      right('503s', 'refused at once with Retry-After (overloaded, by design)'),
+      right('healthz p99', '/healthz probes during the load, p99 ms'),
+      right('healthz max', '/healthz probes during the load, max ms'),
+      right('loop p99', 'event-loop delay p99 of the worst second, ms'),
+      right('libuv max', "the libuv-pool canary's slowest answer, ms"),
+      right('CPU cores', 'mean CPU of the service during the load (process tree when the lab started it)'),
+      right('RSS MiB', 'peak resident memory of the service'),
+    ],
+    rows: result.runs.map((run) => {
+      const { summary } = run
+      return [
+        run.label,
+        formatRate(summary.achievedPerSecond),
+        formatMs(summary.latency.p50Ms), formatMs(summary.latency.p95Ms), formatMs(summary.latency.p99Ms),
+        formatPercent(summary.errorRate),
+        formatCount(summary.errors.timeouts),
+        formatCount(summary.errors.overloaded),
+        formatMs(summary.healthz?.p99Ms), formatMs(summary.healthz?.maxMs),
+        formatMs(summary.eventLoopDelayP99MaxMs),
+        formatMs(summary.libuvCanaryMaxMs),
+        formatCores(summary.cpuCoresMean),
+        formatMiB(summary.peakRssBytes),
+      ]
+    }),
+    emphasisedRows: result.runs.flatMap((run, index) => run.label === ownStrategyLabel ? [index] : []),
+  }
+}
+
+/** The articles' figures in the order of our runs whose setup they match, then any unmatched. */
+export function orderedReferences (result: LabResult): ReferenceFigures[] {
+  const position = (reference: ReferenceFigures): number => {
+    const index = result.runs.findIndex((run) => run.label === reference.strategy || run.service.strategy === reference.strategy)
+    return index === -1 ? result.runs.length : index
+  }
+  return result.references
+    .map((reference, index) => ({ reference, index }))
+    .sort((a, b) => position(a.reference) - position(b.reference) || a.index - b.index)
+    .map(({ reference }) => reference)
+}
+
+/** The title every rendering gives the references: they are never our measurements. */
+export const referencesTitle = 'Their figures (from the articles), not measured here'
+
+/**
+ * `wide` (HTML, markdown): setup and note in columns of their own; `narrow` (terminal): one
+ * wrapped column, so lines stay short.
+ */
+export function referenceTable (result: LabResult, layout: 'wide' | 'narrow'): Table {
+  const figures = (reference: ReferenceFigures): string[] => [
+    formatRate(reference.requestsPerSecond), formatMs(reference.meanMs), formatMs(reference.p50Ms),
+    formatMs(reference.p95Ms), formatMs(reference.p99Ms), formatPercent(reference.errorRate), formatRate(reference.kneePerSecond),
+  ]
+  const figureColumns = [right('req/s'), right('mean ms'), right('p50 ms'), right('p95 ms'), right('p99 ms'), right('errors'), right('knee/s')]
+  const references = orderedReferences(result)
+  if (layout === 'wide') {
+    return {
+      columns: [left('our strategy'), ...figureColumns, left('source', 24), left('their setup', 40), left('note', 40)],
+      rows: references.map((reference) => [reference.strategy, ...figures(reference), reference.source, reference.setup, reference.note ?? '']),
+    }
+  }
+  return {
+    columns: [left('our strategy'), ...figureColumns, left('source'), left('their setup; note', 44)],
+    rows: references.map((reference) => [
+      reference.strategy, ...figures(reference), reference.source,
+      reference.note === undefined ? reference.setup : `${reference.setup}; ${reference.note}`,
+    ]),
+  }
+}
+
+/** The step table of a knee search. */
+export function kneeTable (knee: KneeResult): Table {
+  return {
+    columns: [
+      right('step'), right('offered/s'), right('achieved/s'), right('p50 ms'), right('p95 ms'), right('p99 ms'),
+      right('errors'), right('dropped'), left('result', 56),
+    ],
+    rows: knee.steps.map((step) => [
+      String(step.index), formatRate(step.offeredPerSecond), formatRate(step.achievedPerSecond),
+      formatMs(step.latency.p50Ms), formatMs(step.latency.p95Ms), formatMs(step.latency.p99Ms),
+      formatPercent(step.errorRate), formatCount(step.dropped),
+      step.held ? 'held' : `failed: ${step.failedBecause.join('; ')}`,
+    ]),
+    emphasisedRows: knee.steps.flatMap((step, index) => step.held && step.offeredPerSecond === knee.kneePerSecond ? [index] : []),
+  }
+}
+
+/** Compare: which service each strategy ran as, and with what settings. */
+export function serviceTable (result: LabResult): Table {
+  return {
+    columns: [left('strategy'), left('url'), left('started by'), left('version'), left('settings', 70)],
+    rows: result.runs.map((run) => [
+      run.label, run.service.url, run.service.startedByLab ? 'the lab' : 'someone else',
+      run.service.version ?? '—', describeSettings(run.service.settings),
+    ]),
+  }
+}

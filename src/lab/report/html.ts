@@ -1,0 +1,155 @@
+/**
+ * The HTML report: one self-contained file (no network at view time: Chart.js, the styles and
+ * the result are inline, and a Content-Security-Policy forbids anything else). Tables are
+ * rendered here; charts are drawn in the page from the embedded result by the chart modules.
+ */
+import type { LabResult, RunResult } from '../result.js'
+import { chartScriptSource } from './charts/bundle.js'
+import { comparisonBarCharts, comparisonOverTimeCharts, kneeCharts, runOverTimeCharts, serverCharts, strategyCharts, type ChartGroup } from './charts/plan.js'
+import {
+  describeErrors, describeGenerator, describeLatency, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
+} from './describe.js'
+import { escapeHtml, jsonForScriptElement, scriptForInlineElement } from './html-escape.js'
+import { reportCss } from './html-style.js'
+import { renderHtmlTable } from './table.js'
+import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable } from './tables.js'
+
+export interface HtmlAssets {
+  /** Chart.js's UMD build (chart.umd.min.js), inlined as is. */
+  chartJs: string
+}
+
+export const contentSecurityPolicy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+
+function factList (facts: Fact[]): string {
+  return `<dl class="facts">\n${facts.map((fact) => `<dt>${escapeHtml(fact.label)}</dt><dd>${escapeHtml(fact.value)}</dd>`).join('\n')}\n</dl>`
+}
+
+function paragraph (text: string, className?: string): string {
+  return `<p${className === undefined ? '' : ` class="${className}"`}>${escapeHtml(text)}</p>`
+}
+
+function section (id: string, heading: string, body: string[]): string {
+  return `<section id="${id}" aria-labelledby="${id}-heading">\n<h2 id="${id}-heading">${escapeHtml(heading)}</h2>\n${body.join('\n')}\n</section>`
+}
+
+function chartGroup (group: ChartGroup): string {
+  const titleLevel = group.heading === null ? 3 : 4
+  const figures = group.panels.map((panel) => {
+    const run = panel.run === null ? '' : ` data-run="${panel.run}"`
+    const label = `${panel.title}: ${panel.description}`
+    return `<figure class="chart">
+<h${titleLevel} id="${panel.id}-title">${escapeHtml(panel.title)}</h${titleLevel}>
+${paragraph(panel.description)}
+<div class="canvas-box"><canvas id="${panel.id}" data-chart="${panel.kind}"${run} role="img" aria-label="${escapeHtml(label)}">${escapeHtml(label)}</canvas></div>
+</figure>`
+  })
+  return [
+    group.heading === null ? '' : `<h3>${escapeHtml(group.heading)}</h3>`,
+    figures.length === 0 ? '' : `<div class="charts">\n${figures.join('\n')}\n</div>`,
+    group.notMeasured.length === 0 ? '' : paragraph(`Not measured, so not drawn: ${group.notMeasured.join(', ')}.`, 'not-measured'),
+  ].filter((part) => part !== '').join('\n')
+}
+
+function warningCallouts (result: LabResult): string {
+  const loud = saturationWarnings(result).map((warning) => `<div class="callout alarm" role="alert">${escapeHtml(warning)}</div>`)
+  const others = result.warnings.length === 0
+    ? []
+    : [`<div class="callout warn"><strong>Warnings</strong><ul>${result.warnings.map((warning) => `<li>${escapeHtml(warning)}</li>`).join('')}</ul></div>`]
+  return [...loud, ...others].join('\n')
+}
+
+function runSections (result: LabResult, run: RunResult): string[] {
+  const phases = phaseTable(result, run)
+  return [
+    section('requests', 'Requests', [
+      renderHtmlTable(endpointTable(result, run), 'Whole run, by endpoint; latency in ms'),
+      paragraph(`Errors: ${describeErrors(run.all.errors)}.`),
+      ...(phases === null ? [] : [renderHtmlTable(phases, 'By phase, in the order they ran; latency in ms')]),
+      paragraph(`/healthz during the load: ${describeLatency(run.healthz, 'probes')}.`),
+    ]),
+    section('over-time', 'Over time', [chartGroup(runOverTimeCharts(result))]),
+    section('server', 'Server signals', [
+      factList([...serverFacts(run), { label: 'load generator', value: describeGenerator(run) }]),
+      chartGroup(serverCharts(result)),
+    ]),
+  ]
+}
+
+function kneeSection (result: LabResult): string[] {
+  const { knee } = result
+  if (knee === undefined) return []
+  return [section('knee', 'Knee search', [
+    paragraph(kneeLine(knee), 'headline'),
+    paragraph(kneeCriteriaLine(knee)),
+    renderHtmlTable(kneeTable(knee), 'One constant-rate step per row; latency in ms; the knee step is highlighted'),
+    chartGroup(kneeCharts(result)),
+  ])]
+}
+
+function referenceBlock (result: LabResult): string {
+  if (result.references.length === 0) return ''
+  return `<div class="theirs" id="references">
+<h3>${escapeHtml(referencesTitle)}</h3>
+${paragraph('What the seed articles reported for the setups our strategies reproduce: their machines, their load, their numbers. They show the shape to expect, not a measurement of this service.')}
+${renderHtmlTable(referenceTable(result, 'wide'), `${referencesTitle}; latency in ms`)}
+</div>`
+}
+
+function compareSections (result: LabResult): string[] {
+  return [
+    section('comparison', 'Comparison', [
+      renderHtmlTable(comparisonTable(result), 'Measured here: one row per strategy, in the order they ran; latency in ms (hover a header for its meaning)'),
+      referenceBlock(result),
+    ]),
+    section('side-by-side', 'Strategies side by side', [chartGroup(comparisonBarCharts(result))]),
+    section('every-strategy-over-time', 'Every strategy over time', [chartGroup(comparisonOverTimeCharts(result))]),
+    section('each-strategy', 'Each strategy over time', strategyCharts(result).map(chartGroup)),
+    section('services', 'Services', [renderHtmlTable(serviceTable(result), 'The service each strategy ran as')]),
+  ]
+}
+
+function body (result: LabResult): string[] {
+  const first = result.runs[0]
+  switch (result.command) {
+    case 'compare': return compareSections(result)
+    case 'knee':
+    case 'run': return [
+      ...(result.command === 'knee' ? kneeSection(result) : []),
+      ...(first === undefined ? [] : runSections(result, first)),
+      ...(result.references.length === 0 ? [] : [section('their-figures', 'The articles', [referenceBlock(result)])]),
+    ]
+  }
+}
+
+/** The whole report page of one result. */
+export function renderHtml (result: LabResult, assets: HtmlAssets): string {
+  const title = `tollbooth lab ${result.command}: ${result.scenario.name}`
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${contentSecurityPolicy}">
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>${reportCss}</style>
+</head>
+<body>
+<header class="page">
+<h1><span class="command">tollbooth lab ${escapeHtml(result.command)} ·</span> ${escapeHtml(result.scenario.name)}</h1>
+${paragraph(result.scenario.description, 'lede')}
+${warningCallouts(result)}
+${factList(headerFacts(result))}
+</header>
+<main>
+${body(result).join('\n')}
+</main>
+<footer>${escapeHtml(`${result.schema}, created ${result.createdAt}. Every figure above is a pure function of the embedded result.json; the articles' figures are theirs.`)}</footer>
+<script type="application/json" id="lab-result">${jsonForScriptElement(result)}</script>
+<script>${scriptForInlineElement(assets.chartJs)}</script>
+<script>${scriptForInlineElement(chartScriptSource())}</script>
+</body>
+</html>
+`
+}

@@ -40,7 +40,7 @@ Output:
                            (default lab-results/<command>-<scenario>-<time>)
   --quiet                  no progress line`
 
-const usage = `tollbooth lab: load the service like a crowd does, and see where it breaks
+export const labUsage = `tollbooth lab: load the service like a crowd does, and see where it breaks
 
 Usage:
   tollbooth lab run --scenario NAME [flags]       one load against one service
@@ -199,7 +199,7 @@ async function finish (result: LabResult, outDir: string): Promise<void> {
 export async function labMain (argv: string[]): Promise<void> {
   const [command, ...rest] = argv
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(usage)
+    process.stdout.write(labUsage)
     return
   }
   if (command === 'scenarios') {
@@ -214,7 +214,7 @@ export async function labMain (argv: string[]): Promise<void> {
   }
   const { values, positionals } = parsed
   if (values.help === true) {
-    process.stdout.write(usage)
+    process.stdout.write(labUsage)
     return
   }
 

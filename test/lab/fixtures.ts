@@ -379,7 +379,7 @@ export function compareReferences (): ReferenceFigures[] {
   return [
     { source: 'piscina-cluster-5000-users.txt', strategy: 'event-loop', setup: 'k6, 100 VUs: register, log in, post; bcrypt on the main thread', requestsPerSecond: 62, meanMs: 263.27, p50Ms: 69.51, p95Ms: 1520 },
     { source: loginStorm, strategy: 'libuv', setup: `${k8s}, 4 libuv threads`, p95Ms: 15000, p99Ms: 30000, errorRate: 0.34, note: 'p99 hit the 30 s client timeout; 504s at the ingress' },
-    { source: 'libuv-threadpool-starvation.txt', strategy: 'libuv', setup: '6 pbkdf2 calls on the 4-thread pool', note: 'requests 5 and 6 took ~175 ms against ~90 ms: they waited for a thread' },
+    { source: 'Pool Starvation (loke.dev): the secret four-thread pool of libuv', strategy: 'libuv', setup: '6 pbkdf2 calls on the 4-thread pool', note: 'requests 5 and 6 took ~175 ms against ~90 ms: they waited for a thread' },
     { source: loginStorm, strategy: 'libuv-128', setup: `${k8s}, UV_THREADPOOL_SIZE=128`, p95Ms: 4000, note: 'p95 "from 15s to around 4s"' },
     { source: loginStorm, strategy: 'spawn', setup: `${k8s}, a native script spawned per compare`, p95Ms: 380, p99Ms: 650, errorRate: 0 },
     { source: 'piscina-cluster-5000-users.txt', strategy: 'piscina', setup: 'k6, 100 VUs: register, log in, post; Piscina and cluster together', requestsPerSecond: 114, meanMs: 51.3, p95Ms: 96.15 },

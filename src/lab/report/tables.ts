@@ -132,7 +132,7 @@ export function referenceTable (result: LabResult, layout: 'wide' | 'narrow'): T
     }
   }
   return {
-    columns: [left('our strategy'), ...figureColumns, left('source'), left('their setup; note', 44)],
+    columns: [left('our strategy'), ...figureColumns, left('source', 28), left('their setup; note', 44)],
     rows: references.map((reference) => [
       reference.strategy, ...figures(reference), reference.source,
       reference.note === undefined ? reference.setup : `${reference.setup}; ${reference.note}`,

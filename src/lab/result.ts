@@ -287,7 +287,7 @@ export interface KneeResult {
 
 /** What a seed article reported for the experiment this scenario reproduces: their figures, not ours. */
 export interface ReferenceFigures {
-  /** The article, as in ../shared/seeds/. */
+  /** The article's title (the project keeps its text with the seeds it started from). */
   source: string
   /** Which of our strategies reproduces the setup they measured. */
   strategy: string

@@ -44,7 +44,7 @@ describe('the load lab against a real service', () => {
     assert.ok(run.server.length >= 2 && run.server.some((s) => s.cpuCores !== null && s.hashQueued !== null), 'server signals were scraped')
     assert.ok(run.summary.achievedPerSecond > 0)
     assert.equal(run.summary.errorRate, 0)
-    assert.deepEqual(result.references.map((r) => r.strategy), ['libuv', 'libuv-128', 'spawn'], 'the NestJS article\'s figures ride along')
+    assert.deepEqual(result.references.map((r) => r.strategy), ['libuv', 'libuv-128', 'spawn', 'libuv'], 'the NestJS and pool-starvation articles\' figures ride along')
     assert.deepEqual(result.warnings.filter((w) => /threw|saturated/.test(w)), [])
 
     const written = await writeReports(path.join(out, 'run'), result)

@@ -91,15 +91,22 @@ export function fillEngineOptions (options: unknown): FilledEngineOptions {
 }
 
 /** Per-request arguments are programming errors when wrong: a TypeError naming the argument. */
-function checkRequest (password: unknown, options: HashRequestOptions | undefined): asserts password is string {
-  if (typeof password !== 'string') throw new TypeError(`password must be a string, got ${typeof password}`)
+function checkOptions (options: HashRequestOptions | undefined): void {
   if (options === undefined) return
   if (!isRecord(options)) throw new TypeError('options must be an object')
-  const { deadlineMs, signal } = options
+  const { deadlineMs, deadlineAt, signal } = options
   if (deadlineMs !== undefined && (typeof deadlineMs !== 'number' || !Number.isFinite(deadlineMs) || deadlineMs < 0)) {
     throw new TypeError(`options.deadlineMs must be a finite number >= 0, got ${String(deadlineMs)}`)
   }
+  if (deadlineAt !== undefined && (typeof deadlineAt !== 'number' || !Number.isFinite(deadlineAt))) {
+    throw new TypeError(`options.deadlineAt must be a finite number (performance.now() time), got ${String(deadlineAt)}`)
+  }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('options.signal must be an AbortSignal')
+}
+
+function checkRequest (password: unknown, options: HashRequestOptions | undefined): asserts password is string {
+  if (typeof password !== 'string') throw new TypeError(`password must be a string, got ${typeof password}`)
+  checkOptions(options)
 }
 
 function hashTask (policy: HashPolicy, password: string): HashTask {
@@ -162,6 +169,12 @@ class Engine implements PasswordEngine {
   async verifyDummy (password: string, options?: HashRequestOptions): Promise<void> {
     checkRequest(password, options)
     await this.executor.run({ kind: 'verify', password, stored: this.dummyHash }, options)
+  }
+
+  assertAdmissible (kind: HashTaskKind, options?: HashRequestOptions): void {
+    if (kind !== 'hash' && kind !== 'verify') throw new TypeError(`kind must be 'hash' or 'verify', got ${String(kind)}`)
+    checkOptions(options)
+    this.executor.checkAdmission(kind, options)
   }
 
   stats (): HashPoolStats {

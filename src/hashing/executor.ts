@@ -2,13 +2,13 @@
  * Where hashing work runs. One small interface, one implementation per file:
  * `pool.ts` is tollbooth's own (CPU-budgeted threads, admission, deadlines,
  * cancellation); the load lab's comparison strategies ('event-loop', 'libuv',
- * 'spawn', 'piscina') can be added beside it, each in its own file, without the
- * engine changing.
+ * 'spawn', 'piscina') live in strategies/, one file each, behind the same
+ * interface, so the engine does not know which one runs its work.
  *
  * The engine has already parsed and bounded everything a task carries; an
  * executor trusts its input.
  */
-import type { Argon2Params, BcryptParams, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, ScryptParams } from './types.js'
+import type { Argon2Params, BcryptParams, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind, ScryptParams } from './types.js'
 
 /** A unit of work, as sent to a worker thread (structured-clone friendly). */
 export type HashTask =
@@ -32,6 +32,8 @@ export interface HashExecutor {
    * HASH_CANCELLED, HASH_POOL_CLOSED ...).
    */
   run (task: HashTask, options?: HashRequestOptions): Promise<string | boolean>
+  /** Throws the admission refusal `run` would throw now (and counts it); see PasswordEngine.assertAdmissible. */
+  checkAdmission (kind: HashTaskKind, options?: HashRequestOptions): void
   /** Runs work that is no request (warm-up): not counted, but it teaches the mean run time. */
   runInternal (task: HashTask): Promise<string | boolean>
   /** A trivial task round trip, bypassing admission. */

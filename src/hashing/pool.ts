@@ -10,9 +10,11 @@
  * task when a thread is free, and its own queue stays empty (but for pings).
  *
  * Admission: a request with a deadline is refused at once when the expected wait
- * for a thread would pass it; the queue also has a hard length. A request still
- * queued at its deadline, or whose signal fires, leaves the queue before it costs
- * a hash.
+ * for a thread would pass it, or when the deadline already passed before it got
+ * here (`deadlineAt`, a caller's budget); the queue also has a hard length. A
+ * request still queued at its deadline, or whose signal fires, leaves the queue
+ * before it costs a hash. `checkAdmission` gives the same answer without queueing,
+ * so a caller can refuse before its own costly work.
  */
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
@@ -50,6 +52,7 @@ interface Pending {
   /** Warm-up work: teaches the mean run time but is no request (not counted, no event). */
   internal: boolean
   enqueuedAt: number
+  /** The time budget left at submission, for the timer and messages. */
   deadlineMs: number | undefined
   deadlineAt: number | undefined
   signal: AbortSignal | undefined
@@ -101,45 +104,68 @@ export class TollboothPool implements HashExecutor {
     return this.submit(task, {}, true)
   }
 
-  private submit (task: HashTask, options: HashRequestOptions, internal: boolean): Promise<string | boolean> {
-    if (this.closing !== undefined) return Promise.reject(createError('HASH_POOL_CLOSED'))
-    const kind: HashTaskKind = task.kind === 'hash' ? 'hash' : 'verify'
-    const { deadlineMs, signal } = options
+  checkAdmission (kind: HashTaskKind, options: HashRequestOptions = {}): void {
+    const refusal = this.refusal(kind, options, performance.now(), false)
+    if (refusal !== undefined) throw refusal
+  }
 
-    if (signal?.aborted === true) {
+  /**
+   * Why a request submitted now would be refused (counted as such), or undefined when it
+   * would be admitted. Internal work is only refused when the pool is closed.
+   */
+  private refusal (kind: HashTaskKind, options: HashRequestOptions, now: number, internal: boolean): TollboothError | undefined {
+    if (this.closing !== undefined) return createError('HASH_POOL_CLOSED')
+    if (options.signal?.aborted === true) {
       this.record(internal, 'cancelled', { kind, outcome: 'cancelled', waitMs: 0, runMs: 0 })
-      return Promise.reject(createError('HASH_CANCELLED', 'The request was cancelled before it was queued'))
+      return createError('HASH_CANCELLED', 'The request was cancelled before it was queued')
     }
-
-    const idleThread = this.running.size < this.threads && this.queue.size === 0
-    if (!idleThread && !internal) {
-      if (this.queue.size >= this.maxQueue) {
+    if (internal) return undefined
+    const deadlineAt = deadlineAtOf(options, now)
+    if (deadlineAt !== undefined && now > deadlineAt) {
+      // Spent before it got here (a slow database lookup, a busy event loop): starting it now helps no one.
+      this.record(false, 'deadlineExceeded', { kind, outcome: 'deadline', waitMs: 0, runMs: 0 })
+      return createError('HASH_DEADLINE_EXCEEDED', `The deadline passed ${Math.round(now - deadlineAt)} ms before the request reached the hash queue`, {
+        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(), 0),
+      })
+    }
+    if (this.running.size < this.threads && this.queue.size === 0) return undefined
+    if (this.queue.size >= this.maxQueue) {
+      this.record(false, 'rejected', { kind, outcome: 'rejected', waitMs: 0, runMs: 0 })
+      return createError('SERVICE_OVERLOADED', `The hash queue is full (${this.maxQueue} waiting)`, {
+        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(), 0),
+      })
+    }
+    if (deadlineAt !== undefined) {
+      const expectedWaitMs = this.expectedWaitMs()
+      const budgetMs = deadlineAt - now
+      if (expectedWaitMs > budgetMs) {
         this.record(false, 'rejected', { kind, outcome: 'rejected', waitMs: 0, runMs: 0 })
-        return Promise.reject(createError('SERVICE_OVERLOADED', `The hash queue is full (${this.maxQueue} waiting)`, {
-          retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(), 0),
-        }))
-      }
-      if (deadlineMs !== undefined) {
-        const expectedWaitMs = this.expectedWaitMs()
-        if (expectedWaitMs > deadlineMs) {
-          this.record(false, 'rejected', { kind, outcome: 'rejected', waitMs: 0, runMs: 0 })
-          return Promise.reject(createError('SERVICE_OVERLOADED',
-            `A hash thread is expected in ${Math.round(expectedWaitMs)} ms, past the ${deadlineMs} ms deadline`,
-            { retryAfterSeconds: retryAfterSeconds(expectedWaitMs, deadlineMs) }))
-        }
+        return createError('SERVICE_OVERLOADED',
+          `A hash thread is expected in ${Math.round(expectedWaitMs)} ms, past the deadline in ${Math.round(budgetMs)} ms`,
+          { retryAfterSeconds: retryAfterSeconds(expectedWaitMs, budgetMs) })
       }
     }
+    return undefined
+  }
+
+  private submit (task: HashTask, options: HashRequestOptions, internal: boolean): Promise<string | boolean> {
+    const kind: HashTaskKind = task.kind === 'hash' ? 'hash' : 'verify'
+    const now = performance.now()
+    const refusal = this.refusal(kind, options, now, internal)
+    if (refusal !== undefined) return Promise.reject(refusal)
+    const { signal } = options
+    const deadlineAt = internal ? undefined : deadlineAtOf(options, now)
+    const idleThread = this.running.size < this.threads && this.queue.size === 0
 
     return new Promise<string | boolean>((resolve, reject) => {
-      const now = performance.now()
       const pending: Pending = {
         task,
         kind,
         internal,
         enqueuedAt: now,
-        deadlineMs,
-        // With a thread free it starts right now, within any deadline (0 included).
-        deadlineAt: deadlineMs === undefined || idleThread ? undefined : now + deadlineMs,
+        deadlineMs: deadlineAt === undefined ? undefined : deadlineAt - now,
+        // With a thread free it starts right now, within any deadline not yet passed (0 ms included).
+        deadlineAt: idleThread ? undefined : deadlineAt,
         signal,
         onAbort: undefined,
         timer: undefined,
@@ -154,8 +180,8 @@ export class TollboothPool implements HashExecutor {
       }
       this.queue.add(pending)
       // Past setTimeout's 2^31-1 ms range a timer would fire at once; such a deadline never comes anyway.
-      if (pending.deadlineAt !== undefined && deadlineMs !== undefined && deadlineMs <= maxTimerMs) {
-        pending.timer = setTimeout(() => { this.expire(pending) }, deadlineMs)
+      if (pending.deadlineAt !== undefined && pending.deadlineMs !== undefined && pending.deadlineMs <= maxTimerMs) {
+        pending.timer = setTimeout(() => { this.expire(pending) }, pending.deadlineMs)
       }
       this.dispatch()
     })
@@ -261,7 +287,7 @@ export class TollboothPool implements HashExecutor {
     this.detach(pending)
     pending.state = 'done'
     this.record(pending.internal, 'deadlineExceeded', { kind: pending.kind, outcome: 'deadline', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
-    pending.reject(createError('HASH_DEADLINE_EXCEEDED', `No hash thread became free within the ${pending.deadlineMs ?? 0} ms deadline`, {
+    pending.reject(createError('HASH_DEADLINE_EXCEEDED', `No hash thread became free within the ${Math.round(pending.deadlineMs ?? 0)} ms deadline`, {
       retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(), pending.deadlineMs ?? 0),
     }))
   }
@@ -341,6 +367,13 @@ export class TollboothPool implements HashExecutor {
     }
     return this.closing
   }
+}
+
+/** The earlier of `deadlineMs` from now and `deadlineAt`, in performance.now() time. */
+function deadlineAtOf (options: HashRequestOptions, now: number): number | undefined {
+  const fromMs = options.deadlineMs === undefined ? undefined : now + options.deadlineMs
+  if (options.deadlineAt === undefined) return fromMs
+  return fromMs === undefined ? options.deadlineAt : Math.min(fromMs, options.deadlineAt)
 }
 
 /** Whole seconds until a request with the same deadline would be admitted, at least 1. */

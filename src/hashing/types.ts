@@ -45,6 +45,13 @@ export interface HashRequestOptions {
    * when it passes is removed from the queue. Undefined: no deadline.
    */
   deadlineMs?: number
+  /**
+   * The same deadline as an instant in `performance.now()` time, for callers whose
+   * budget started earlier (a login's starts when the request arrived, not when its
+   * hash is submitted). One already past is refused without queueing. With both
+   * given, the earlier applies.
+   */
+  deadlineAt?: number
   /** Aborting removes a queued request before it costs a hash. */
   signal?: AbortSignal
 }
@@ -103,6 +110,13 @@ export interface PasswordEngine {
   verify (password: string, storedHash: string, options?: HashRequestOptions): Promise<VerifyResult>
   /** Spend exactly one verify against a dummy hash of the current policy (unknown accounts). */
   verifyDummy (password: string, options?: HashRequestOptions): Promise<void>
+  /**
+   * Cheap and synchronous: throws the SERVICE_OVERLOADED (or HASH_DEADLINE_EXCEEDED) that a
+   * `kind` request with these options would get if submitted now, counted as that refusal;
+   * returns when it would be admitted. Lets a caller refuse before other costly work (a
+   * database query) instead of after it. Reserves nothing: the later request is checked again.
+   */
+  assertAdmissible (kind: HashTaskKind, options?: HashRequestOptions): void
   stats (): HashPoolStats
   /** Listen to every finished, refused or cancelled request; returns an unsubscribe function. */
   onTask (listener: (event: HashTaskEvent) => void): () => void
@@ -115,7 +129,7 @@ export interface PasswordEngine {
 export interface PasswordEngineOptions {
   /** Checked by `validatePolicy()`; copied and frozen, so later changes to the object do nothing. */
   policy: HashPolicy
-  /** Default 'tollbooth' (the only one implemented so far). */
+  /** Default 'tollbooth'; the others are the load lab's comparison strategies. */
   strategy?: HashStrategy
   /** Worker threads, 1 to 256. Default: the CPU budget (`detectCpuBudget()`). */
   threads?: number

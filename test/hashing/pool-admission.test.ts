@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { isTollboothError } from '../../src/errors.js'
 import { bcryptHasher } from '../../src/hashing/bcrypt.js'
 import { createPasswordEngine, type HashTaskEvent, type PasswordEngine, type PasswordEngineOptions } from '../../src/hashing/index.js'
-import { cheapPolicy, policyFor, rejection } from './fixtures.js'
+import { cheapPolicy, policyFor, rejection, thrown } from './fixtures.js'
 
 interface Started {
   engine: PasswordEngine
@@ -157,6 +157,55 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     const seen = events.length
     await engine.hash('y')
     assert.equal(events.length, seen + 1)
+  })
+
+  it('takes an absolute deadline: one already past is refused even with a thread free, and never runs', async () => {
+    const { engine, events } = await open()
+    const stored = await engine.hash('x')
+    const err = await rejection(engine.verify('x', stored, { deadlineAt: performance.now() - 1 }), 'HASH_DEADLINE_EXCEEDED')
+    assertRetryAfter(err.retryAfterSeconds)
+    assert.equal(engine.stats().deadlineExceeded, 1)
+    assert.equal(engine.stats().completed, 1, 'only the hash above ran')
+    assert.deepEqual(events.at(-1), { kind: 'verify', outcome: 'deadline', waitMs: 0, runMs: 0 })
+    // Not yet past: served by the free thread.
+    assert.equal((await engine.verify('x', stored, { deadlineAt: performance.now() + 1000 })).match, true)
+  })
+
+  it('applies the earlier of deadlineMs and deadlineAt', async () => {
+    const { engine } = await open()
+    const stored = await engine.hash('x')
+    const blocker = engine.verify('blocker', slowStored)
+    await sleep(10)
+    // 40 cheap hashes queued behind the blocker: the expected wait is 40 mean run times.
+    const queued = Array.from({ length: 40 }, async () => await engine.hash('queued'))
+    const budgetMs = engine.stats().meanRunMs
+    await rejection(engine.verify('x', stored, { deadlineMs: 60_000, deadlineAt: performance.now() + budgetMs }), 'SERVICE_OVERLOADED')
+    await rejection(engine.verify('x', stored, { deadlineMs: budgetMs, deadlineAt: performance.now() + 60_000 }), 'SERVICE_OVERLOADED')
+    await Promise.all([blocker, ...queued])
+    assert.equal(engine.stats().rejected, 2)
+  })
+
+  it('assertAdmissible answers as a submission would, counts a refusal, and reserves nothing', async () => {
+    const { engine, events } = await open()
+    const stored = await engine.hash('x')
+    engine.assertAdmissible('verify', { deadlineMs: 0 }) // a free thread: admitted
+    const blocker = engine.verify('blocker', slowStored)
+    await sleep(10)
+    const queued = Array.from({ length: 40 }, async () => await engine.hash('queued'))
+    const budgetMs = engine.stats().meanRunMs
+    const overloaded = thrown(() => { engine.assertAdmissible('verify', { deadlineAt: performance.now() + budgetMs }) }, 'SERVICE_OVERLOADED')
+    assertRetryAfter(overloaded.retryAfterSeconds)
+    thrown(() => { engine.assertAdmissible('hash', { deadlineAt: performance.now() - 5 }) }, 'HASH_DEADLINE_EXCEEDED')
+    engine.assertAdmissible('verify', { deadlineMs: 60_000 }) // a far deadline: admitted
+    engine.assertAdmissible('verify') // no deadline: admitted
+    const stats = engine.stats()
+    assert.equal(stats.rejected, 1)
+    assert.equal(stats.deadlineExceeded, 1)
+    assert.equal(stats.queued, 40, 'a check queues nothing')
+    assert.deepEqual(events.map((e) => `${e.kind}:${e.outcome}`).slice(-2), ['verify:rejected', 'hash:deadline'])
+    assert.throws(() => { engine.assertAdmissible('verify', { deadlineAt: Number.NaN }) }, TypeError)
+    await Promise.all([blocker, ...queued])
+    assert.equal((await engine.verify('x', stored)).match, true)
   })
 
   it('has a hard queue length: SERVICE_OVERLOADED past maxQueue even without a deadline', async () => {

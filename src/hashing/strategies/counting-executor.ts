@@ -55,6 +55,11 @@ export abstract class CountingExecutor implements HashExecutor {
     throw createError(reply.code as ErrorCode, reply.message)
   }
 
+  /** No admission here by design: everything is admitted while the executor is open. */
+  checkAdmission (_kind: HashTaskKind, _options?: HashRequestOptions): void {
+    if (this.closed) throw createError('HASH_POOL_CLOSED')
+  }
+
   async ping (_timeoutMs: number): Promise<void> {
     if (this.closed) throw createError('HASH_POOL_CLOSED')
   }

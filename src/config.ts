@@ -5,7 +5,8 @@
  */
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { createError } from './errors.js'
+import { createError, isTollboothError } from './errors.js'
+import { validatePolicy } from './hashing/index.js'
 import type { HashAlgorithm, HashPolicy, HashStrategy } from './hashing/types.js'
 
 /** `cluster` is not an executor: it forks one process per CPU, each with a plain Piscina pool. */
@@ -73,10 +74,10 @@ export const settings: readonly Setting[] = [
   { key: 'argon2MemoryKiB', env: 'TOLLBOOTH_ARGON2_MEMORY_KIB', flag: 'argon2-memory-kib', kind: 'int', defaultValue: '19456', min: 1024, max: 262144, description: 'argon2id memory in KiB (OWASP: 19456).' },
   { key: 'argon2TimeCost', env: 'TOLLBOOTH_ARGON2_TIME_COST', flag: 'argon2-time-cost', kind: 'int', defaultValue: '2', min: 1, max: 16, description: 'argon2id iterations (OWASP: 2).' },
   { key: 'argon2Parallelism', env: 'TOLLBOOTH_ARGON2_PARALLELISM', flag: 'argon2-parallelism', kind: 'int', defaultValue: '1', min: 1, max: 16, description: 'argon2id lanes (OWASP: 1).' },
-  { key: 'scryptN', env: 'TOLLBOOTH_SCRYPT_N', flag: 'scrypt-n', kind: 'int', defaultValue: '32768', min: 1024, max: 1048576, description: 'scrypt CPU/memory cost N, a power of two.' },
+  { key: 'scryptN', env: 'TOLLBOOTH_SCRYPT_N', flag: 'scrypt-n', kind: 'int', defaultValue: '32768', min: 1024, max: 1048576, description: 'scrypt CPU/memory cost N, a power of two, with 128·N·r at most 256 MiB (N at most 262144 at r=8).' },
   { key: 'scryptR', env: 'TOLLBOOTH_SCRYPT_R', flag: 'scrypt-r', kind: 'int', defaultValue: '8', min: 1, max: 32, description: 'scrypt block size r.' },
   { key: 'scryptP', env: 'TOLLBOOTH_SCRYPT_P', flag: 'scrypt-p', kind: 'int', defaultValue: '1', min: 1, max: 16, description: 'scrypt parallelism p.' },
-  { key: 'hashStrategy', env: 'TOLLBOOTH_HASH_STRATEGY', flag: 'hash-strategy', kind: 'enum', choices: ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina', 'cluster'], defaultValue: 'tollbooth', description: 'Where hashing runs. `tollbooth` (the default) is the CPU-budgeted worker pool with deadlines and admission; the others reproduce the seed articles for the load lab (see docs/guides/load-lab.md).' },
+  { key: 'hashStrategy', env: 'TOLLBOOTH_HASH_STRATEGY', flag: 'hash-strategy', kind: 'enum', choices: ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina', 'cluster'], defaultValue: 'tollbooth', description: 'Where hashing runs. `tollbooth` (the default) is the CPU-budgeted worker pool with deadlines and admission; the others reproduce the seed articles for the load lab (see docs/guides/load-lab.md); `cluster` forks one process per CPU, each with a default Piscina pool.' },
   { key: 'hashThreads', env: 'TOLLBOOTH_HASH_THREADS', flag: 'hash-threads', kind: 'int', defaultValue: undefined, min: 1, max: 256, description: 'Hash worker threads. Unset: the CPU this process really has (cgroup quota, affinity, cores).' },
   { key: 'hashMaxQueue', env: 'TOLLBOOTH_HASH_MAX_QUEUE', flag: 'hash-max-queue', kind: 'int', defaultValue: undefined, min: 1, max: 1000000, description: 'Hard cap on queued hash requests. Unset: the engine default (64 per thread).' },
   { key: 'loginDeadlineMs', env: 'TOLLBOOTH_LOGIN_DEADLINE_MS', flag: 'login-deadline-ms', kind: 'int', defaultValue: '2000', min: 1, max: 600000, description: 'How long a login may wait for a hash thread before it is answered 503 with Retry-After.' },
@@ -148,9 +149,6 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   Object.assign(flat, overrides)
   const c = flat as unknown as FlatConfig
 
-  if (c.scryptN < 2 || (c.scryptN & (c.scryptN - 1)) !== 0) {
-    throw createError('CONFIG_INVALID', `TOLLBOOTH_SCRYPT_N must be a power of two, got ${c.scryptN}`)
-  }
   if (c.jwtSecret !== undefined && c.jwtSecret.length < 32) {
     throw createError('CONFIG_INVALID', 'TOLLBOOTH_JWT_SECRET must be at least 32 characters')
   }
@@ -167,15 +165,41 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   }
 
   const { hashAlgorithm, bcryptCost, argon2MemoryKiB, argon2TimeCost, argon2Parallelism, scryptN, scryptR, scryptP, ...rest } = c
-  return {
-    ...rest,
-    dataDir: path.resolve(c.dataDir),
-    hashPolicy: {
-      algorithm: hashAlgorithm,
-      argon2: { memoryKiB: argon2MemoryKiB, timeCost: argon2TimeCost, parallelism: argon2Parallelism },
-      bcrypt: { cost: bcryptCost },
-      scrypt: { N: scryptN, r: scryptR, p: scryptP },
-    },
+  const hashPolicy: HashPolicy = {
+    algorithm: hashAlgorithm,
+    argon2: { memoryKiB: argon2MemoryKiB, timeCost: argon2TimeCost, parallelism: argon2Parallelism },
+    bcrypt: { cost: bcryptCost },
+    scrypt: { N: scryptN, r: scryptR, p: scryptP },
+  }
+  checkPolicy(hashPolicy)
+  return { ...rest, dataDir: path.resolve(c.dataDir), hashPolicy }
+}
+
+/** Each policy field and the setting it comes from, so a refusal names what the operator set. */
+const policySettings: Record<string, keyof FlatConfig> = {
+  'policy.algorithm': 'hashAlgorithm',
+  'policy.argon2.memoryKiB': 'argon2MemoryKiB',
+  'policy.argon2.timeCost': 'argon2TimeCost',
+  'policy.argon2.parallelism': 'argon2Parallelism',
+  'policy.bcrypt.cost': 'bcryptCost',
+  'policy.scrypt.N': 'scryptN',
+  'policy.scrypt.r': 'scryptR',
+  'policy.scrypt.p': 'scryptP',
+}
+
+/**
+ * The engine's own policy check, at load time: combinations each range allows alone (scrypt
+ * N=2^20 at r=8 is 1 GiB a verify) stop the start here, before PostgreSQL is started.
+ */
+function checkPolicy (policy: HashPolicy): void {
+  try {
+    validatePolicy(policy)
+  } catch (err) {
+    if (!isTollboothError(err, 'CONFIG_INVALID') || err.field === undefined) throw err
+    const setting = settings.find((s) => s.key === policySettings[err.field ?? ''])
+    if (setting === undefined) throw err
+    const message = err.message.startsWith(err.field) ? err.message.slice(err.field.length).trimStart() : err.message
+    throw createError('CONFIG_INVALID', `${setting.env} / --${setting.flag} ${message}`, { field: setting.env })
   }
 }
 

@@ -74,6 +74,20 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
     assert.match(env.stderr, /TOLLBOOTH_HASH_ALGORITHM .*must be one of argon2id, bcrypt, scrypt, got "md5"/)
   })
 
+  it('refuses an impossible hash policy at start, before PostgreSQL starts', () => {
+    const emptyDir = path.dirname(scratchClusterDir('cli-policy'))
+    try {
+      const env: NodeJS.ProcessEnv = { ...process.env, TOLLBOOTH_DATA_DIR: emptyDir, TOLLBOOTH_SCRYPT_N: '1048576' }
+      delete env.DATABASE_URL
+      const result = spawnSync(process.execPath, [bin], { encoding: 'utf8', env })
+      assert.equal(result.status, 2, result.stderr)
+      assert.match(result.stderr, /invalid configuration: TOLLBOOTH_SCRYPT_N \/ --scrypt-n is 1048576/)
+      assert.ok(!fs.existsSync(path.join(emptyDir, 'pg')), 'no database cluster was created')
+    } finally {
+      fs.rmSync(emptyDir, { recursive: true, force: true })
+    }
+  })
+
   it('prints every setting in --help', () => {
     const result = spawnSync(process.execPath, [bin, '--help'], { encoding: 'utf8' })
     assert.equal(result.status, 0)

@@ -9,11 +9,19 @@ import { packageRoot } from '../../src/paths.js'
 const read = (file: string): string => fs.readFileSync(path.join(packageRoot, file), 'utf8')
 
 describe('reference docs stay in step with the code', () => {
-  it('docs/reference/config.md documents every setting with its flag', () => {
+  it('docs/reference/config.md documents every setting with its flag, default, choices and range', () => {
     const doc = read('docs/reference/config.md')
     for (const setting of settings) {
-      assert.ok(doc.includes(`\`${setting.env}\``), `${setting.env} documented`)
-      assert.ok(doc.includes(`\`--${setting.flag}\``), `--${setting.flag} documented`)
+      const row = doc.split('\n').find((line) => line.startsWith(`| \`${setting.env}\` |`))
+      assert.ok(row !== undefined, `${setting.env} has a row`)
+      const cells = row.split(' | ')
+      assert.equal(cells[1], `\`--${setting.flag}\``, `--${setting.flag} documented`)
+      assert.equal(cells[2], setting.defaultValue === undefined ? '(unset)' : `\`${setting.defaultValue}\``, `${setting.env} default`)
+      const meaning = cells.slice(3).join(' | ')
+      for (const choice of setting.choices ?? []) assert.ok(meaning.includes(`\`${choice}\``), `${setting.env} lists the choice ${choice}`)
+      if (setting.min !== undefined && setting.max !== undefined) {
+        assert.ok(meaning.includes(`${setting.min} to ${setting.max}`), `${setting.env} states its range ${setting.min} to ${setting.max}`)
+      }
     }
   })
 
@@ -47,7 +55,10 @@ describe('configuration', () => {
   it('refuses bad values with CONFIG_INVALID naming the setting', () => {
     const cases: Array<[NodeJS.ProcessEnv, RegExp]> = [
       [{ PORT: '70000' }, /PORT.*between 0 and 65535/],
-      [{ TOLLBOOTH_SCRYPT_N: '3000' }, /power of two/],
+      [{ TOLLBOOTH_SCRYPT_N: '3000' }, /TOLLBOOTH_SCRYPT_N.*power of two/],
+      // Each within its own range, impossible together: 128·N·r is 1 GiB.
+      [{ TOLLBOOTH_SCRYPT_N: '1048576' }, /TOLLBOOTH_SCRYPT_N \/ --scrypt-n is 1048576, it must be an integer from 2 to 262144: at r=8/],
+      [{ TOLLBOOTH_SCRYPT_N: '262144', TOLLBOOTH_SCRYPT_R: '16' }, /TOLLBOOTH_SCRYPT_N.*at r=16/],
       [{ TOLLBOOTH_HASH_THREADS: '0' }, /TOLLBOOTH_HASH_THREADS/],
       [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
       [{ DATABASE_URL: 'postgres://127.0.0.1/db' }, /TOLLBOOTH_JWT_SECRET is required/],
@@ -58,5 +69,10 @@ describe('configuration', () => {
       assert.throws(() => loadConfig({ env }), (err: { code?: string, message: string }) => err.code === 'CONFIG_INVALID' && message.test(err.message))
     }
     assert.throws(() => loadConfig({ env: {}, argv: ['--no-such-flag'] }), { code: 'CONFIG_INVALID' })
+  })
+
+  it('accepts the largest scrypt N the memory bound allows at each r', () => {
+    assert.equal(loadConfig({ env: { TOLLBOOTH_SCRYPT_N: '262144' } }).hashPolicy.scrypt.N, 262144)
+    assert.equal(loadConfig({ env: { TOLLBOOTH_SCRYPT_N: '1048576', TOLLBOOTH_SCRYPT_R: '2' } }).hashPolicy.scrypt.N, 1048576)
   })
 })

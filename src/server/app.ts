@@ -74,7 +74,10 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     registerDeadlineMs: config.registerDeadlineMs,
     log: app.log,
   })
-  const metrics = createMetrics(engine)
+  const metrics = createMetrics(engine, {
+    info: { version: packageVersion, strategy: config.hashStrategy },
+    clusterWorker: config.hashStrategy === 'cluster',
+  })
   app.decorate('auth', auth)
   app.decorate('metrics', metrics)
 

@@ -4,6 +4,8 @@
  * worker process per CPU; each worker serves HTTP on the shared port with a
  * plain Piscina pool of default options. It exists for the load lab's
  * comparison; tollbooth's own strategy is one process with a CPU-budgeted pool.
+ * /metrics, answered by whichever worker gets the scrape, aggregates all workers
+ * through the primary (cluster-metrics.ts).
  */
 import cluster, { type Worker } from 'node:cluster'
 import { randomBytes } from 'node:crypto'
@@ -14,6 +16,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded.js'
 import { migrate } from '../db/migrate.js'
 import { createDatabasePool } from '../db/pool.js'
 import { detectCpuBudget } from '../hashing/index.js'
+import { serveClusterMetrics } from './cluster-metrics.js'
 import { persistedJwtSecret, startService, type RunningService } from './start.js'
 
 const workerConfigEnv = 'TOLLBOOTH_CLUSTER_WORKER_CONFIG'
@@ -28,7 +31,7 @@ export function clusterWorkerConfig (): Config {
 }
 
 export async function startClusterWorker (log: pino.Logger): Promise<RunningService> {
-  const service = await startService(clusterWorkerConfig(), { logger: log.child({ worker: cluster.worker?.id }), listeningMessage: 'cluster worker listening' })
+  const service = await startService(clusterWorkerConfig(), { logger: log.child({ worker: cluster.worker?.id }), listeningMessage: 'cluster worker listening', clusterWorker: true })
   const stop = (): void => { void service.close().finally(() => process.exit(0)) }
   process.on('SIGTERM', stop)
   process.on('SIGINT', () => {}) // the primary decides; Ctrl-C reaches the whole group
@@ -58,7 +61,9 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
   }
   const jwtSecret = config.jwtSecret ?? (config.databaseUrl === undefined ? persistedJwtSecret(config.dataDir) : randomBytes(48).toString('base64url'))
   const workerCount = config.hashThreads ?? detectCpuBudget().cpus
-  const workerConfig: Config = { ...config, databaseUrl, jwtSecret, hashStrategy: 'piscina', hashThreads: undefined }
+  // hashThreads counts the workers here; inside each, the Piscina pool keeps its default size.
+  const workerConfig: Config = { ...config, databaseUrl, jwtSecret, hashThreads: undefined }
+  const stopServingMetrics = serveClusterMetrics()
 
   const workers: Worker[] = []
   const listening = Array.from({ length: workerCount }, () => {
@@ -83,6 +88,7 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
     workers: workerCount,
     async close () {
       stopping = true
+      stopServingMetrics()
       await Promise.all(workers.map(async (worker) => {
         if (worker.isDead()) return
         const exited = new Promise((resolve) => worker.once('exit', resolve))

@@ -4,23 +4,51 @@
  * two canaries from the pool-starvation article: event-loop delay
  * (perf_hooks.monitorEventLoopDelay, via prom-client's defaults) and the latency
  * of a tiny libuv-pool-bound operation sampled every second.
+ *
+ * Under the `cluster` strategy every worker process has its own registry and
+ * /metrics answers the aggregate over all workers (cluster-metrics.ts); each of
+ * our gauges says how it combines (`aggregator`); counters and histograms sum.
  */
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import client from 'prom-client'
 import type { PasswordEngine } from '../hashing/types.js'
+import { clusterMetrics, exposeRegistryToPrimary } from './cluster-metrics.js'
 
 export interface Metrics {
   registry: client.Registry
+  contentType: string
+  /** The exposition text: this process's registry, or every cluster worker's, aggregated. */
+  render (): Promise<string>
   observeRequest (method: string, route: string, status: number, seconds: number): void
   close (): void
 }
 
+export interface MetricsOptions {
+  /** Labels of `tollbooth_info`: the package version and the configured strategy (`cluster` included). */
+  info: { version: string, strategy: string }
+  /** This process is one of the `cluster` strategy's workers: /metrics aggregates them all. */
+  clusterWorker?: boolean
+  canaryIntervalMs?: number
+}
+
 const hashBucketsSeconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
-export function createMetrics (engine: PasswordEngine, options: { canaryIntervalMs?: number } = {}): Metrics {
+export function createMetrics (engine: PasswordEngine, options: MetricsOptions): Metrics {
   const registry = new client.Registry()
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 })
+
+  new client.Gauge({
+    name: 'tollbooth_info',
+    help: 'The running service: version, configured hash strategy, algorithm for new hashes, Node.js version (value is always 1)',
+    labelNames: ['version', 'strategy', 'algorithm', 'node_version'] as const,
+    registers: [registry],
+    aggregator: 'first',
+    collect () {
+      this.reset()
+      this.set({ version: options.info.version, strategy: options.info.strategy, algorithm: engine.policy.algorithm, node_version: process.version }, 1)
+    },
+  })
 
   const httpDuration = new client.Histogram({
     name: 'tollbooth_http_request_duration_seconds',
@@ -34,24 +62,28 @@ export function createMetrics (engine: PasswordEngine, options: { canaryInterval
     name: 'tollbooth_hash_pool_threads',
     help: 'Threads that run password hashes',
     registers: [registry],
+    aggregator: 'sum',
     collect () { this.set(engine.stats().threads) },
   })
   new client.Gauge({
     name: 'tollbooth_hash_pool_running',
     help: 'Hashes running now',
     registers: [registry],
+    aggregator: 'sum',
     collect () { this.set(engine.stats().running) },
   })
   new client.Gauge({
     name: 'tollbooth_hash_pool_queued',
     help: 'Hash requests waiting for a thread',
     registers: [registry],
+    aggregator: 'sum',
     collect () { this.set(engine.stats().queued) },
   })
   new client.Gauge({
     name: 'tollbooth_hash_pool_mean_run_seconds',
     help: 'Recent mean run time of one hash, as admission control sees it',
     registers: [registry],
+    aggregator: 'average',
     collect () { this.set(engine.stats().meanRunMs / 1000) },
   })
   new client.Gauge({
@@ -59,6 +91,7 @@ export function createMetrics (engine: PasswordEngine, options: { canaryInterval
     help: 'Hash execution strategy, algorithm and CPU budget (value is always 1)',
     labelNames: ['strategy', 'algorithm', 'cpu_budget', 'cpu_budget_source'] as const,
     registers: [registry],
+    aggregator: 'first',
     collect () {
       this.reset()
       this.set({ strategy: engine.strategy, algorithm: engine.policy.algorithm, cpu_budget: String(engine.cpuBudget.cpus), cpu_budget_source: engine.cpuBudget.source }, 1)
@@ -102,23 +135,36 @@ export function createMetrics (engine: PasswordEngine, options: { canaryInterval
     name: 'tollbooth_libuv_canary_last_seconds',
     help: 'The latest libuv canary latency',
     registers: [registry],
+    aggregator: 'max',
   })
-  let canaryInFlight = false
+  /** performance.now() when the canary in libuv's pool was queued; undefined when none is. */
+  let canaryQueuedAt: number | undefined
+  new client.Gauge({
+    name: 'tollbooth_libuv_canary_pending_seconds',
+    help: 'Age of the libuv canary still waiting in the pool (0 when none is): a starved pool shows here while it lasts, not only once the canary returns',
+    registers: [registry],
+    aggregator: 'max',
+    collect () { this.set(canaryQueuedAt === undefined ? 0 : (performance.now() - canaryQueuedAt) / 1000) },
+  })
   const canaryTimer = setInterval(() => {
-    if (canaryInFlight) return // a starved pool must not pile up canaries
-    canaryInFlight = true
-    const started = performance.now()
+    if (canaryQueuedAt !== undefined) return // a starved pool must not pile up canaries
+    const queuedAt = performance.now()
+    canaryQueuedAt = queuedAt
     randomBytes(16, () => {
-      canaryInFlight = false
-      const seconds = (performance.now() - started) / 1000
+      canaryQueuedAt = undefined
+      const seconds = (performance.now() - queuedAt) / 1000
       canary.observe(seconds)
       canaryLast.set(seconds)
     })
   }, options.canaryIntervalMs ?? 1000)
   canaryTimer.unref()
 
+  if (options.clusterWorker === true) exposeRegistryToPrimary(registry)
+
   return {
     registry,
+    contentType: registry.contentType,
+    render: options.clusterWorker === true ? clusterMetrics : async () => await registry.metrics(),
     observeRequest (method, route, status, seconds) {
       httpDuration.observe({ method, route, status: String(status) }, seconds)
     },

@@ -39,7 +39,14 @@ export function persistedJwtSecret (dataDir: string): string {
   return secret
 }
 
-export async function startService (config: Config, options: { logger?: pino.Logger, listeningMessage?: string } = {}): Promise<RunningService> {
+export interface StartServiceOptions {
+  logger?: pino.Logger
+  listeningMessage?: string
+  /** One of the `cluster` strategy's worker processes (config.hashStrategy is 'cluster'). */
+  clusterWorker?: boolean
+}
+
+export async function startService (config: Config, options: StartServiceOptions = {}): Promise<RunningService> {
   const log = options.logger ?? pino({ level: config.logLevel, redact: { paths: redactPaths, censor: '[redacted]' } })
   let embedded: EmbeddedDatabase | undefined
   let db: pg.Pool | undefined
@@ -65,10 +72,11 @@ export async function startService (config: Config, options: { logger?: pino.Log
     const applied = await migrate(db)
     if (applied.length > 0) log.info({ applied }, 'migrations applied')
 
-    if (config.hashStrategy === 'cluster') throw new Error('the cluster strategy starts through startClusterPrimary()')
+    if (config.hashStrategy === 'cluster' && options.clusterWorker !== true) throw new Error('the cluster strategy starts through startClusterPrimary()')
     engine = await createPasswordEngine({
       policy: config.hashPolicy,
-      strategy: config.hashStrategy,
+      // Each cluster worker hashes with a plain Piscina pool, as in the Piscina article.
+      strategy: config.hashStrategy === 'cluster' ? 'piscina' : config.hashStrategy,
       ...(config.hashThreads === undefined ? {} : { threads: config.hashThreads }),
       ...(config.hashMaxQueue === undefined ? {} : { maxQueue: config.hashMaxQueue }),
     })

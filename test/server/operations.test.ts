@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { packageVersion } from '../../src/paths.js'
 import { request, startTestService, type TestService } from '../helpers/service.js'
 
 describe('health, readiness, metrics and OpenAPI', () => {
@@ -41,9 +46,44 @@ describe('health, readiness, metrics and OpenAPI', () => {
       'process_cpu_seconds_total',
       'process_resident_memory_bytes',
       'tollbooth_hash_pool_info{strategy="tollbooth",algorithm="argon2id"',
+      `tollbooth_info{version="${packageVersion}",strategy="tollbooth",algorithm="argon2id",node_version="${process.version}"} 1`,
+      'tollbooth_libuv_canary_pending_seconds 0',
     ]) {
       assert.ok(text.includes(name), `metrics should include ${name}`)
     }
+  })
+
+  it('shows a starved libuv pool while the canary is stuck in it, not only once it returns', async () => {
+    const metric = async (name: string): Promise<number> => {
+      const text = (await request(service, 'GET', '/metrics')).body as string
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `))
+      return Number(line?.split(' ')[1])
+    }
+    const waitFor = async (what: string, predicate: () => Promise<boolean>): Promise<void> => {
+      const deadline = Date.now() + 5000
+      while (!(await predicate())) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+    // Opening a FIFO for reading blocks until a writer comes: each open holds one libuv thread, using no CPU.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-fifo-'))
+    const fifos = Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE ?? 4) }, (_, i) => path.join(dir, `fifo-${i}`))
+    for (const fifo of fifos) execFileSync('mkfifo', [fifo])
+    const opened = fifos.map(async (fifo) => await new Promise<number>((resolve, reject) => {
+      fs.open(fifo, 'r', (err, fd) => { if (err === null) resolve(fd); else reject(err) })
+    }))
+    const writers: number[] = []
+    try {
+      await waitFor('the canary to be stuck for 0.3 s', async () => await metric('tollbooth_libuv_canary_pending_seconds') > 0.3)
+    } finally {
+      // A writer opening releases each blocked reader (and the pool with it).
+      for (const fifo of fifos) writers.push(fs.openSync(fifo, 'w'))
+      for (const fd of [...writers, ...await Promise.all(opened)]) fs.closeSync(fd)
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+    await waitFor('the canary to come back', async () => await metric('tollbooth_libuv_canary_pending_seconds') === 0)
+    assert.ok(await metric('tollbooth_libuv_canary_last_seconds') > 0.3, 'and its latency is recorded')
   })
 
   it('GET /openapi.json is an OpenAPI 3.1 document of every route', async () => {

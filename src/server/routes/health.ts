@@ -64,7 +64,12 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
     schema: { tags: ['operations'], summary: 'Prometheus metrics (text exposition format)', produces: ['text/plain'] },
     logLevel: 'warn',
   }, async (_request, reply) => {
-    const body = await metrics.registry.metrics()
-    return await reply.type(metrics.registry.contentType).send(body)
+    let body: string
+    try {
+      body = await metrics.render()
+    } catch (err) {
+      throw createError('NOT_READY', `metrics could not be gathered: ${(err as Error).message}`)
+    }
+    return await reply.type(metrics.contentType).send(body)
   })
 }

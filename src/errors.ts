@@ -5,6 +5,7 @@
  */
 export const errorRegistry = {
   VALIDATION_FAILED: { status: 400, message: 'The request is not valid' },
+  REQUEST_MALFORMED: { status: 400, message: 'The HTTP request is malformed' },
   BODY_INVALID_JSON: { status: 400, message: 'The request body is not valid JSON' },
   PASSWORD_TOO_LONG: { status: 400, message: 'The password is longer than the hashing algorithm accepts' },
   AUTH_INVALID_CREDENTIALS: { status: 401, message: 'Email or password is incorrect' },
@@ -14,9 +15,11 @@ export const errorRegistry = {
   AUTH_REFRESH_TOKEN_REUSED: { status: 401, message: 'The refresh token was already used; its whole family is now revoked' },
   NOT_FOUND: { status: 404, message: 'No such route or resource' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'The method is not allowed on this route' },
+  REQUEST_TIMEOUT: { status: 408, message: 'The request was not received in time' },
   EMAIL_TAKEN: { status: 409, message: 'An account with this email already exists' },
   BODY_TOO_LARGE: { status: 413, message: 'The request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be application/json' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'The request headers are too large' },
   SERVICE_OVERLOADED: { status: 503, message: 'The service is at capacity; retry after the given delay' },
   HASH_DEADLINE_EXCEEDED: { status: 503, message: 'The password check could not start before its deadline' },
   HASH_CANCELLED: { status: 499, message: 'The password check was cancelled because the client went away' },
@@ -24,6 +27,7 @@ export const errorRegistry = {
   HASH_FORMAT_UNKNOWN: { status: 500, message: 'A stored password hash has an unknown format' },
   HASH_POOL_CLOSED: { status: 503, message: 'The hashing pool is shut down' },
   NOT_READY: { status: 503, message: 'The service is not ready' },
+  SHUTTING_DOWN: { status: 503, message: 'The service is shutting down; retry, another instance will answer' },
   CONFIG_INVALID: { status: 500, message: 'The configuration is not valid' },
   INTERNAL: { status: 500, message: 'Internal server error' },
 } as const satisfies Record<string, { status: number; message: string }>

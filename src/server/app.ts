@@ -10,7 +10,8 @@ import type { Config } from '../config.js'
 import type { PasswordEngine } from '../hashing/types.js'
 import { packageVersion } from '../paths.js'
 import { AuthService } from './auth-service.js'
-import { installErrorHandling } from './error-handler.js'
+import { createError } from '../errors.js'
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
 import { createAccessTokens } from './tokens.js'
@@ -53,8 +54,12 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       ? { loggerInstance: options.logger as FastifyServerOptions['loggerInstance'] }
       : { logger: (options.logger ?? loggerOptions(config.logLevel)) as FastifyServerOptions['logger'] }),
     bodyLimit: config.bodyLimitBytes,
-    // Requests whose client is gone are dropped (and their queued hash cancelled).
-    return503OnClosing: true,
+    // Requests that arrive on an open keep-alive connection during shutdown get a 503; off
+    // here because Fastify's own body is not in the registry's shape (see the onRequest hook).
+    return503OnClosing: false,
+    // The socket-level answers (malformed request, header overflow, timeout) in the registry's shape.
+    clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler,
     requestTimeout: 60_000,
     ajv: {
       // Unknown fields and wrong types are errors, never silently dropped or coerced.
@@ -63,6 +68,18 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   installErrorHandling(app)
+  // The API takes JSON only: Fastify's built-in text/plain parser would turn a JSON-looking
+  // text/plain body into a string and a confusing 400, where the client needs a 415.
+  app.removeContentTypeParser('text/plain')
+
+  app.decorateRequest('userId', '')
+
+  let closing = false
+  app.addHook('preClose', async () => { closing = true })
+  app.addHook('onRequest', async () => {
+    // Fastify also sets `connection: close` on these, so the client reconnects elsewhere.
+    if (closing) throw createError('SHUTTING_DOWN', undefined, { retryAfterSeconds: 1 })
+  })
 
   const accessTokens = createAccessTokens(options.jwtSecret, config.accessTokenTtlSeconds)
   const auth = new AuthService({

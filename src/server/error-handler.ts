@@ -1,9 +1,16 @@
 /**
  * Every error leaves as `{ "error": { "code", "message" } }` with a status from
- * the registry in src/errors.ts; Fastify's own errors are mapped onto it.
+ * the registry in src/errors.ts: Fastify's own errors are mapped onto it, and so
+ * are the ones Fastify answers without us (a malformed request on the socket,
+ * a method the route does not have, a URL that cannot be decoded, a request that
+ * arrives while shutting down).
  */
+import http from 'node:http'
+import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { createError, isTollboothError, TollboothError, type ErrorCode } from '../errors.js'
+import pg from 'pg'
+import { createError, errorRegistry, isTollboothError, TollboothError, type ErrorCode } from '../errors.js'
+import { patternMessages } from './schemas.js'
 
 interface ValidationIssue {
   instancePath?: string
@@ -24,25 +31,38 @@ function validationError (error: FastifyError): TollboothError {
   const issue = (error.validation?.[0] ?? {}) as ValidationIssue
   const field = fieldOf(issue)
   const context = error.validationContext ?? 'body'
+  const at = `${context}${field === undefined ? '' : '.' + field}`
+  const pattern = issue.params?.pattern
   let message: string
   if (issue.keyword === 'additionalProperties') message = `${context} has an unknown field "${field ?? '?'}"`
   else if (issue.keyword === 'required') message = `${context}.${field ?? '?'} is required`
-  else message = `${context}${field === undefined ? '' : '.' + field} ${issue.message ?? 'is invalid'}`
+  else if (issue.keyword === 'pattern' && typeof pattern === 'string' && patternMessages[pattern] !== undefined) message = `${at} ${patternMessages[pattern]}`
+  else message = `${at} ${issue.message ?? 'is invalid'}`
   return createError('VALIDATION_FAILED', message, field === undefined ? {} : { field })
 }
 
 const fastifyCodes: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'VALIDATION_FAILED',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'REQUEST_MALFORMED',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'BODY_INVALID_JSON',
   FST_ERR_CTP_INVALID_JSON_BODY: 'BODY_INVALID_JSON',
 }
+
+/**
+ * PostgreSQL refusing a character of the input (22021: NUL in a text value; 22P05: not
+ * representable in the database encoding). The schemas refuse these first; this is the
+ * backstop for a field that forgets to, so that it is the client's 400, not our 500.
+ */
+const unstorableCharacterCodes = new Set(['22021', '22P05'])
 
 export function toTollboothError (error: FastifyError | Error): TollboothError {
   if (isTollboothError(error)) return error
   const fastifyError = error as FastifyError
   if (Array.isArray(fastifyError.validation)) return validationError(fastifyError)
+  if (error instanceof pg.DatabaseError && unstorableCharacterCodes.has(error.code ?? '')) {
+    return createError('VALIDATION_FAILED', 'A text field contains a character that cannot be stored (such as NUL)')
+  }
   const mapped = fastifyError.code === undefined ? undefined : fastifyCodes[fastifyError.code]
   if (mapped !== undefined) return createError(mapped, mapped === 'BODY_INVALID_JSON' ? `The request body is not valid JSON: ${fastifyError.message}` : undefined)
   // JSON.parse failures from the body parser surface as SyntaxError with status 400.
@@ -51,16 +71,52 @@ export function toTollboothError (error: FastifyError | Error): TollboothError {
   if (fastifyError.statusCode === 415) return createError('UNSUPPORTED_MEDIA_TYPE')
   if (fastifyError.statusCode === 404) return createError('NOT_FOUND')
   if (fastifyError.statusCode === 405) return createError('METHOD_NOT_ALLOWED')
-  if (fastifyError.statusCode === 400) return createError('VALIDATION_FAILED', fastifyError.message)
+  // Validation errors were handled above: another 400 from Fastify is about the request itself (a bad URL ...).
+  if (fastifyError.statusCode === 400) return createError('REQUEST_MALFORMED', fastifyError.message)
   return createError('INTERNAL', undefined, { cause: error })
+}
+
+function errorBody (error: TollboothError): { error: { code: string, message: string, field?: string } } {
+  const body: { error: { code: string, message: string, field?: string } } = { error: { code: error.code, message: error.message } }
+  if (error.field !== undefined) body.error.field = error.field
+  return body
 }
 
 export function sendError (reply: FastifyReply, error: TollboothError): FastifyReply {
   if (error.retryAfterSeconds !== undefined) void reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfterSeconds))))
-  const body: { error: { code: string, message: string, field?: string } } = { error: { code: error.code, message: error.message } }
-  if (error.field !== undefined) body.error.field = error.field
-  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(body)
+  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(errorBody(error))
 }
+
+/**
+ * Fastify's `clientErrorHandler`: node's HTTP parser refused the request (malformed, a bad
+ * Content-Length, headers over the limit) or it did not arrive in time, so there is no
+ * request or reply object; the answer is written on the socket, which is then closed.
+ */
+export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
+  // A reset connection has no one to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  let error: TollboothError
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') error = createError('REQUEST_TIMEOUT')
+  else if (err.code === 'HPE_HEADER_OVERFLOW') error = createError('HEADERS_TOO_LARGE')
+  else error = createError('REQUEST_MALFORMED', `${errorRegistry.REQUEST_MALFORMED.message}${err.code === undefined ? '' : ` (${err.code})`}`)
+  this.log.debug({ code: err.code }, 'client error')
+  if (socket.writable) {
+    const body = JSON.stringify(errorBody(error))
+    socket.write(`HTTP/1.1 ${error.statusCode} ${http.STATUS_CODES[error.statusCode] ?? ''}\r\n` +
+      `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+  }
+  socket.destroy(err)
+}
+
+/**
+ * Fastify's `frameworkErrors`: errors raised before a route is found (a URL that cannot be
+ * decoded), which the error handler never sees.
+ */
+export function frameworkErrorHandler (error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  void sendError(reply, toTollboothError(error))
+}
+
+const probedMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
 export function installErrorHandling (app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -74,5 +130,12 @@ export function installErrorHandling (app: FastifyInstance): void {
     if (tollboothError.code === 'HASH_CANCELLED' && reply.raw.destroyed) return
     return sendError(reply, tollboothError)
   })
-  app.setNotFoundHandler((request, reply) => sendError(reply, createError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0] ?? ''}`)))
+  // Fastify answers a known path with an unknown method as "not found"; RFC 9110 says 405 with Allow.
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? ''
+    const allowed = probedMethods.filter((method) => app.findRoute({ method, url: path }) !== null)
+    if (allowed.length === 0) return sendError(reply, createError('NOT_FOUND', `No route ${request.method} ${path}`))
+    void reply.header('allow', allowed.join(', '))
+    return sendError(reply, createError('METHOD_NOT_ALLOWED', `${path} does not accept ${request.method}; it accepts ${allowed.join(', ')}`))
+  })
 }

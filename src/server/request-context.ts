@@ -1,6 +1,14 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import { performance } from 'node:perf_hooks'
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { createError } from '../errors.js'
 import type { AccessTokens } from './tokens.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in user's id, set by `requireUser` before the body is even parsed. */
+    userId: string
+  }
+}
 
 /** Aborts when the client hangs up before the response is written, so a queued hash is dropped. */
 export function clientGoneSignal (reply: FastifyReply): AbortSignal {
@@ -11,11 +19,27 @@ export function clientGoneSignal (reply: FastifyReply): AbortSignal {
   return controller.signal
 }
 
+/** When Fastify started on this request, in `performance.now()` time: deadlines count from here. */
+export function requestReceivedAt (reply: FastifyReply): number {
+  return performance.now() - reply.elapsedTime
+}
+
 /** The user id of a valid `Authorization: Bearer <jwt>`; throws AUTH_TOKEN_MISSING / AUTH_TOKEN_INVALID. */
 export function authenticatedUserId (request: FastifyRequest, tokens: AccessTokens): string {
   const header = request.headers.authorization
   if (header === undefined || header.length === 0) throw createError('AUTH_TOKEN_MISSING')
-  const match = /^Bearer ([A-Za-z0-9_.-]{1,4096})$/.exec(header)
+  // The scheme is case-insensitive (RFC 9110 section 11.1).
+  const match = /^bearer +([A-Za-z0-9_.-]{1,4096})$/i.exec(header)
   if (match?.[1] === undefined) throw createError('AUTH_TOKEN_INVALID')
   return tokens.verify(match[1])
+}
+
+/**
+ * An onRequest hook: authenticate before the body is parsed or validated, so an anonymous
+ * caller learns nothing about the route's schema and costs no parsing.
+ */
+export function requireUser (tokens: AccessTokens): onRequestAsyncHookHandler {
+  return async (request) => {
+    request.userId = authenticatedUserId(request, tokens)
+  }
 }

@@ -8,10 +8,12 @@ import { createSigner, createVerifier } from 'fast-jwt'
 import { createError } from '../errors.js'
 
 const issuer = 'tollbooth'
+/** User ids are PostgreSQL uuids; anything else in `sub` would fail the database cast (a 500). */
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export interface AccessTokens {
   sign (userId: string): string
-  /** Returns the user id; throws AUTH_TOKEN_INVALID. */
+  /** Returns the user id (a uuid); throws AUTH_TOKEN_INVALID. */
   verify (token: string): string
   ttlSeconds: number
 }
@@ -30,7 +32,8 @@ export function createAccessTokens (secret: string, ttlSeconds: number): AccessT
         throw createError('AUTH_TOKEN_INVALID', undefined, { cause: err })
       }
       const sub = (payload as { sub?: unknown }).sub
-      if (typeof sub !== 'string') throw createError('AUTH_TOKEN_INVALID')
+      // Signed by us but not naming a user id we issue (a leaked key, a token of another service).
+      if (typeof sub !== 'string' || !uuidPattern.test(sub)) throw createError('AUTH_TOKEN_INVALID')
       return sub
     },
   }

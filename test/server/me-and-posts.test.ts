@@ -38,6 +38,26 @@ describe('GET /me and posts', () => {
     assert.equal(basic.status, 401)
   })
 
+  it('accepts the Bearer scheme in any case', async () => {
+    for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
+      const response = await request(service, 'GET', '/api/v1/me', { headers: { authorization: `${scheme} ${token}` } })
+      assert.equal(response.status, 200, scheme)
+      assert.equal(response.body.id, userId)
+    }
+  })
+
+  it('answers 401 AUTH_TOKEN_INVALID for a validly signed token whose subject is not a user id', async () => {
+    for (const sub of ['not-a-uuid', '1', `${userId}x`, "' OR 1=1 --"]) {
+      const forged = createSigner({ key: testJwtSecret, iss: 'tollbooth', expiresIn: 60_000 })({ sub })
+      const me = await request(service, 'GET', '/api/v1/me', { token: forged })
+      assert.equal(me.status, 401, sub)
+      assert.equal(me.body.error.code, 'AUTH_TOKEN_INVALID')
+      const post = await request(service, 'POST', '/api/v1/posts', { token: forged, body: { title: 't', body: 'b' } })
+      assert.equal(post.status, 401, sub)
+      assert.equal(post.body.error.code, 'AUTH_TOKEN_INVALID')
+    }
+  })
+
   it('POST /posts creates a post for the signed-in user', async () => {
     const response = await request(service, 'POST', '/api/v1/posts', { token, body: { title: 'Hello', body: 'First post' } })
     assert.equal(response.status, 201)
@@ -50,12 +70,41 @@ describe('GET /me and posts', () => {
     const count = async (): Promise<number> => (await service.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM posts')).rows[0]?.n ?? -1
     const before = await count()
     assert.equal((await request(service, 'POST', '/api/v1/posts', { body: { title: 'x', body: 'y' } })).status, 401)
-    for (const body of [{ title: '', body: 'y' }, { title: 'x' }, { title: 'x', body: 'y', authorId: userId }, { title: 'x'.repeat(201), body: 'y' }, { title: 1, body: 'y' }]) {
+    const invalid: Array<[unknown, string]> = [
+      [{ title: '', body: 'y' }, 'title'],
+      [{ title: 'x' }, 'body'],
+      [{ title: 'x', body: 'y', authorId: userId }, 'authorId'],
+      [{ title: 'x'.repeat(201), body: 'y' }, 'title'],
+      [{ title: 1, body: 'y' }, 'title'],
+      [{ title: '   ', body: 'y' }, 'title'],
+      [{ title: 'x', body: '\n\t ' }, 'body'],
+      [{ title: 'a\u0000b', body: 'y' }, 'title'],
+      [{ title: 'x', body: 'text\u0000' }, 'body'],
+    ]
+    for (const [body, field] of invalid) {
       const response = await request(service, 'POST', '/api/v1/posts', { token, body })
       assert.equal(response.status, 400, JSON.stringify(body))
       assert.equal(response.body.error.code, 'VALIDATION_FAILED')
+      assert.equal(response.body.error.field, field, JSON.stringify(body))
     }
     assert.equal(await count(), before)
+  })
+
+  it('POST /posts authenticates before it parses or validates the body', async () => {
+    const anonymous: Array<{ body: unknown, headers?: Record<string, string> }> = [
+      { body: { title: '', body: 'y' } },
+      { body: { unknown: true } },
+      { body: '{"title": ' },
+      { body: 'title=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+    ]
+    for (const { body, headers } of anonymous) {
+      const none = await request(service, 'POST', '/api/v1/posts', { body, ...(headers === undefined ? {} : { headers }) })
+      assert.equal(none.status, 401, JSON.stringify(body))
+      assert.equal(none.body.error.code, 'AUTH_TOKEN_MISSING')
+      const bad = await request(service, 'POST', '/api/v1/posts', { body, token: 'abc.def.ghi', ...(headers === undefined ? {} : { headers }) })
+      assert.equal(bad.status, 401, JSON.stringify(body))
+      assert.equal(bad.body.error.code, 'AUTH_TOKEN_INVALID')
+    }
   })
 
   it('GET /posts pages newest first with a cursor, without gaps or repeats', async () => {

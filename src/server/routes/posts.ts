@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import { createError } from '../../errors.js'
 import { insertPost, listPosts } from '../../db/posts.js'
 import { bearerAuth, CreatePostBody, errors, ListPostsQuery, PostPage } from '../schemas.js'
-import { authenticatedUserId } from '../request-context.js'
+import { requireUser } from '../request-context.js'
 import type { AccessTokens } from '../tokens.js'
 
 export interface PostRoutesOptions {
@@ -24,6 +24,7 @@ function decodeCursor (cursor: string): number {
 
 export const postRoutes: FastifyPluginAsyncTypebox<PostRoutesOptions> = async (app, { db, accessTokens }) => {
   app.post('/posts', {
+    onRequest: requireUser(accessTokens),
     schema: {
       tags: ['posts'],
       summary: 'Write a post',
@@ -32,8 +33,7 @@ export const postRoutes: FastifyPluginAsyncTypebox<PostRoutesOptions> = async (a
       response: { 201: Type.Ref('Post'), ...errors(400, 401, 413, 415) },
     },
   }, async (request, reply) => {
-    const authorId = authenticatedUserId(request, accessTokens)
-    const post = await insertPost(db, { authorId, title: request.body.title, body: request.body.body })
+    const post = await insertPost(db, { authorId: request.userId, title: request.body.title, body: request.body.body })
     return await reply.code(201).send(post)
   })
 

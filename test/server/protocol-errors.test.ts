@@ -1,0 +1,172 @@
+/**
+ * Every error has the registry's shape, including the ones Fastify or node would answer
+ * on their own: a request node's parser refuses, a method the route lacks, a body that is
+ * not JSON, a request arriving while the service shuts down.
+ */
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { bcryptHasher } from '../../src/hashing/bcrypt.js'
+import { registerUser, request, startTestService, type TestService } from '../helpers/service.js'
+
+interface RawResponse {
+  status: number
+  headers: Record<string, string>
+  body: any
+}
+
+function parseResponses (raw: string): RawResponse[] {
+  const responses: RawResponse[] = []
+  let rest = raw
+  while (rest.startsWith('HTTP/1.1 ')) {
+    const headEnd = rest.indexOf('\r\n\r\n')
+    const [statusLine, ...headerLines] = rest.slice(0, headEnd).split('\r\n')
+    const headers: Record<string, string> = {}
+    for (const line of headerLines) {
+      const colon = line.indexOf(':')
+      headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim()
+    }
+    const length = Number(headers['content-length'] ?? 0)
+    const text = rest.slice(headEnd + 4, headEnd + 4 + length)
+    responses.push({ status: Number(statusLine?.split(' ')[1]), headers, body: text.length > 0 ? JSON.parse(text) : undefined })
+    rest = rest.slice(headEnd + 4 + length)
+  }
+  return responses
+}
+
+/** Writes raw bytes on a fresh connection and returns what came back before the server closed it. */
+async function rawExchange (url: string, bytes: string): Promise<RawResponse> {
+  const { port } = new URL(url)
+  const socket = net.connect(Number(port), '127.0.0.1')
+  let received = ''
+  socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1') })
+  socket.on('error', () => {})
+  socket.write(bytes)
+  await new Promise((resolve) => socket.once('close', resolve))
+  const [response] = parseResponses(received)
+  assert.ok(response !== undefined, `a response: ${JSON.stringify(received)}`)
+  return response
+}
+
+function assertRegistryShape (response: RawResponse, status: number, code: string): void {
+  assert.equal(response.status, status)
+  assert.match(response.headers['content-type'] ?? '', /^application\/json/)
+  assert.deepEqual(Object.keys(response.body as object), ['error'])
+  assert.equal(response.body.error.code, code)
+  assert.equal(typeof response.body.error.message, 'string')
+}
+
+describe('errors node\'s HTTP parser raises, answered in the registry\'s shape', () => {
+  let service: TestService
+  before(async () => { service = await startTestService() })
+  after(async () => { await service.close() })
+
+  const malformed: Array<[string, string, number, string]> = [
+    ['a Content-Length that is not a number', 'POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'REQUEST_MALFORMED'],
+    ['two different Content-Lengths', 'POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400, 'REQUEST_MALFORMED'],
+    ['a request line that is not HTTP', 'HELLO THERE\r\n\r\n', 400, 'REQUEST_MALFORMED'],
+    ['headers over the size limit', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'HEADERS_TOO_LARGE'],
+  ]
+  for (const [what, bytes, status, code] of malformed) {
+    it(`${what}: ${status} ${code}`, async () => {
+      assertRegistryShape(await rawExchange(service.url, bytes), status, code)
+    })
+  }
+
+  it('a URL that cannot be decoded: 400 REQUEST_MALFORMED', async () => {
+    const response = await rawExchange(service.url, 'GET /api/v1/posts%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+    assertRegistryShape(response, 400, 'REQUEST_MALFORMED')
+  })
+
+  it('keeps serving after them', async () => {
+    assert.equal((await request(service, 'GET', '/healthz')).status, 200)
+  })
+})
+
+describe('bodies that are not JSON', () => {
+  let service: TestService
+  before(async () => { service = await startTestService() })
+  after(async () => { await service.close() })
+
+  const json = JSON.stringify({ email: 'plain@example.com', password: 'password123' })
+  const cases: Array<[string, Record<string, string>]> = [
+    ['text/plain, even when it looks like JSON', { 'content-type': 'text/plain' }],
+    ['text/plain with a charset', { 'content-type': 'text/plain; charset=utf-8' }],
+    ['application/x-www-form-urlencoded', { 'content-type': 'application/x-www-form-urlencoded' }],
+    ['no content-type at all', {}],
+  ]
+  for (const [what, headers] of cases) {
+    it(`${what}: 415 UNSUPPORTED_MEDIA_TYPE, before any hash`, async () => {
+      const before = service.engine.stats().completed
+      // A byte body, so fetch adds no content-type of its own.
+      const response = await fetch(`${service.url}/api/v1/auth/register`, { method: 'POST', headers, body: new TextEncoder().encode(json) })
+      assert.equal(response.status, 415)
+      assert.equal(((await response.json()) as { error: { code: string } }).error.code, 'UNSUPPORTED_MEDIA_TYPE')
+      assert.equal(service.engine.stats().completed, before)
+    })
+  }
+})
+
+describe('a method the route does not have', () => {
+  let service: TestService
+  before(async () => { service = await startTestService() })
+  after(async () => { await service.close() })
+
+  const cases: Array<[string, string, string]> = [
+    ['DELETE', '/api/v1/posts', 'GET, HEAD, POST'],
+    ['PUT', '/api/v1/auth/login', 'POST'],
+    ['POST', '/healthz', 'GET, HEAD'],
+    ['PATCH', '/api/v1/posts?limit=3', 'GET, HEAD, POST'],
+  ]
+  for (const [method, path, allow] of cases) {
+    it(`${method} ${path}: 405 METHOD_NOT_ALLOWED with Allow: ${allow}`, async () => {
+      const response = await request(service, method, path)
+      assert.equal(response.status, 405)
+      assert.equal(response.body.error.code, 'METHOD_NOT_ALLOWED')
+      assert.equal(response.headers.get('allow'), allow)
+    })
+  }
+
+  it('an unknown path is still 404 NOT_FOUND', async () => {
+    const response = await request(service, 'DELETE', '/api/v1/nothing-here')
+    assert.equal(response.status, 404)
+    assert.equal(response.body.error.code, 'NOT_FOUND')
+    assert.equal(response.headers.get('allow'), null)
+  })
+})
+
+describe('a request that arrives while the service shuts down', () => {
+  it('gets 503 SHUTTING_DOWN with Retry-After and connection: close, in the registry\'s shape', async () => {
+    const service = await startTestService({ threads: 1 })
+    const { email, password } = await registerUser(service)
+    // Hold the only hash thread (a legacy bcrypt cost-12 hash), so a login stays in flight.
+    const blocker = service.engine.verify('blocker', bcryptHasher.hashSync('blocker', { cost: 12 }))
+    const { port } = new URL(service.url)
+    const socket = net.connect(Number(port), '127.0.0.1')
+    let received = ''
+    socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1') })
+    socket.on('error', () => {})
+    const body = JSON.stringify({ email, password })
+    socket.write(`POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    const deadline = Date.now() + 5000
+    while (service.engine.stats().queued < 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+    assert.equal(service.engine.stats().queued, 1, 'the login waits for the thread')
+
+    const closing = service.app.close()
+    while (service.app.server.listening && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+    // The same keep-alive connection, still open because its first request is in flight.
+    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+    await blocker
+    await new Promise((resolve) => socket.once('close', resolve))
+    await closing
+    await service.engine.close()
+    await service.db.drop()
+
+    const [login, late] = parseResponses(received)
+    assert.equal(login?.status, 200, 'the request in flight is finished')
+    assert.ok(late !== undefined, received)
+    assertRegistryShape(late, 503, 'SHUTTING_DOWN')
+    assert.equal(late.headers['retry-after'], '1')
+    assert.equal(late.headers.connection, 'close')
+  })
+})

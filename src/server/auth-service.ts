@@ -6,7 +6,7 @@
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
-import type { PasswordEngine } from '../hashing/types.js'
+import type { HashRequestOptions, PasswordEngine, VerifyResult } from '../hashing/types.js'
 import { withTransaction, type Queryable } from '../db/pool.js'
 import { findUserByEmail, findUserById, insertUser, publicUser, replacePasswordHash, type User } from '../db/users.js'
 import { insertRefreshToken, lockRefreshToken, markRotated, revokeFamily } from '../db/refresh-tokens.js'
@@ -29,9 +29,20 @@ export interface AuthServiceDeps {
   log: FastifyBaseLogger
 }
 
-/** Trimmed, Unicode-NFC, lower-cased: one account per address whatever its spelling. */
+/** Where a request's hash deadline counts from, and how to drop its hash if the client leaves. */
+export interface RequestContext {
+  signal?: AbortSignal | undefined
+  /** When the request arrived, in performance.now() time; undefined: the deadline counts from the hash's submission. */
+  receivedAt?: number | undefined
+}
+
+/**
+ * Lower-cased: one account per address whatever its case. The schema's email format admits
+ * ASCII only (so there is nothing for Unicode normalisation to do), and the routes trim
+ * surrounding spaces before validating.
+ */
 export function normaliseEmail (email: string): string {
-  return email.trim().normalize('NFC').toLowerCase()
+  return email.toLowerCase()
 }
 
 export class AuthService {
@@ -56,12 +67,19 @@ export class AuthService {
     }
   }
 
-  async register (input: { email: string, password: string, name?: string | undefined }, signal?: AbortSignal): Promise<AuthResult> {
+  private hashOptions (deadlineMs: number, { signal, receivedAt }: RequestContext): HashRequestOptions {
+    return {
+      ...(receivedAt === undefined ? { deadlineMs } : { deadlineAt: receivedAt + deadlineMs }),
+      ...(signal === undefined ? {} : { signal }),
+    }
+  }
+
+  async register (input: { email: string, password: string, name?: string | undefined }, context: RequestContext = {}): Promise<AuthResult> {
     const email = normaliseEmail(input.email)
-    // Hash first: a taken email costs the same as a new one.
+    // Hash first: a taken email costs the same as a new one (and admission is decided before any query).
     let passwordHash: string
     try {
-      passwordHash = await this.deps.engine.hash(input.password, { deadlineMs: this.deps.registerDeadlineMs, ...(signal === undefined ? {} : { signal }) })
+      passwordHash = await this.deps.engine.hash(input.password, this.hashOptions(this.deps.registerDeadlineMs, context))
     } catch (err) {
       if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'password' })
       throw err
@@ -73,19 +91,33 @@ export class AuthService {
     })
   }
 
-  async login (input: { email: string, password: string }, signal?: AbortSignal): Promise<AuthResult> {
+  async login (input: { email: string, password: string }, context: RequestContext = {}): Promise<AuthResult> {
     const email = normaliseEmail(input.email)
-    const hashOptions = { deadlineMs: this.deps.loginDeadlineMs, ...(signal === undefined ? {} : { signal }) }
+    const hashOptions = this.hashOptions(this.deps.loginDeadlineMs, context)
+    // Admission at once: a login the hash queue cannot serve in time is refused before it
+    // costs a database query. Known and unknown emails both pass here first.
+    this.deps.engine.assertAdmissible('verify', hashOptions)
     const user = await findUserByEmail(this.deps.db, email)
     if (user === undefined) {
       // Exactly one verify of the current policy: same status, body and time as a wrong password.
       await this.deps.engine.verifyDummy(input.password, hashOptions)
       throw createError('AUTH_INVALID_CREDENTIALS')
     }
-    const { match, needsRehash } = await this.deps.engine.verify(input.password, user.passwordHash, hashOptions)
-    if (!match) throw createError('AUTH_INVALID_CREDENTIALS')
+    let verified: VerifyResult
+    try {
+      verified = await this.deps.engine.verify(input.password, user.passwordHash, hashOptions)
+    } catch (err) {
+      if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
+      // A stored hash we refuse to compute is the operator's problem (an import gone wrong, a
+      // tampered row), not the client's: it is logged, and the client gets a wrong password's
+      // answer at a wrong password's cost, so the account cannot be told apart from others.
+      this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the login is answered as a wrong password')
+      await this.deps.engine.verifyDummy(input.password, hashOptions)
+      throw createError('AUTH_INVALID_CREDENTIALS')
+    }
+    if (!verified.match) throw createError('AUTH_INVALID_CREDENTIALS')
     const result = await this.issue(this.deps.db, user, newTokenFamily())
-    if (needsRehash) this.rehashInBackground(user.id, user.passwordHash, input.password)
+    if (verified.needsRehash) this.rehashInBackground(user.id, user.passwordHash, input.password)
     return result
   }
 

@@ -47,3 +47,27 @@ export async function createTestDatabase (options: { migrate?: boolean } = {}): 
     },
   }
 }
+
+export interface QueryWatch {
+  /** The SQL text of every `pool.query` call since the watch started (transactions use clients and do not show). */
+  texts: string[]
+  stop (): void
+}
+
+/**
+ * Records the pool's `query` calls, and can hold each back (a slow database) before it runs.
+ * The app shares this pool object, so what the service asks of PostgreSQL shows here.
+ */
+export function watchQueries (pool: pg.Pool, options: { delayMs?: (text: string) => number } = {}): QueryWatch {
+  const original = pool.query
+  const texts: string[] = []
+  const wrapped = async function (this: pg.Pool, ...args: unknown[]): Promise<unknown> {
+    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: unknown } | undefined)?.text)
+    texts.push(text)
+    const delayMs = options.delayMs?.(text) ?? 0
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
+    return await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args)
+  }
+  pool.query = wrapped as unknown as typeof pool.query
+  return { texts, stop () { pool.query = original } }
+}

@@ -1,8 +1,9 @@
 import type { AddressInfo } from 'node:net'
+import pino from 'pino'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createPasswordEngine } from '../../src/hashing/index.js'
 import type { HashPolicy, PasswordEngine } from '../../src/hashing/types.js'
-import { buildApp, type TollboothApp } from '../../src/server/app.js'
+import { buildApp, redactPaths, type TollboothApp } from '../../src/server/app.js'
 import { createTestDatabase, type TestDatabase } from './database.js'
 
 /** Cheap parameters so functional tests do not wait on real-strength hashes. */
@@ -32,6 +33,8 @@ export interface TestServiceOptions {
   config?: Partial<Record<string, unknown>>
   /** Reuse a database (e.g. to restart with another policy). */
   db?: TestDatabase
+  /** A logger to read what the service logs; default: none. */
+  logger?: pino.Logger
 }
 
 export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
@@ -43,7 +46,7 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
     threads: options.threads ?? 2,
     ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
   })
-  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: false })
+  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
   const ownsDb = options.db === undefined
@@ -87,6 +90,13 @@ let counter = 0
 export function uniqueEmail (label = 'user'): string {
   counter += 1
   return `${label}.${process.pid}.${Date.now()}.${counter}@example.com`
+}
+
+/** A pino logger, redacting as the service's does, that keeps every line it writes, parsed. */
+export function capturingLogger (level = 'info'): { logger: pino.Logger, lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = []
+  const logger = pino({ level, redact: { paths: redactPaths, censor: '[redacted]' } }, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } })
+  return { logger, lines }
 }
 
 export async function registerUser (service: { url: string }, overrides: { email?: string, password?: string, name?: string } = {}): Promise<{ email: string, password: string, body: any }> {

@@ -36,7 +36,7 @@ describe('POST /api/v1/auth/register', () => {
     const { email } = await registerUser(service)
     const users = await userCount()
     const tokens = await tokenCount()
-    for (const variant of [email.toUpperCase(), email.replace(/^./, (c) => c.toUpperCase())]) {
+    for (const variant of [email.toUpperCase(), email.replace(/^./, (c) => c.toUpperCase()), `  ${email} `, `\t${email.toUpperCase()}\n`]) {
       const response = await request(service, 'POST', '/api/v1/auth/register', { body: { email: variant, password: 'another password 123' } })
       assert.equal(response.status, 409)
       assert.equal(response.body.error.code, 'EMAIL_TAKEN')
@@ -55,12 +55,17 @@ describe('POST /api/v1/auth/register', () => {
     ['wrong type', { email: 'typed@example.com', password: 12345678 }, 'password'],
     ['unknown field', { email: 'extra@example.com', password: 'password123', admin: true }, 'admin'],
     ['empty name', { email: 'name@example.com', password: 'password123', name: '' }, 'name'],
+    ['blank name', { email: 'blank@example.com', password: 'password123', name: ' \t\n ' }, 'name'],
+    ['name with a NUL character', { email: 'nul@example.com', password: 'password123', name: 'Ada\u0000Lovelace' }, 'name'],
+    ['a space inside the email', { email: 'a b@example.com', password: 'password123' }, 'email'],
     ['array body', [1, 2, 3], undefined],
   ]
   for (const [label, body, field] of invalidBodies) {
-    it(`answers 400 VALIDATION_FAILED for ${label}, naming the field, and writes nothing`, async () => {
+    it(`answers 400 VALIDATION_FAILED for ${label}, naming the field, before any hash, and writes nothing`, async () => {
       const users = await userCount()
+      const hashes = service.engine.stats().completed
       const response = await request(service, 'POST', '/api/v1/auth/register', { body })
+      assert.equal(service.engine.stats().completed, hashes, 'no hash was spent')
       assert.equal(response.status, 400)
       assert.equal(response.body.error.code, 'VALIDATION_FAILED')
       assert.equal(typeof response.body.error.message, 'string')
@@ -71,6 +76,18 @@ describe('POST /api/v1/auth/register', () => {
       assert.equal(await userCount(), users)
     })
   }
+
+  it('accepts an email with surrounding spaces, stored trimmed', async () => {
+    const email = uniqueEmail('spaced')
+    const response = await request(service, 'POST', '/api/v1/auth/register', { body: { email: ` ${email}\t`, password: 'a long enough password' } })
+    assert.equal(response.status, 201, JSON.stringify(response.body))
+    assert.equal(response.body.user.email, email.toLowerCase())
+  })
+
+  it('says in words what a blank or NUL-bearing name lacks', async () => {
+    const response = await request(service, 'POST', '/api/v1/auth/register', { body: { email: uniqueEmail(), password: 'password123', name: '\u0000' } })
+    assert.equal(response.body.error.message, 'body.name must contain a non-space character and no NUL character')
+  })
 
   it('answers 400 BODY_INVALID_JSON for malformed JSON', async () => {
     const response = await request(service, 'POST', '/api/v1/auth/register', { body: '{"email": "a@b.co", "password": ' })

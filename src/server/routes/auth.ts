@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { bearerAuth, errors, LoginBody, RefreshBody, RegisterBody } from '../schemas.js'
-import { authenticatedUserId, clientGoneSignal } from '../request-context.js'
+import type { preValidationAsyncHookHandler } from 'fastify'
+import { clientGoneSignal, requestReceivedAt, requireUser } from '../request-context.js'
 import type { AuthService } from '../auth-service.js'
 import type { AccessTokens } from '../tokens.js'
 
@@ -10,8 +11,19 @@ export interface AuthRoutesOptions {
   accessTokens: AccessTokens
 }
 
+/**
+ * Surrounding spaces in an email are a typing accident (a phone keyboard adds one after
+ * autocompletion), never part of the address: trimmed before validation, so the email
+ * format still refuses spaces inside it.
+ */
+export const trimEmail: preValidationAsyncHookHandler = async (request) => {
+  const body = request.body
+  if (typeof body === 'object' && body !== null && 'email' in body && typeof body.email === 'string') body.email = body.email.trim()
+}
+
 export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, { auth, accessTokens }) => {
   app.post('/auth/register', {
+    preValidation: trimEmail,
     schema: {
       tags: ['auth'],
       summary: 'Create an account and sign in',
@@ -19,11 +31,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       response: { 201: Type.Ref('AuthResponse'), ...errors(400, 409, 413, 415, 503) },
     },
   }, async (request, reply) => {
-    const result = await auth.register(request.body, clientGoneSignal(reply))
+    const result = await auth.register(request.body, { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply) })
     return await reply.code(201).send(result)
   })
 
   app.post('/auth/login', {
+    preValidation: trimEmail,
     schema: {
       tags: ['auth'],
       summary: 'Sign in with email and password',
@@ -31,7 +44,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       body: LoginBody,
       response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415, 503) },
     },
-  }, async (request, reply) => await auth.login(request.body, clientGoneSignal(reply)))
+  }, async (request, reply) => await auth.login(request.body, { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply) }))
 
   app.post('/auth/refresh', {
     schema: {
@@ -56,11 +69,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
   })
 
   app.get('/me', {
+    onRequest: requireUser(accessTokens),
     schema: {
       tags: ['users'],
       summary: 'The signed-in user',
       security: bearerAuth,
       response: { 200: Type.Ref('User'), ...errors(401) },
     },
-  }, async (request) => await auth.me(authenticatedUserId(request, accessTokens)))
+  }, async (request) => await auth.me(request.userId))
 }

@@ -10,7 +10,8 @@ import { Type } from '@sinclair/typebox'
 import { createError } from '../../errors.js'
 import { findUserByEmail } from '../../db/users.js'
 import { normaliseEmail, type AuthService } from '../auth-service.js'
-import { clientGoneSignal } from '../request-context.js'
+import { clientGoneSignal, requestReceivedAt } from '../request-context.js'
+import { trimEmail } from './auth.js'
 import { errors, LoginBody } from '../schemas.js'
 import type { AccessTokens } from '../tokens.js'
 
@@ -22,6 +23,7 @@ export interface LabRoutesOptions {
 
 export const labRoutes: FastifyPluginAsyncTypebox<LabRoutesOptions> = async (app, { db, auth, accessTokens }) => {
   app.post('/lab/login', {
+    preValidation: trimEmail,
     schema: {
       tags: ['lab'],
       summary: 'Login with steps removed, for the load lab (only with TOLLBOOTH_LAB_DIAGNOSTICS=true)',
@@ -33,7 +35,7 @@ export const labRoutes: FastifyPluginAsyncTypebox<LabRoutesOptions> = async (app
   }, async (request, reply) => {
     const variant = request.query.hash
     if (variant === 'full') {
-      const result = await auth.login(request.body, clientGoneSignal(reply))
+      const result = await auth.login(request.body, { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply) })
       return { variant, userId: result.user.id, accessToken: result.accessToken }
     }
     const user = await findUserByEmail(db, normaliseEmail(request.body.email))

@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { watchQueries } from '../helpers/database.js'
+import { cheapPolicy, registerUser, request, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
+
+/** bcrypt cost 10: tens of milliseconds a verify, so a busy thread stays busy long enough to see. */
+const seedPolicy = { ...cheapPolicy, algorithm: 'bcrypt' as const, bcrypt: { cost: 10 } }
+const isUserLookup = (text: string): boolean => text.includes('FROM users WHERE email')
+
+describe('admission at once: an overloaded login is refused before it touches PostgreSQL', () => {
+  let service: TestService
+  let account: { email: string, password: string }
+  before(async () => {
+    // A 100 ms login deadline: behind eight queued verifies of ~70 ms, the queue cannot meet it.
+    service = await startTestService({ policy: seedPolicy, threads: 1, config: { loginDeadlineMs: 100 } })
+    const { email, password } = await registerUser(service)
+    account = { email, password }
+  })
+  after(async () => { await service.close() })
+
+  it('answers 503 with Retry-After, fast, and makes no database query for the refused logins', async () => {
+    // Keep the only thread busy for several verifies (no deadline: these are admitted and queued).
+    const stored = await service.engine.hash('blocker password')
+    const blockers = Array.from({ length: 8 }, async () => await service.engine.verify('blocker password', stored))
+    const meanRunMs = service.engine.stats().meanRunMs
+    const watch = watchQueries(service.db.pool)
+    try {
+      const logins = await Promise.all(Array.from({ length: 20 }, async (_, i) => {
+        const sent = performance.now()
+        const body = i % 2 === 0 ? account : { email: uniqueEmail('ghost'), password: account.password }
+        const response = await request(service, 'POST', '/api/v1/auth/login', { body })
+        return { response, ms: performance.now() - sent }
+      }))
+      for (const { response } of logins) {
+        assert.equal(response.status, 503)
+        // Refused by the estimate, or (on a machine slow enough to spend 100 ms before the check) by the deadline itself.
+        assert.ok(['SERVICE_OVERLOADED', 'HASH_DEADLINE_EXCEEDED'].includes(response.body.error.code), response.body.error.code)
+        assert.ok(Number(response.headers.get('retry-after')) >= 1)
+      }
+      assert.deepEqual(watch.texts.filter(isUserLookup), [], 'no login looked its user up')
+      const slowest = Math.max(...logins.map((l) => l.ms))
+      assert.ok(slowest < 8 * meanRunMs, `the slowest refusal took ${slowest.toFixed(0)} ms: none waited for the ${(8 * meanRunMs).toFixed(0)} ms of work queued`)
+    } finally {
+      watch.stop()
+      await Promise.all(blockers)
+    }
+    const metrics = (await request(service, 'GET', '/metrics')).body as string
+    const refused = [...metrics.matchAll(/tollbooth_hash_tasks_total\{kind="verify",outcome="(?:rejected|deadline)"\} (\d+)/g)]
+    assert.equal(refused.reduce((sum, match) => sum + Number(match[1]), 0), 20, 'each refusal is counted once')
+  })
+})
+
+describe('the login deadline counts from the request\'s arrival', () => {
+  let service: TestService
+  let account: { email: string, password: string }
+  before(async () => {
+    service = await startTestService({ threads: 1, config: { loginDeadlineMs: 100 } })
+    const { email, password } = await registerUser(service)
+    account = { email, password }
+  })
+  after(async () => { await service.close() })
+
+  it('refuses a login whose user lookup alone outlasted the deadline, even with a thread free, without hashing', async () => {
+    const watch = watchQueries(service.db.pool, { delayMs: (text) => isUserLookup(text) ? 250 : 0 })
+    const before = service.engine.stats()
+    try {
+      for (const body of [account, { email: uniqueEmail('ghost'), password: account.password }]) {
+        const response = await request(service, 'POST', '/api/v1/auth/login', { body })
+        assert.equal(response.status, 503, JSON.stringify(response.body))
+        assert.equal(response.body.error.code, 'HASH_DEADLINE_EXCEEDED')
+        assert.ok(Number(response.headers.get('retry-after')) >= 1)
+      }
+    } finally {
+      watch.stop()
+    }
+    const stats = service.engine.stats()
+    assert.equal(stats.completed, before.completed, 'no hash was computed for an answer nobody waits for')
+    assert.equal(stats.deadlineExceeded - before.deadlineExceeded, 2)
+    // Without the slow lookup the same login is served.
+    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: account })).status, 200)
+  })
+})

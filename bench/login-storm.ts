@@ -12,7 +12,14 @@
  *   npm run bench:login                                  # both profiles below
  *   npm run bench:login -- --profile bcrypt10            # bcrypt cost 10 (the seeds')
  *   npm run bench:login -- --profile argon2-light        # argon2id m=7168 t=5 p=1
- *   npm run bench:login -- --target http://127.0.0.1:3000 --algorithm argon2id
+ *   npm run bench:login -- --target http://127.0.0.1:3000 --pid 12345 --profile argon2-light
+ *
+ * CPU per login is split by thread, from /proc: the hash threads (the pool's N
+ * busiest threads besides the main one; Node 20 does not name its threads, so
+ * they are told apart by elimination and by work), the rest of the service (the
+ * main thread and the V8/libuv helper threads), PostgreSQL and the load
+ * generator. Kernel CPU time, not the workers' wall-clock run time, which also
+ * counts time a hash thread waited for a core.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import os from 'node:os'
@@ -66,6 +73,7 @@ const { values: args } = parseArgs({
   options: {
     profile: { type: 'string', multiple: true },
     target: { type: 'string' },
+    pid: { type: 'string' },
     duration: { type: 'string', default: '15' },
     concurrency: { type: 'string', default: '32' },
     accounts: { type: 'string', default: '50' },
@@ -115,15 +123,55 @@ async function metricValue (pool: Pool, name: string): Promise<number | undefine
   return line === undefined ? undefined : Number(line.split(' ').pop())
 }
 
-interface ServerSnapshot { cpuSeconds: number, hashRunSeconds: number, hashWaitSeconds: number, hashCount: number }
+interface ServerSnapshot { hashRunSeconds: number, hashWaitSeconds: number, hashCount: number }
 
 async function serverSnapshot (pool: Pool): Promise<ServerSnapshot> {
   return {
-    cpuSeconds: await metricValue(pool, 'process_cpu_seconds_total') ?? 0,
     hashRunSeconds: await metricValue(pool, 'tollbooth_hash_run_seconds_sum{kind="verify"}') ?? 0,
     hashWaitSeconds: await metricValue(pool, 'tollbooth_hash_wait_seconds_sum{kind="verify"}') ?? 0,
     hashCount: await metricValue(pool, 'tollbooth_hash_run_seconds_count{kind="verify"}') ?? 0,
   }
+}
+
+const userHz = 100
+
+/** utime + stime of a /proc stat line, in seconds (the fields after the command name, which may hold spaces). */
+function statCpuSeconds (statPath: string): number {
+  const stat = fs.readFileSync(statPath, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / userHz
+}
+
+interface ThreadCpu {
+  /** The whole process, exited threads included. */
+  process: number
+  /** Per live thread id. */
+  threads: Map<number, number>
+}
+
+function threadCpu (pid: number): ThreadCpu {
+  const threads = new Map<number, number>()
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      threads.set(Number(tid), statCpuSeconds(`/proc/${pid}/task/${tid}/stat`))
+    } catch {} // the thread exited between the listing and the read
+  }
+  return { process: statCpuSeconds(`/proc/${pid}/stat`), threads }
+}
+
+interface ServiceCpuSplit { hashThreads: number, mainThread: number, otherThreads: number }
+
+/**
+ * The service's CPU between two snapshots, by thread. The hash threads are the `hashThreads`
+ * busiest threads other than the main one (tid = pid): Node 20 gives worker threads no name,
+ * and during a login storm nothing else off the main thread works as hard as they do.
+ */
+function splitServiceCpu (pid: number, before: ThreadCpu, after: ThreadCpu, hashThreads: number): ServiceCpuSplit {
+  const deltas = [...after.threads].map(([tid, seconds]) => ({ tid, seconds: seconds - (before.threads.get(tid) ?? 0) }))
+  const mainThread = deltas.find((d) => d.tid === pid)?.seconds ?? 0
+  const others = deltas.filter((d) => d.tid !== pid).sort((a, b) => b.seconds - a.seconds)
+  const hash = others.slice(0, hashThreads).reduce((sum, d) => sum + d.seconds, 0)
+  return { hashThreads: hash, mainThread, otherThreads: Math.max(0, after.process - before.process - hash - mainThread) }
 }
 
 /** CPU seconds used so far by the PostgreSQL cluster in `dataDir` (postmaster and its backends), from /proc. */
@@ -177,9 +225,22 @@ interface StormResult {
   healthzMaxMs: number
   /** Mean verify time measured inside the workers during the storm. */
   verifyUnderLoadMs: number
-  /** Share of the hash threads' time spent hashing during the storm. */
+  /** Share of the hash threads' time spent hashing during the storm (wall-clock, from the workers). */
   hashThreadBusy: number
-  cpuMsPerLogin: { serviceHashing: number, serviceOther: number, postgres: number, loadGenerator: number }
+  /** CPU time per login by where it ran; undefined entries could not be measured (no pid, no /proc). */
+  cpuMsPerLogin: {
+    /** Kernel CPU time of the hash threads. */
+    hashThreads: number | undefined
+    /** The workers' own wall-clock measure of the hashes, for comparison: above hashThreads when threads waited for a core. */
+    hashWallClock: number
+    /** Everything else in the service process: the main thread and the helper threads. */
+    serviceOther: number | undefined
+    mainThread: number | undefined
+    postgres: number
+    loadGenerator: number
+  }
+  /** What the CPU measured per login allows on this machine, in logins/s: service + PostgreSQL on every core; the main thread alone. */
+  ceilings: { allCores: number | undefined, mainThread: number | undefined }
   ok: number
   overloaded: number
   otherErrors: number
@@ -192,6 +253,8 @@ async function storm (profile: Profile): Promise<StormResult> {
   const concurrency = Number(args.concurrency)
   const service = args.target === undefined ? await startService(profile) : undefined
   const url = args.target ?? service?.url ?? ''
+  const servicePid = service?.child.pid ?? (args.pid === undefined ? undefined : Number(args.pid))
+  const measureThreads = servicePid !== undefined && fs.existsSync(`/proc/${servicePid}/task`)
   const pool = new Pool(url, { connections: concurrency + 4, pipelining: 1 })
   const probe = new Pool(url, { connections: 1 })
   try {
@@ -211,6 +274,7 @@ async function storm (profile: Profile): Promise<StormResult> {
     let overloaded = 0
     let otherErrors = 0
     const serverBefore = await serverSnapshot(pool)
+    const threadsBefore = measureThreads ? threadCpu(servicePid) : undefined
     const pgBefore = postgresCpuSeconds(service?.dataDir)
     const clientBefore = process.cpuUsage()
     const started = performance.now()
@@ -249,13 +313,28 @@ async function storm (profile: Profile): Promise<StormResult> {
     await healthLoop
     const elapsedSeconds = (performance.now() - started) / 1000
     const clientCpu = process.cpuUsage(clientBefore)
+    const threadsAfter = measureThreads ? threadCpu(servicePid) : undefined
     const serverAfter = await serverSnapshot(pool)
     const pgSeconds = postgresCpuSeconds(service?.dataDir) - pgBefore
+    const split = threadsBefore === undefined || threadsAfter === undefined || servicePid === undefined
+      ? undefined
+      : splitServiceCpu(servicePid, threadsBefore, threadsAfter, threads)
     const hashSeconds = serverAfter.hashRunSeconds - serverBefore.hashRunSeconds
     const hashes = Math.max(1, serverAfter.hashCount - serverBefore.hashCount)
     const perLogin = (seconds: number): number => (seconds * 1000) / Math.max(1, ok)
     const achieved = ok / elapsedSeconds
     const physical = threads * 1000 / verifyMs
+    const cpuMsPerLogin = {
+      hashThreads: split === undefined ? undefined : perLogin(split.hashThreads),
+      hashWallClock: perLogin(hashSeconds),
+      serviceOther: split === undefined ? undefined : perLogin(split.mainThread + split.otherThreads),
+      mainThread: split === undefined ? undefined : perLogin(split.mainThread),
+      postgres: perLogin(pgSeconds),
+      loadGenerator: perLogin((clientCpu.user + clientCpu.system) / 1e6),
+    }
+    // Every core busy with the service and its database (the load generator belongs elsewhere), and
+    // the main thread, which is one core at most, busy with its share.
+    const totalMs = split === undefined ? undefined : (cpuMsPerLogin.hashThreads ?? 0) + (cpuMsPerLogin.serviceOther ?? 0) + cpuMsPerLogin.postgres
     return {
       profile: profile.name,
       threads,
@@ -270,11 +349,10 @@ async function storm (profile: Profile): Promise<StormResult> {
       healthzMaxMs: health.maxValue / 1000,
       verifyUnderLoadMs: (hashSeconds * 1000) / hashes,
       hashThreadBusy: hashSeconds / (threads * elapsedSeconds),
-      cpuMsPerLogin: {
-        serviceHashing: perLogin(hashSeconds),
-        serviceOther: perLogin(serverAfter.cpuSeconds - serverBefore.cpuSeconds - hashSeconds),
-        postgres: perLogin(pgSeconds),
-        loadGenerator: perLogin((clientCpu.user + clientCpu.system) / 1e6),
+      cpuMsPerLogin,
+      ceilings: {
+        allCores: totalMs === undefined || totalMs === 0 ? undefined : (detectCpuBudget().cpus * 1000) / totalMs,
+        mainThread: cpuMsPerLogin.mainThread === undefined || cpuMsPerLogin.mainThread === 0 ? undefined : 1000 / cpuMsPerLogin.mainThread,
       },
       ok,
       overloaded,
@@ -296,6 +374,9 @@ async function storm (profile: Profile): Promise<StormResult> {
 
 function print (result: StormResult): void {
   const f = (n: number, digits = 1): string => n.toFixed(digits)
+  const ms = (n: number | undefined): string => n === undefined ? 'n/a (no service pid: use --pid)' : `${f(n, 2)} ms`
+  const perSecond = (n: number | undefined): string => n === undefined ? 'n/a' : `${f(n, 0)} logins/s`
+  const cpu = result.cpuMsPerLogin
   process.stdout.write([
     `\n## ${result.profile}`,
     `hash threads                 ${result.threads}`,
@@ -306,7 +387,8 @@ function print (result: StormResult): void {
     `login latency p50/p95/p99    ${f(result.loginP50Ms)} / ${f(result.loginP95Ms)} / ${f(result.loginP99Ms)} ms`,
     `/healthz p99 (max) in storm  ${f(result.healthzP99Ms, 2)} ms (${f(result.healthzMaxMs, 2)} ms)`,
     `verify during the storm      ${f(result.verifyUnderLoadMs, 2)} ms (mean, measured in the workers); hash threads busy ${f(result.hashThreadBusy * 100)} %`,
-    `CPU per login                hashing ${f(result.cpuMsPerLogin.serviceHashing, 2)} ms, rest of the service ${f(result.cpuMsPerLogin.serviceOther, 2)} ms, PostgreSQL ${f(result.cpuMsPerLogin.postgres, 2)} ms, load generator ${f(result.cpuMsPerLogin.loadGenerator, 2)} ms`,
+    `CPU per login                hash threads ${ms(cpu.hashThreads)} (their wall-clock run time ${f(cpu.hashWallClock, 2)} ms), rest of the service ${ms(cpu.serviceOther)} (main thread ${ms(cpu.mainThread)}), PostgreSQL ${f(cpu.postgres, 2)} ms, load generator ${f(cpu.loadGenerator, 2)} ms`,
+    `CPU ceiling                  ${perSecond(result.ceilings.allCores)} with every core on the service and PostgreSQL; ${perSecond(result.ceilings.mainThread)} for the main thread alone`,
     `answers                      ${result.ok} ok, ${result.overloaded} x 503 (Retry-After honoured), ${result.otherErrors} other errors`,
     '',
   ].join('\n'))

@@ -172,13 +172,14 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
   })
 
   it('applies the earlier of deadlineMs and deadlineAt', async () => {
-    const { engine } = await open()
+    const { engine } = await open({ maxQueue: 1000 })
     const stored = await engine.hash('x')
     const blocker = engine.verify('blocker', slowStored)
     await sleep(10)
-    // 40 cheap hashes queued behind the blocker: the expected wait is 40 mean run times.
-    const queued = Array.from({ length: 40 }, async () => await engine.hash('queued'))
-    const budgetMs = engine.stats().meanRunMs
+    // 200 cheap hashes queued behind the blocker: the expected wait is 200 mean run times, ten
+    // times the budget, which is still wide enough that a pause before the call does not pass it.
+    const queued = Array.from({ length: 200 }, async () => await engine.hash('queued'))
+    const budgetMs = 20 * engine.stats().meanRunMs
     await rejection(engine.verify('x', stored, { deadlineMs: 60_000, deadlineAt: performance.now() + budgetMs }), 'SERVICE_OVERLOADED')
     await rejection(engine.verify('x', stored, { deadlineMs: budgetMs, deadlineAt: performance.now() + 60_000 }), 'SERVICE_OVERLOADED')
     await Promise.all([blocker, ...queued])
@@ -186,13 +187,13 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
   })
 
   it('assertAdmissible answers as a submission would, counts a refusal, and reserves nothing', async () => {
-    const { engine, events } = await open()
+    const { engine, events } = await open({ maxQueue: 1000 })
     const stored = await engine.hash('x')
     engine.assertAdmissible('verify', { deadlineMs: 0 }) // a free thread: admitted
     const blocker = engine.verify('blocker', slowStored)
     await sleep(10)
-    const queued = Array.from({ length: 40 }, async () => await engine.hash('queued'))
-    const budgetMs = engine.stats().meanRunMs
+    const queued = Array.from({ length: 200 }, async () => await engine.hash('queued'))
+    const budgetMs = 20 * engine.stats().meanRunMs
     const overloaded = thrown(() => { engine.assertAdmissible('verify', { deadlineAt: performance.now() + budgetMs }) }, 'SERVICE_OVERLOADED')
     assertRetryAfter(overloaded.retryAfterSeconds)
     thrown(() => { engine.assertAdmissible('hash', { deadlineAt: performance.now() - 5 }) }, 'HASH_DEADLINE_EXCEEDED')
@@ -201,7 +202,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     const stats = engine.stats()
     assert.equal(stats.rejected, 1)
     assert.equal(stats.deadlineExceeded, 1)
-    assert.equal(stats.queued, 40, 'a check queues nothing')
+    assert.equal(stats.queued, 200, 'a check queues nothing')
     assert.deepEqual(events.map((e) => `${e.kind}:${e.outcome}`).slice(-2), ['verify:rejected', 'hash:deadline'])
     assert.throws(() => { engine.assertAdmissible('verify', { deadlineAt: Number.NaN }) }, TypeError)
     await Promise.all([blocker, ...queued])

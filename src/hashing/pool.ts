@@ -70,8 +70,14 @@ export class TollboothPool implements HashExecutor {
   readonly threads: number
   private readonly maxQueue: number
   private readonly piscina: Piscina<HashTask, HashReply>
-  /** Insertion-ordered: FIFO, with O(1) removal of an expired or aborted task anywhere in it. */
-  private readonly queue = new Set<Pending>()
+  /**
+   * Two FIFO queues, insertion-ordered Sets (O(1) removal of an expired or aborted task
+   * anywhere): a thread takes verifies (logins, the unknown-email dummy) before new hashes
+   * (registrations, background re-hashes). A registration's 5 s deadline must not keep the
+   * queue too long for any 2 s login to fit: under overload, sign-ups wait or are refused,
+   * and people who already have an account get in.
+   */
+  private readonly queues: Readonly<Record<HashTaskKind, Set<Pending>>> = { verify: new Set(), hash: new Set() }
   private readonly running = new Set<Pending>()
   private readonly listeners = new Set<(event: HashTaskEvent) => void>()
   private meanRunMs = 0
@@ -125,18 +131,18 @@ export class TollboothPool implements HashExecutor {
       // Spent before it got here (a slow database lookup, a busy event loop): starting it now helps no one.
       this.record(false, 'deadlineExceeded', { kind, outcome: 'deadline', waitMs: 0, runMs: 0 })
       return createError('HASH_DEADLINE_EXCEEDED', `The deadline passed ${Math.round(now - deadlineAt)} ms before the request reached the hash queue`, {
-        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(), 0),
+        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind), 0),
       })
     }
-    if (this.running.size < this.threads && this.queue.size === 0) return undefined
-    if (this.queue.size >= this.maxQueue) {
+    if (this.running.size < this.threads && this.queuedCount() === 0) return undefined
+    if (this.queuedCount() >= this.maxQueue) {
       this.record(false, 'rejected', { kind, outcome: 'rejected', waitMs: 0, runMs: 0 })
       return createError('SERVICE_OVERLOADED', `The hash queue is full (${this.maxQueue} waiting)`, {
-        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(), 0),
+        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind), 0),
       })
     }
     if (deadlineAt !== undefined) {
-      const expectedWaitMs = this.expectedWaitMs()
+      const expectedWaitMs = this.expectedWaitMs(kind)
       const budgetMs = deadlineAt - now
       if (expectedWaitMs > budgetMs) {
         this.record(false, 'rejected', { kind, outcome: 'rejected', waitMs: 0, runMs: 0 })
@@ -155,7 +161,7 @@ export class TollboothPool implements HashExecutor {
     if (refusal !== undefined) return Promise.reject(refusal)
     const { signal } = options
     const deadlineAt = internal ? undefined : deadlineAtOf(options, now)
-    const idleThread = this.running.size < this.threads && this.queue.size === 0
+    const idleThread = this.running.size < this.threads && this.queuedCount() === 0
 
     return new Promise<string | boolean>((resolve, reject) => {
       const pending: Pending = {
@@ -178,7 +184,7 @@ export class TollboothPool implements HashExecutor {
         pending.onAbort = () => { this.abort(pending) }
         signal.addEventListener('abort', pending.onAbort, { once: true })
       }
-      this.queue.add(pending)
+      this.queues[kind].add(pending)
       // Past setTimeout's 2^31-1 ms range a timer would fire at once; such a deadline never comes anyway.
       if (pending.deadlineAt !== undefined && pending.deadlineMs !== undefined && pending.deadlineMs <= maxTimerMs) {
         pending.timer = setTimeout(() => { this.expire(pending) }, pending.deadlineMs)
@@ -193,28 +199,38 @@ export class TollboothPool implements HashExecutor {
    * free times are the running tasks' remaining times r (0 for an idle thread, never
    * more than m) sorted ascending, and the k-th in line (0-based) starts at
    * r[k mod T] + floor(k / T)·m. Because every r ≤ m, a thread that took a task frees
-   * after every r, so the round robin is exact for this model. A new request is k = queued.
+   * after every r, so the round robin is exact for this model. A new request's k is the
+   * queue ahead of it: the verifies for a verify, both queues for a hash (a hash can be
+   * overtaken by verifies that come later; its deadline in the queue covers that).
    * A task already past the mean (a slower legacy hash, a throttled CPU) is not about to
    * free its thread this instant: its remaining time is floored at a tenth of the mean,
    * so a request behind busy threads never expects a zero wait.
    */
-  private expectedWaitMs (): number {
+  private expectedWaitMs (kind: HashTaskKind): number {
     const now = performance.now()
     const mean = this.meanRunMs
     const remaining = new Array<number>(this.threads).fill(0)
     let i = 0
     for (const task of this.running) remaining[i++] = Math.max(mean * overrunFloor, mean - (now - task.startedAt))
     remaining.sort((a, b) => a - b)
-    const ahead = this.queue.size
+    const ahead = kind === 'verify' ? this.queues.verify.size : this.queuedCount()
     return (remaining[ahead % this.threads] ?? 0) + Math.floor(ahead / this.threads) * mean
+  }
+
+  private queuedCount (): number {
+    return this.queues.verify.size + this.queues.hash.size
+  }
+
+  /** The next task to run: the oldest verify, else the oldest hash. */
+  private nextQueued (): Pending | undefined {
+    return this.queues.verify.values().next().value ?? this.queues.hash.values().next().value
   }
 
   private dispatch (): void {
     while (this.running.size < this.threads) {
-      const next = this.queue.values().next()
-      if (next.done === true) return
-      const pending = next.value
-      this.queue.delete(pending)
+      const pending = this.nextQueued()
+      if (pending === undefined) return
+      this.queues[pending.kind].delete(pending)
       clearTimeout(pending.timer)
       // Cheap check before expensive work: a timer delayed by a busy loop must not let it run late.
       if (pending.deadlineAt !== undefined && performance.now() > pending.deadlineAt) {
@@ -267,7 +283,7 @@ export class TollboothPool implements HashExecutor {
 
   private abort (pending: Pending): void {
     if (pending.state === 'queued') {
-      this.queue.delete(pending)
+      this.queues[pending.kind].delete(pending)
       this.detach(pending)
       pending.state = 'done'
       this.record(pending.internal, 'cancelled', { kind: pending.kind, outcome: 'cancelled', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
@@ -283,12 +299,12 @@ export class TollboothPool implements HashExecutor {
   /** The deadline passed while queued (from the timer, or noticed at dispatch). */
   private expire (pending: Pending, alreadyDequeued = false): void {
     if (pending.state !== 'queued') return
-    if (!alreadyDequeued) this.queue.delete(pending)
+    if (!alreadyDequeued) this.queues[pending.kind].delete(pending)
     this.detach(pending)
     pending.state = 'done'
     this.record(pending.internal, 'deadlineExceeded', { kind: pending.kind, outcome: 'deadline', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
     pending.reject(createError('HASH_DEADLINE_EXCEEDED', `No hash thread became free within the ${Math.round(pending.deadlineMs ?? 0)} ms deadline`, {
-      retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(), pending.deadlineMs ?? 0),
+      retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(pending.kind), pending.deadlineMs ?? 0),
     }))
   }
 
@@ -343,7 +359,7 @@ export class TollboothPool implements HashExecutor {
       strategy: this.strategy,
       threads: this.threads,
       running: this.running.size,
-      queued: this.queue.size,
+      queued: this.queuedCount(),
       ...this.counts,
       meanRunMs: this.meanRunMs,
     }
@@ -357,12 +373,14 @@ export class TollboothPool implements HashExecutor {
   /** Refuses new work, rejects what is queued with HASH_POOL_CLOSED, lets running hashes finish. */
   close (): Promise<void> {
     if (this.closing === undefined) {
-      for (const pending of this.queue) {
-        this.detach(pending)
-        pending.state = 'done'
-        pending.reject(createError('HASH_POOL_CLOSED', 'The hashing pool shut down before this request got a thread'))
+      for (const queue of Object.values(this.queues)) {
+        for (const pending of queue) {
+          this.detach(pending)
+          pending.state = 'done'
+          pending.reject(createError('HASH_POOL_CLOSED', 'The hashing pool shut down before this request got a thread'))
+        }
+        queue.clear()
       }
-      this.queue.clear()
       this.closing = this.piscina.close()
     }
     return this.closing

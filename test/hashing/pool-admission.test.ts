@@ -176,9 +176,10 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     const stored = await engine.hash('x')
     const blocker = engine.verify('blocker', slowStored)
     await sleep(10)
-    // 200 cheap hashes queued behind the blocker: the expected wait is 200 mean run times, ten
-    // times the budget, which is still wide enough that a pause before the call does not pass it.
-    const queued = Array.from({ length: 200 }, async () => await engine.hash('queued'))
+    // 200 cheap verifies queued behind the blocker (a login waits for logins, not for queued
+    // registrations): the expected wait is 200 mean run times, ten times the budget, which is
+    // still wide enough that a pause before the call does not pass it.
+    const queued = Array.from({ length: 200 }, async () => await engine.verify('queued', stored))
     const budgetMs = 20 * engine.stats().meanRunMs
     await rejection(engine.verify('x', stored, { deadlineMs: 60_000, deadlineAt: performance.now() + budgetMs }), 'SERVICE_OVERLOADED')
     await rejection(engine.verify('x', stored, { deadlineMs: budgetMs, deadlineAt: performance.now() + 60_000 }), 'SERVICE_OVERLOADED')
@@ -192,7 +193,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     engine.assertAdmissible('verify', { deadlineMs: 0 }) // a free thread: admitted
     const blocker = engine.verify('blocker', slowStored)
     await sleep(10)
-    const queued = Array.from({ length: 200 }, async () => await engine.hash('queued'))
+    const queued = Array.from({ length: 200 }, async () => await engine.verify('queued', stored))
     const budgetMs = 20 * engine.stats().meanRunMs
     const overloaded = thrown(() => { engine.assertAdmissible('verify', { deadlineAt: performance.now() + budgetMs }) }, 'SERVICE_OVERLOADED')
     assertRetryAfter(overloaded.retryAfterSeconds)
@@ -207,6 +208,31 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     assert.throws(() => { engine.assertAdmissible('verify', { deadlineAt: Number.NaN }) }, TypeError)
     await Promise.all([blocker, ...queued])
     assert.equal((await engine.verify('x', stored)).match, true)
+  })
+
+  it('lets logins go ahead of queued registrations: a verify is admitted and runs before them', async () => {
+    // bcrypt cost 10 (~70 ms a hash here) on one thread: ten queued registrations are ~700 ms of work.
+    const { engine } = await open({ policy: { ...policyFor('bcrypt'), bcrypt: { cost: 10 } } })
+    const stored = await engine.hash('an existing account')
+    const finished: string[] = []
+    const registrations = Array.from({ length: 10 }, async (_, i) => {
+      await engine.hash(`new account ${i}`)
+      finished.push(`hash ${i}`)
+    })
+    await sleep(5) // the first registration is running, nine wait
+    // A 300 ms budget: far less than the registrations ahead, more than one hash.
+    const login = engine.verify('an existing account', stored, { deadlineMs: 300 }).then((result) => {
+      finished.push('verify')
+      return result
+    })
+    assert.deepEqual(await login, { match: true, needsRehash: false }, 'admitted, not refused for the registrations queued before it')
+    await Promise.all(registrations)
+    assert.ok(finished.indexOf('verify') <= 1, `the login ran right after the registration under way: ${finished.join(', ')}`)
+    // The other way round a registration does count the logins ahead of it.
+    const blockers = Array.from({ length: 10 }, async () => await engine.verify('an existing account', stored))
+    await sleep(5)
+    await rejection(engine.hash('too late', { deadlineMs: 300 }), 'SERVICE_OVERLOADED')
+    await Promise.all(blockers)
   })
 
   it('has a hard queue length: SERVICE_OVERLOADED past maxQueue even without a deadline', async () => {

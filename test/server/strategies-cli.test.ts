@@ -37,8 +37,20 @@ describe('starting the service with each hash strategy', () => {
         assert.equal((await request(started, 'POST', '/api/v1/auth/register', { body: account })).status, 201)
         assert.equal((await request(started, 'POST', '/api/v1/auth/login', { body: account })).status, 200)
         assert.match(await metric(started.url, 'tollbooth_hash_pool_info') ?? '', new RegExp(`strategy="${strategy}"`))
-        if (strategy === 'libuv-128') assert.equal(await metric(started.url, 'tollbooth_hash_pool_threads'), 'tollbooth_hash_pool_threads 128')
-        if (strategy === 'libuv') assert.equal(await metric(started.url, 'tollbooth_hash_pool_threads'), 'tollbooth_hash_pool_threads 4')
+        if (strategy === 'libuv-128') {
+          assert.equal(await metric(started.url, 'tollbooth_hash_pool_threads'), 'tollbooth_hash_pool_threads 128')
+          // Not just reported: libuv sizes its pool when it first starts, so the launcher runs the
+          // service in a fresh process with the variable set; that process really has the threads.
+          const [service] = childPids(started.child.pid ?? 0)
+          assert.ok(service !== undefined, 'the service runs in a process of its own, under the launcher')
+          const threads = fs.readdirSync(`/proc/${service}/task`).length
+          assert.ok(threads >= 128, `the service runs ${threads} threads`)
+        }
+        if (strategy === 'libuv') {
+          assert.equal(await metric(started.url, 'tollbooth_hash_pool_threads'), 'tollbooth_hash_pool_threads 4')
+          const threads = fs.readdirSync(`/proc/${started.child.pid ?? 0}/task`).length
+          assert.ok(threads < 64, `libuv's default pool: the service runs ${threads} threads`)
+        }
       } finally {
         assert.equal(await stopCli(started), 0)
       }

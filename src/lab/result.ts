@@ -128,6 +128,8 @@ export interface EndpointStats {
    * from its intended send time in the open model; connection errors have none.
    */
   latency: LatencySummary
+  /** Latency of the 2xx responses alone: what a user who got in waited (refusals are fast by design). */
+  okLatency: LatencySummary
   errors: ErrorCounts
 }
 
@@ -212,6 +214,8 @@ export interface RunSummary {
   ok: number
   /** Every request, all endpoints. */
   latency: LatencySummary
+  /** The 2xx responses alone, all endpoints. */
+  okLatency: LatencySummary
   errors: ErrorCounts
   /** Share of requests that did not get a 2xx (0..1). */
   errorRate: number

@@ -43,6 +43,8 @@ export interface EndpointPartial {
   errors: ErrorCounts
   /** Encoded HDR histogram of latencies, or '' when nothing was recorded. */
   histogram: string
+  /** The same for the 2xx responses alone. */
+  okHistogram: string
 }
 
 export class EndpointAccumulator {
@@ -50,6 +52,7 @@ export class EndpointAccumulator {
   ok = 0
   errors = emptyErrors()
   readonly histogram: LatencyHistogram = createHistogram()
+  readonly okHistogram: LatencyHistogram = createHistogram()
 
   record (outcome: RequestOutcome): void {
     this.requests++
@@ -57,6 +60,7 @@ export class EndpointAccumulator {
       recordMs(this.histogram, outcome.latencyMs)
       if (outcome.status >= 200 && outcome.status < 300) {
         this.ok++
+        recordMs(this.okHistogram, outcome.latencyMs)
       } else {
         const key = String(outcome.status)
         this.errors.byStatus[key] = (this.errors.byStatus[key] ?? 0) + 1
@@ -76,7 +80,8 @@ export class EndpointAccumulator {
   }
 
   toPartial (): EndpointPartial {
-    return { requests: this.requests, ok: this.ok, errors: this.errors, histogram: this.histogram.totalCount === 0 ? '' : encodeHistogram(this.histogram) }
+    const encode = (histogram: LatencyHistogram): string => (histogram.totalCount === 0 ? '' : encodeHistogram(histogram))
+    return { requests: this.requests, ok: this.ok, errors: this.errors, histogram: encode(this.histogram), okHistogram: encode(this.okHistogram) }
   }
 
   addPartial (partial: EndpointPartial): void {
@@ -84,6 +89,7 @@ export class EndpointAccumulator {
     this.ok += partial.ok
     addErrors(this.errors, partial.errors)
     if (partial.histogram !== '') addEncoded(this.histogram, partial.histogram)
+    if (partial.okHistogram !== '') addEncoded(this.okHistogram, partial.okHistogram)
   }
 
   add (other: EndpointAccumulator): void {
@@ -91,14 +97,16 @@ export class EndpointAccumulator {
     this.ok += other.ok
     addErrors(this.errors, other.errors)
     this.histogram.add(other.histogram)
+    this.okHistogram.add(other.okHistogram)
   }
 
   toStats (): EndpointStats {
-    return { requests: this.requests, ok: this.ok, latency: summarise(this.histogram), errors: structuredClone(this.errors) }
+    return { requests: this.requests, ok: this.ok, latency: summarise(this.histogram), okLatency: summarise(this.okHistogram), errors: structuredClone(this.errors) }
   }
 
   destroy (): void {
     this.histogram.destroy()
+    this.okHistogram.destroy()
   }
 }
 

@@ -38,6 +38,7 @@ export function summariseRun (run: Omit<RunResult, 'summary'>): RunSummary {
     requests: run.all.requests,
     ok: run.all.ok,
     latency: run.all.latency,
+    okLatency: run.all.okLatency,
     errors: run.all.errors,
     errorRate: run.all.requests === 0 ? 0 : Math.round((errors / run.all.requests) * 10000) / 10000,
     healthz: run.healthz,

@@ -125,6 +125,7 @@ describe('CSV files', () => {
     const rows = table(renderCsv(compare)['comparison.csv'])
     assert.deepEqual(rows.map((row) => row.run), compare.runs.map((run) => run.label))
     assert.equal(rows[6]?.overloaded, String(compare.runs[6]?.summary.errors.overloaded))
+    assert.equal(rows[6]?.okLatencyP95Ms, String(compare.runs[6]?.summary.okLatency.p95Ms), 'the 2xx latency has columns of its own')
   })
 
   it('writes each endpoint of each run and the run as a whole', () => {
@@ -132,6 +133,7 @@ describe('CSV files', () => {
     const rows = table(renderCsv(result)['endpoints.csv'])
     assert.deepEqual(rows.map((row) => row.endpoint), ['POST /auth/register', 'POST /auth/login', 'POST /posts', 'all endpoints'])
     assert.equal(rows[3]?.requests, String(result.runs[0]?.all.requests))
+    assert.equal(rows[3]?.okLatencyP99Ms, String(result.runs[0]?.all.okLatency.p99Ms))
     assert.match(rows[0]?.byStatus ?? '', /^503=\d+$/)
   })
 

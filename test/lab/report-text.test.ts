@@ -45,6 +45,7 @@ describe('terminal report: compare', () => {
       assert.deepEqual(cells(rows[index] ?? ''), [
         run.label, formatRate(summary.achievedPerSecond),
         formatMs(summary.latency.p50Ms), formatMs(summary.latency.p95Ms), formatMs(summary.latency.p99Ms),
+        formatMs(summary.okLatency.p95Ms),
         formatPercent(summary.errorRate), formatCount(summary.errors.timeouts), formatCount(summary.errors.overloaded),
         formatMs(summary.healthz?.p99Ms), formatMs(summary.healthz?.maxMs),
         formatMs(summary.eventLoopDelayP99MaxMs), formatMs(summary.libuvCanaryMaxMs),
@@ -55,7 +56,7 @@ describe('terminal report: compare', () => {
 
   it('shows an unmeasured figure as — (cluster reports no event-loop delay)', () => {
     const cluster = sectionLines(text, 'Comparison').find((line) => line.startsWith('cluster'))
-    assert.deepEqual(cells(cluster ?? '').slice(10, 12), ['—', '—'])
+    assert.deepEqual(cells(cluster ?? '').slice(11, 13), ['—', '—'])
   })
 
   it('labels the articles\' figures as theirs, in a table of their own, in the order of our strategies', () => {

@@ -107,6 +107,7 @@ const endpointColumns: ReadonlyArray<CsvColumn<Labelled<{ endpoint: string, stat
   ['requests', (row) => row.item.stats.requests],
   ['ok', (row) => row.item.stats.ok],
   ...latencyColumns<Labelled<{ endpoint: string, stats: EndpointStats }>>('latency', (row) => row.item.stats.latency),
+  ...latencyColumns<Labelled<{ endpoint: string, stats: EndpointStats }>>('okLatency', (row) => row.item.stats.okLatency),
   ...errorColumns<Labelled<{ endpoint: string, stats: EndpointStats }>>((row) => row.item.stats.errors),
 ]
 
@@ -135,6 +136,7 @@ const comparisonColumns: ReadonlyArray<CsvColumn<RunResult>> = [
   ['ok', (run) => run.summary.ok],
   ['errorRate', (run) => run.summary.errorRate],
   ...latencyColumns<RunResult>('latency', (run) => run.summary.latency),
+  ...latencyColumns<RunResult>('okLatency', (run) => run.summary.okLatency),
   ...errorColumns<RunResult>((run) => run.summary.errors),
   ...latencyColumns<RunResult>('healthz', (run) => run.summary.healthz),
   ['eventLoopDelayP99MaxMs', (run) => run.summary.eventLoopDelayP99MaxMs],

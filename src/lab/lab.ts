@@ -333,7 +333,13 @@ export async function labKnee (options: KneeOptions): Promise<LabResult> {
   } finally {
     await service.stop()
   }
-  result.load = { ...load, stages: steps.map((step) => ({ durationMs: criteria.stepDurationMs, target: step.offeredPerSecond })) }
+  const first = steps[0]
+  const last = steps.at(-1)
+  result.load = {
+    ...load,
+    startRate: first?.offeredPerSecond ?? criteria.startRate,
+    stages: last === undefined ? [] : [{ durationMs: steps.length * criteria.stepDurationMs, target: last.offeredPerSecond }],
+  }
   result.knee = { criteria, steps, kneePerSecond: kneeOf(steps), stoppedBecause }
   return result
 }

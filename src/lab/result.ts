@@ -85,7 +85,11 @@ export interface ClosedLoadSpec extends LoadSpecBase {
 /** Arrivals at a target rate, whatever the service answers (no coordinated omission). */
 export interface OpenLoadSpec extends LoadSpecBase {
   model: 'open'
-  /** The first stage ramps from `startRate`; later ones from the previous target (k6's ramping-arrival-rate). */
+  /**
+   * The first stage ramps from `startRate`; later ones from the previous target (k6's
+   * ramping-arrival-rate). A knee result has one stage from its first step's rate to its last
+   * step's, taken in constant steps (`knee.steps` has each).
+   */
   startRate: number
   stages: Stage[]
   /** Iterations allowed in flight at once; an arrival beyond it is not sent and is counted as dropped. */
@@ -250,6 +254,7 @@ export interface RunResult {
 
 /** One constant-rate step of a knee search. */
 export interface KneeStep {
+  /** 0 for the first step (reports number them from 1). */
   index: number
   offeredPerSecond: number
   /** Successful iterations per second during the step. */

@@ -363,7 +363,7 @@ export function kneeFixture (): LabResult {
     criteria,
     steps,
     kneePerSecond: lastHeld?.offeredPerSecond ?? null,
-    stoppedBecause: failed === undefined ? 'the last step held' : `step ${failed.index} failed: ${failed.failedBecause.join('; ')}`,
+    stoppedBecause: failed === undefined ? 'the last step held' : `step ${failed.index + 1} failed: ${failed.failedBecause.join('; ')}`,
   }
   return result
 }

@@ -74,7 +74,8 @@ describe('the load lab against a real service', () => {
     assert.ok(result.knee?.steps.every((s) => s.held), JSON.stringify(result.knee?.steps.map((s) => s.failedBecause)))
     assert.equal(result.knee?.kneePerSecond, 20)
     assert.match(result.knee?.stoppedBecause ?? '', /reached 3 steps/)
-    assert.deepEqual(result.load.stages.map((s) => s.target), [5, 10, 20])
+    assert.ok(result.load.model === 'open' && result.load.startRate === 5, 'the load starts at the first step')
+    assert.deepEqual(result.load.stages, [{ durationMs: 3000, target: 20 }], 'and climbs to the last in the steps\' time')
     assert.equal(result.runs[0]?.endpoints['POST /auth/register']?.ok, 5 + 10 + 20)
   })
 

@@ -117,7 +117,7 @@ describe('CSV files', () => {
     assert.equal(steps.length, knee.knee?.steps.length)
     assert.deepEqual(steps.at(-1), {
       ...steps.at(-1),
-      step: '12',
+      step: '13',
       held: 'false',
       failedBecause: 'achieved 257/s < 271/s; p99 1874 ms > 1000 ms',
     })

@@ -130,8 +130,8 @@ describe('terminal report: knee', () => {
     const text = renderText(result)
     const stepRows = text.split('\n').filter((line) => /^ +\d+ {2,}[\d,]+ {2,}/.test(line))
     assert.equal(stepRows.length, result.knee?.steps.length)
-    assert.match(text, /^knee: 259\/s \(stopped because step 12 failed: achieved 257\/s < 271\/s; p99 1874 ms > 1000 ms\)$/m)
-    assert.match(text, /^ +12 +285 .* failed: achieved 257\/s/m)
+    assert.match(text, /^knee: 259\/s \(stopped because step 13 failed: achieved 257\/s < 271\/s; p99 1874 ms > 1000 ms\)$/m)
+    assert.match(text, /^ +13 +285 .* failed: achieved 257\/s/m)
   })
 
   it('says so when even the first step failed', () => {

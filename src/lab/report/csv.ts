@@ -112,7 +112,7 @@ const endpointColumns: ReadonlyArray<CsvColumn<Labelled<{ endpoint: string, stat
 ]
 
 const kneeColumns: ReadonlyArray<CsvColumn<KneeStep>> = [
-  ['step', (step) => step.index],
+  ['step', (step) => step.index + 1],
   ['offeredPerSecond', (step) => step.offeredPerSecond],
   ['achievedPerSecond', (step) => step.achievedPerSecond],
   ...latencyColumns<KneeStep>('latency', (step) => step.latency),

@@ -150,7 +150,7 @@ export function kneeTable (knee: KneeResult): Table {
       right('errors'), right('dropped'), left('result', 56),
     ],
     rows: knee.steps.map((step) => [
-      String(step.index), formatRate(step.offeredPerSecond), formatRate(step.achievedPerSecond),
+      String(step.index + 1), formatRate(step.offeredPerSecond), formatRate(step.achievedPerSecond),
       formatMs(step.latency.p50Ms), formatMs(step.latency.p95Ms), formatMs(step.latency.p99Ms),
       formatPercent(step.errorRate), formatCount(step.dropped),
       step.held ? 'held' : `failed: ${step.failedBecause.join('; ')}`,

@@ -10,7 +10,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { labCompare, labKnee, labRun } from '../../src/lab/lab.js'
-import { writeReports } from '../../src/lab/report/index.js'
+import { renderText, writeReports } from '../../src/lab/report/index.js'
 import { labResultSchema, type LabResult } from '../../src/lab/result.js'
 import { packageRoot } from '../../src/paths.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
@@ -60,6 +60,10 @@ describe('the load lab against a real service', () => {
     for (const [phase, stats] of Object.entries(run?.phases ?? {})) assert.ok(stats.ok > 0 && stats.ok === stats.requests, `${phase}: ${stats.ok}/${stats.requests}`)
     assert.deepEqual(Object.keys(run?.endpoints ?? {}), ['POST /lab/login?hash=noop', 'POST /lab/login?hash=jwt-only', 'POST /lab/login?hash=full'])
     assert.deepEqual([...new Set(run?.seconds.map((s) => s.phase).filter((p) => p !== undefined))], ['noop', 'jwt-only', 'full'])
+    // Each endpoint ran in its own phase: the report gives its rate over that phase, not the whole run.
+    const text = renderText(result)
+    const rate = (label: RegExp): string | undefined => text.split('\n').find((line) => label.test(line))?.trim().split(/\s{2,}/)[4]
+    assert.equal(rate(/^POST \/lab\/login\?hash=noop /), rate(/^noop /))
   })
 
   it('knee: raises the rate step by step and reports the last one that held', async () => {

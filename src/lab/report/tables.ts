@@ -40,7 +40,11 @@ export function orderedEndpointNames (result: LabResult, run: RunResult): string
 /** One row per endpoint, then the whole run. */
 export function endpointTable (result: LabResult, run: RunResult): Table {
   const seconds = run.summary.durationSeconds
-  const rows = orderedEndpointNames(result, run).map((name) => [name, ...statsCells(run.endpoints[name] as EndpointStats, seconds)])
+  // With phases (auth-path) each endpoint runs in its own phase: its rate is over the seconds it had requests in.
+  const secondsOf = (name: string): number => run.phases === undefined
+    ? seconds
+    : Math.max(1, run.seconds.filter((sample) => (sample.byEndpoint[name]?.requests ?? 0) > 0).length)
+  const rows = orderedEndpointNames(result, run).map((name) => [name, ...statsCells(run.endpoints[name] as EndpointStats, secondsOf(name))])
   return {
     columns: [left('endpoint'), ...statsColumns],
     rows: [...rows, ['all endpoints', ...statsCells(run.all, seconds)]],

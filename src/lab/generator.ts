@@ -400,7 +400,8 @@ export class LoadGenerator {
   async close (): Promise<void> {
     this.stop(false)
     clearTimeout(this.flushTimer)
-    await this.target.close()
+    // After an abort the pool is destroyed already, and closing it again rejects.
+    await this.target.close().catch(() => {})
     this.flushUntil(this.tOf(nowEpochMs()))
   }
 }

@@ -218,14 +218,17 @@ async function measure (
     runId,
     onSecond: (sample, server) => options.onSecond?.(label, sample, server),
   })
-  let interrupted = false
-  const onAbort = (): void => { interrupted = true }
+  let interrupted = options.signal?.aborted === true
+  let onAbort = (): void => {}
+  const aborted = new Promise<void>((resolve) => {
+    onAbort = () => {
+      interrupted = true
+      resolve()
+    }
+    if (interrupted) resolve()
+  })
   options.signal?.addEventListener('abort', onAbort, { once: true })
   try {
-    const aborted = new Promise<void>((resolve) => {
-      if (options.signal?.aborted === true) resolve()
-      options.signal?.addEventListener('abort', () => { resolve() }, { once: true })
-    })
     const work = segments !== undefined
       ? segments(run)
       : (async () => {
@@ -235,6 +238,10 @@ async function measure (
           }
         })()
     await Promise.race([work, aborted])
+  } catch (err) {
+    // A generator that failed: stop the others, the scraper and the probe before reporting it.
+    await run.finish(true).catch(() => {})
+    throw err
   } finally {
     options.signal?.removeEventListener('abort', onAbort)
   }

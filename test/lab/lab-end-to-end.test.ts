@@ -66,6 +66,17 @@ describe('the load lab against a real service', () => {
     assert.equal(rate(/^POST \/lab\/login\?hash=noop /), rate(/^noop /))
   })
 
+  it('run: an interruption (Ctrl-C) stops the load at once and still returns what was measured', async () => {
+    const controller = new AbortController()
+    const timer = setTimeout(() => { controller.abort() }, 2500)
+    const started = Date.now()
+    const result = await labRun({ ...quiet, scenario: 'login-storm', target: service.url, load: { durationMs: 60_000, vus: 3, accounts: 3 }, signal: controller.signal })
+    clearTimeout(timer)
+    assert.ok(Date.now() - started < 20_000, 'well before the minute the load asked for')
+    assert.ok(result.warnings.some((warning) => /interrupted/.test(warning)), result.warnings.join('; '))
+    assert.ok((result.runs[0]?.all.ok ?? 0) > 0, 'the logins before the interruption are in the result')
+  })
+
   it('knee: raises the rate step by step and reports the last one that held', async () => {
     const result = await labKnee({
       ...quiet,

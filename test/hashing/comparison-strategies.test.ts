@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { describe, it } from 'node:test'
 import { createPasswordEngine, type HashAlgorithm, type HashStrategy } from '../../src/hashing/index.js'
-import { cheapPolicy, policyFor } from './fixtures.js'
+import { cheapPolicy, policyFor, seedPolicy } from './fixtures.js'
 
 const comparisonStrategies: HashStrategy[] = ['event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina']
 const algorithms: HashAlgorithm[] = ['argon2id', 'bcrypt', 'scrypt']
@@ -35,7 +35,7 @@ describe('the load lab\'s comparison strategies', () => {
   }
 
   it('event-loop: the hash blocks the event loop while it runs', async () => {
-    const engine = await createPasswordEngine({ policy: { ...cheapPolicy, algorithm: 'bcrypt', bcrypt: { cost: 10 } }, strategy: 'event-loop' })
+    const engine = await createPasswordEngine({ policy: seedPolicy, strategy: 'event-loop' })
     try {
       const stored = await engine.hash('pw')
       const timerDue = performance.now()
@@ -52,7 +52,7 @@ describe('the load lab\'s comparison strategies', () => {
   })
 
   it('libuv: hashes queue on libuv\'s shared pool and starve other pool work', async () => {
-    const engine = await createPasswordEngine({ policy: { ...cheapPolicy, algorithm: 'bcrypt', bcrypt: { cost: 10 } }, strategy: 'libuv' })
+    const engine = await createPasswordEngine({ policy: seedPolicy, strategy: 'libuv' })
     try {
       assert.equal(engine.stats().threads, 4)
       const stored = await engine.hash('pw')
@@ -72,7 +72,7 @@ describe('the load lab\'s comparison strategies', () => {
   })
 
   it('tollbooth: hashes never touch libuv\'s pool (the canary stays fast)', async () => {
-    const engine = await createPasswordEngine({ policy: { ...cheapPolicy, algorithm: 'bcrypt', bcrypt: { cost: 10 } }, threads: 2, maxQueue: 100 })
+    const engine = await createPasswordEngine({ policy: seedPolicy, threads: 2, maxQueue: 100 })
     try {
       const stored = await engine.hash('pw')
       const verifies = Array.from({ length: 12 }, async () => await engine.verify('pw', stored))

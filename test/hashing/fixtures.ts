@@ -2,14 +2,9 @@
 import assert from 'node:assert/strict'
 import { isTollboothError, type ErrorCode, type TollboothError } from '../../src/errors.js'
 import type { HashPolicy } from '../../src/hashing/index.js'
+import { cheapPolicy } from '../helpers/policies.js'
 
-/** Cheap parameters: functional tests must not wait on real-strength hashes. */
-export const cheapPolicy: HashPolicy = {
-  algorithm: 'argon2id',
-  argon2: { memoryKiB: 1024, timeCost: 1, parallelism: 1 },
-  bcrypt: { cost: 4 },
-  scrypt: { N: 1024, r: 8, p: 1 },
-}
+export { cheapPolicy, seedPolicy } from '../helpers/policies.js'
 
 export function policyFor (algorithm: HashPolicy['algorithm'], base: HashPolicy = cheapPolicy): HashPolicy {
   return { ...base, algorithm }

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { isTollboothError } from '../../src/errors.js'
 import { bcryptHasher } from '../../src/hashing/bcrypt.js'
 import { createPasswordEngine, type HashTaskEvent, type PasswordEngine, type PasswordEngineOptions } from '../../src/hashing/index.js'
-import { cheapPolicy, policyFor, rejection, thrown } from './fixtures.js'
+import { cheapPolicy, rejection, seedPolicy, thrown } from './fixtures.js'
 
 interface Started {
   engine: PasswordEngine
@@ -48,7 +48,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
 
   it('refuses most of a 50-verify flood against a 200 ms deadline at once, with Retry-After', async (t) => {
     // bcrypt cost 10: ~50-100 ms a verify, as in the seed articles.
-    const { engine } = await open({ policy: policyFor('bcrypt', { ...cheapPolicy, bcrypt: { cost: 10 } }) })
+    const { engine } = await open({ policy: seedPolicy })
     const stored = await engine.hash('correct horse')
     const floodStarted = performance.now()
     const settled: Array<{ ok: boolean, code: string | undefined, retryAfterSeconds: number | undefined, ms: number, order: number }> = []
@@ -212,7 +212,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
 
   it('lets logins go ahead of queued registrations: a verify is admitted and runs before them', async () => {
     // bcrypt cost 10 (~70 ms a hash here) on one thread: ten queued registrations are ~700 ms of work.
-    const { engine } = await open({ policy: { ...policyFor('bcrypt'), bcrypt: { cost: 10 } } })
+    const { engine } = await open({ policy: seedPolicy })
     const stored = await engine.hash('an existing account')
     const finished: string[] = []
     const registrations = Array.from({ length: 10 }, async (_, i) => {

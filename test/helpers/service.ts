@@ -5,14 +5,9 @@ import { createPasswordEngine } from '../../src/hashing/index.js'
 import type { HashPolicy, PasswordEngine } from '../../src/hashing/types.js'
 import { buildApp, redactPaths, type TollboothApp } from '../../src/server/app.js'
 import { createTestDatabase, type TestDatabase } from './database.js'
+import { cheapPolicy } from './policies.js'
 
-/** Cheap parameters so functional tests do not wait on real-strength hashes. */
-export const cheapPolicy: HashPolicy = {
-  algorithm: 'argon2id',
-  argon2: { memoryKiB: 1024, timeCost: 1, parallelism: 1 },
-  bcrypt: { cost: 4 },
-  scrypt: { N: 1024, r: 8, p: 1 },
-}
+export { cheapPolicy, seedPolicy } from './policies.js'
 
 export const testJwtSecret = 'test-secret-that-is-at-least-32-characters-long'
 

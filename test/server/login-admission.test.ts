@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { watchQueries } from '../helpers/database.js'
-import { cheapPolicy, registerUser, request, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
+import { registerUser, request, seedPolicy, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
 
-/** bcrypt cost 10: tens of milliseconds a verify, so a busy thread stays busy long enough to see. */
-const seedPolicy = { ...cheapPolicy, algorithm: 'bcrypt' as const, bcrypt: { cost: 10 } }
 const isUserLookup = (text: string): boolean => text.includes('FROM users WHERE email')
 
 describe('admission at once: an overloaded login is refused before it touches PostgreSQL', () => {

@@ -2,10 +2,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
-import { cheapPolicy, registerUser, request, startTestService, type TestService } from '../helpers/service.js'
-
-/** bcrypt cost 10: tens of milliseconds a verify, as in the seed articles. */
-const seedPolicy = { ...cheapPolicy, algorithm: 'bcrypt' as const, bcrypt: { cost: 10 } }
+import { registerUser, request, seedPolicy, startTestService, type TestService } from '../helpers/service.js'
 
 describe('under a login storm', () => {
   let service: TestService

@@ -89,6 +89,7 @@ export async function startLocalService (options: LocalServiceOptions): Promise<
   let timer: NodeJS.Timeout | undefined
   const url = await new Promise<string>((resolve, reject) => {
     const fail = (why: string): void => {
+      if (onListening === undefined) return // started already: a later exit is the normal stop
       child.kill('SIGKILL')
       reject(new Error(`the service (${options.env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'}) ${why}:\n${tail.join('\n')}`))
     }

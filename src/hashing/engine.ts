@@ -102,6 +102,7 @@ function checkOptions (options: HashRequestOptions | undefined): void {
     throw new TypeError(`options.deadlineAt must be a finite number (performance.now() time), got ${String(deadlineAt)}`)
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('options.signal must be an AbortSignal')
+  if (options.client !== undefined && typeof options.client !== 'string') throw new TypeError(`options.client must be a string, got ${typeof options.client}`)
 }
 
 function checkRequest (password: unknown, options: HashRequestOptions | undefined): asserts password is string {

@@ -2,39 +2,36 @@
  * The tollbooth executor: a fixed Piscina pool with one thread per CPU of the
  * budget, fed from our own queue one task per thread.
  *
- * Why our own queue in front of Piscina's: admission, deadlines and cancellation
- * all need to know exactly what waits and what runs. Piscina does remove a queued
- * task on abort, but aborting a task it already runs terminates that worker
- * thread (and a new one has to start and warm up); here a running task simply
- * finishes and its result is discarded. Piscina therefore only ever receives a
- * task when a thread is free, and its own queue stays empty (but for pings).
+ * Why our own queue in front of Piscina's: admission, deadlines, fairness and
+ * cancellation all need to know exactly what waits and what runs. Piscina does
+ * remove a queued task on abort, but aborting a task it already runs terminates
+ * that worker thread (and a new one has to start and warm up); here a running
+ * task simply finishes and its result is discarded. Piscina therefore only ever
+ * receives a task when a thread is free, and its own queue stays empty (but for
+ * pings).
  *
- * Admission: a request with a deadline is refused at once when the expected wait
- * for a thread would pass it, or when the deadline already passed before it got
- * here (`deadlineAt`, a caller's budget); the queue also has a hard length. A
- * request still queued at its deadline, or whose signal fires, leaves the queue
- * before it costs a hash. `checkAdmission` gives the same answer without queueing,
- * so a caller can refuse before its own costly work.
+ * The queue's rules (who goes first, who is refused, when to retry) are in
+ * scheduler.ts, which has no threads and is tested on its own; this file runs
+ * what it says, settles the promises and counts outcomes. `checkAdmission` gives
+ * the same answer as `run` without queueing, so a caller can refuse before its
+ * own costly work.
  */
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
 import { createError, errorRegistry, type ErrorCode, type TollboothError } from '../errors.js'
 import type { HashExecutor, HashReply, HashTask } from './executor.js'
+import { HashScheduler, retryAfterSeconds, type Ticket } from './scheduler.js'
 import type { HashPoolStats, HashRequestOptions, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'
 
 /** Filled and validated by the engine facade; trusted here. */
 export interface TollboothPoolOptions {
   threads: number
   maxQueue: number
+  /** The worker script (tests substitute one that can crash); default ./worker.js. */
+  workerUrl?: string
 }
 
-/** Weight of the newest run time in the running mean: ~the last 10 runs matter. */
-const ewmaWeight = 0.2
-const maxTimerMs = 2 ** 31 - 1
-/** Remaining time assumed for a task already running longer than the mean, as a fraction of it. */
-const overrunFloor = 0.1
-
-const workerUrl = new URL('./worker.js', import.meta.url).href
+const defaultWorkerUrl = new URL('./worker.js', import.meta.url).href
 
 type Settle = (value: string | boolean) => void
 
@@ -46,21 +43,16 @@ interface Counts {
   failed: number
 }
 
-interface Pending {
+interface Pending extends Ticket {
   task: HashTask
-  kind: HashTaskKind
   /** Warm-up work: teaches the mean run time but is no request (not counted, no event). */
   internal: boolean
-  enqueuedAt: number
-  /** The time budget left at submission, for the timer and messages. */
+  /** The time budget left at submission, for messages. */
   deadlineMs: number | undefined
-  deadlineAt: number | undefined
   signal: AbortSignal | undefined
   onAbort: (() => void) | undefined
-  timer: NodeJS.Timeout | undefined
-  startedAt: number
-  /** queued -> running -> done; 'abandoned': cancelled while running, its result will be discarded. */
-  state: 'queued' | 'running' | 'abandoned' | 'done'
+  /** Cancelled while running: answered at the abort, its result will be discarded. */
+  abandoned: boolean
   resolve: Settle
   reject: (err: TollboothError) => void
 }
@@ -68,27 +60,22 @@ interface Pending {
 export class TollboothPool implements HashExecutor {
   readonly strategy = 'tollbooth' as const
   readonly threads: number
-  private readonly maxQueue: number
   private readonly piscina: Piscina<HashTask, HashReply>
-  /**
-   * Two FIFO queues, insertion-ordered Sets (O(1) removal of an expired or aborted task
-   * anywhere): a thread takes verifies (logins, the unknown-email dummy) before new hashes
-   * (registrations, background re-hashes). A registration's 5 s deadline must not keep the
-   * queue too long for any 2 s login to fit: under overload, sign-ups wait or are refused,
-   * and people who already have an account get in.
-   */
-  private readonly queues: Readonly<Record<HashTaskKind, Set<Pending>>> = { verify: new Set(), hash: new Set() }
-  private readonly running = new Set<Pending>()
+  private readonly scheduler: HashScheduler<Pending>
   private readonly listeners = new Set<(event: HashTaskEvent) => void>()
-  private meanRunMs = 0
   private closing: Promise<void> | undefined
   private readonly counts: Counts = { completed: 0, rejected: 0, deadlineExceeded: 0, cancelled: 0, failed: 0 }
 
   constructor (options: TollboothPoolOptions) {
     this.threads = options.threads
-    this.maxQueue = options.maxQueue
+    this.scheduler = new HashScheduler<Pending>({
+      threads: options.threads,
+      maxQueue: options.maxQueue,
+      now: () => performance.now(),
+      onExpired: (pending) => { this.expired(pending as Pending) },
+    })
     this.piscina = new Piscina<HashTask, HashReply>({
-      filename: workerUrl,
+      filename: options.workerUrl ?? defaultWorkerUrl,
       minThreads: options.threads,
       maxThreads: options.threads,
       // Threads are the CPU budget, started once: never torn down and re-warmed under a lull.
@@ -97,9 +84,11 @@ export class TollboothPool implements HashExecutor {
       // Only pings ever wait in Piscina's queue (hash tasks are sent when a thread is free).
       maxQueue: 1024,
     })
-    // A worker that fails to start or dies rejects its task; without a listener the
-    // pool's 'error' event would throw on the main thread.
-    this.piscina.on('error', () => {})
+    // A worker that dies rejects its own task (answered below) and Piscina starts a new one
+    // (minThreads); the 'error' event would otherwise throw on the main thread.
+    this.piscina.on('error', (err: unknown) => {
+      process.emitWarning(`a hash worker thread failed: ${err instanceof Error ? err.message : String(err)}`, 'TollboothWarning')
+    })
   }
 
   run (task: HashTask, options: HashRequestOptions = {}): Promise<string | boolean> {
@@ -126,32 +115,11 @@ export class TollboothPool implements HashExecutor {
       return createError('HASH_CANCELLED', 'The request was cancelled before it was queued')
     }
     if (internal) return undefined
-    const deadlineAt = deadlineAtOf(options, now)
-    if (deadlineAt !== undefined && now > deadlineAt) {
-      // Spent before it got here (a slow database lookup, a busy event loop): starting it now helps no one.
-      this.record(false, 'deadlineExceeded', { kind, outcome: 'deadline', waitMs: 0, runMs: 0 })
-      return createError('HASH_DEADLINE_EXCEEDED', `The deadline passed ${Math.round(now - deadlineAt)} ms before the request reached the hash queue`, {
-        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind), 0),
-      })
-    }
-    if (this.running.size < this.threads && this.queuedCount() === 0) return undefined
-    if (this.queuedCount() >= this.maxQueue) {
-      this.record(false, 'rejected', { kind, outcome: 'rejected', waitMs: 0, runMs: 0 })
-      return createError('SERVICE_OVERLOADED', `The hash queue is full (${this.maxQueue} waiting)`, {
-        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind), 0),
-      })
-    }
-    if (deadlineAt !== undefined) {
-      const expectedWaitMs = this.expectedWaitMs(kind)
-      const budgetMs = deadlineAt - now
-      if (expectedWaitMs > budgetMs) {
-        this.record(false, 'rejected', { kind, outcome: 'rejected', waitMs: 0, runMs: 0 })
-        return createError('SERVICE_OVERLOADED',
-          `A hash thread is expected in ${Math.round(expectedWaitMs)} ms, past the deadline in ${Math.round(budgetMs)} ms`,
-          { retryAfterSeconds: retryAfterSeconds(expectedWaitMs, budgetMs) })
-      }
-    }
-    return undefined
+    const refusal = this.scheduler.refusal(kind, options.client ?? '', deadlineAtOf(options, now), now)
+    if (refusal === undefined) return undefined
+    const counter = refusal.code === 'HASH_DEADLINE_EXCEEDED' ? 'deadlineExceeded' : 'rejected'
+    this.record(false, counter, { kind, outcome: counter === 'rejected' ? 'rejected' : 'deadline', waitMs: 0, runMs: 0 })
+    return createError(refusal.code, refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds })
   }
 
   private submit (task: HashTask, options: HashRequestOptions, internal: boolean): Promise<string | boolean> {
@@ -161,22 +129,22 @@ export class TollboothPool implements HashExecutor {
     if (refusal !== undefined) return Promise.reject(refusal)
     const { signal } = options
     const deadlineAt = internal ? undefined : deadlineAtOf(options, now)
-    const idleThread = this.running.size < this.threads && this.queuedCount() === 0
 
     return new Promise<string | boolean>((resolve, reject) => {
       const pending: Pending = {
         task,
         kind,
+        client: options.client ?? '',
         internal,
         enqueuedAt: now,
         deadlineMs: deadlineAt === undefined ? undefined : deadlineAt - now,
         // With a thread free it starts right now, within any deadline not yet passed (0 ms included).
-        deadlineAt: idleThread ? undefined : deadlineAt,
+        deadlineAt: this.scheduler.idleThread() ? undefined : deadlineAt,
+        startedAt: 0,
+        state: 'new',
         signal,
         onAbort: undefined,
-        timer: undefined,
-        startedAt: 0,
-        state: 'queued',
+        abandoned: false,
         resolve,
         reject,
       }
@@ -184,67 +152,23 @@ export class TollboothPool implements HashExecutor {
         pending.onAbort = () => { this.abort(pending) }
         signal.addEventListener('abort', pending.onAbort, { once: true })
       }
-      this.queues[kind].add(pending)
-      // Past setTimeout's 2^31-1 ms range a timer would fire at once; such a deadline never comes anyway.
-      if (pending.deadlineAt !== undefined && pending.deadlineMs !== undefined && pending.deadlineMs <= maxTimerMs) {
-        pending.timer = setTimeout(() => { this.expire(pending) }, pending.deadlineMs)
+      const evicted = this.scheduler.enqueue(pending)
+      if (evicted !== undefined) {
+        this.detach(evicted)
+        this.record(evicted.internal, 'rejected', { kind: evicted.kind, outcome: 'rejected', waitMs: now - evicted.enqueuedAt, runMs: 0 })
+        evicted.reject(createError('SERVICE_OVERLOADED', evicted.kind === kind
+          ? 'The hash queue is full and this client had the most waiting; its newest request made room for another client'
+          : 'The hash queue is full; a queued new hash made room for a login', { retryAfterSeconds: 1 }))
       }
       this.dispatch()
     })
   }
 
-  /**
-   * When a new request would get a thread, in ms from now. With every run taking the
-   * mean m, the thread that frees first takes the first in line, and so on: thread
-   * free times are the running tasks' remaining times r (0 for an idle thread, never
-   * more than m) sorted ascending, and the k-th in line (0-based) starts at
-   * r[k mod T] + floor(k / T)·m. Because every r ≤ m, a thread that took a task frees
-   * after every r, so the round robin is exact for this model. A new request's k is the
-   * queue ahead of it: the verifies for a verify, both queues for a hash (a hash can be
-   * overtaken by verifies that come later; its deadline in the queue covers that).
-   * A task already past the mean (a slower legacy hash, a throttled CPU) is not about to
-   * free its thread this instant: its remaining time is floored at a tenth of the mean,
-   * so a request behind busy threads never expects a zero wait.
-   */
-  private expectedWaitMs (kind: HashTaskKind): number {
-    const now = performance.now()
-    const mean = this.meanRunMs
-    const remaining = new Array<number>(this.threads).fill(0)
-    let i = 0
-    for (const task of this.running) remaining[i++] = Math.max(mean * overrunFloor, mean - (now - task.startedAt))
-    remaining.sort((a, b) => a - b)
-    const ahead = kind === 'verify' ? this.queues.verify.size : this.queuedCount()
-    return (remaining[ahead % this.threads] ?? 0) + Math.floor(ahead / this.threads) * mean
-  }
-
-  private queuedCount (): number {
-    return this.queues.verify.size + this.queues.hash.size
-  }
-
-  /** The next task to run: the oldest verify, else the oldest hash. */
-  private nextQueued (): Pending | undefined {
-    return this.queues.verify.values().next().value ?? this.queues.hash.values().next().value
-  }
-
   private dispatch (): void {
-    while (this.running.size < this.threads) {
-      const pending = this.nextQueued()
-      if (pending === undefined) return
-      this.queues[pending.kind].delete(pending)
-      clearTimeout(pending.timer)
-      // Cheap check before expensive work: a timer delayed by a busy loop must not let it run late.
-      if (pending.deadlineAt !== undefined && performance.now() > pending.deadlineAt) {
-        this.expire(pending, true)
-        continue
-      }
-      this.start(pending)
-    }
+    for (const pending of this.scheduler.dispatch()) this.start(pending)
   }
 
   private start (pending: Pending): void {
-    pending.state = 'running'
-    pending.startedAt = performance.now()
-    this.running.add(pending)
     this.piscina.run(pending.task).then(
       (reply) => { this.finish(pending, reply) },
       (err: unknown) => {
@@ -255,25 +179,19 @@ export class TollboothPool implements HashExecutor {
   }
 
   private finish (pending: Pending, reply: HashReply): void {
-    this.running.delete(pending)
+    this.scheduler.finish(pending, reply.runMs, reply.ok)
     this.detach(pending)
     const totalMs = performance.now() - pending.enqueuedAt
     const runMs = reply.runMs
     const waitMs = Math.max(0, totalMs - runMs)
     const { kind } = pending
-    // Failed runs (a worker crash, a refused input) say nothing about the cost of a hash.
-    if (reply.ok) this.meanRunMs = this.meanRunMs === 0 ? runMs : this.meanRunMs + ewmaWeight * (runMs - this.meanRunMs)
-
-    if (pending.state === 'abandoned') {
+    if (pending.abandoned) {
       // Cancelled while running: counted and rejected at the abort; the event carries the real cost.
-      pending.state = 'done'
       if (!pending.internal) this.emit({ kind, outcome: 'cancelled', waitMs, runMs })
     } else if (reply.ok) {
-      pending.state = 'done'
       this.record(pending.internal, 'completed', { kind, outcome: 'ok', waitMs, runMs })
       pending.resolve(reply.value ?? false)
     } else {
-      pending.state = 'done'
       this.record(pending.internal, 'failed', { kind, outcome: 'error', waitMs, runMs })
       const code: ErrorCode = reply.code in errorRegistry ? reply.code as ErrorCode : 'INTERNAL'
       pending.reject(createError(code, reply.message))
@@ -282,35 +200,28 @@ export class TollboothPool implements HashExecutor {
   }
 
   private abort (pending: Pending): void {
-    if (pending.state === 'queued') {
-      this.queues[pending.kind].delete(pending)
+    if (this.scheduler.remove(pending)) {
       this.detach(pending)
-      pending.state = 'done'
       this.record(pending.internal, 'cancelled', { kind: pending.kind, outcome: 'cancelled', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
       pending.reject(createError('HASH_CANCELLED', 'The request was cancelled while queued; no hash was computed'))
-    } else if (pending.state === 'running') {
+    } else if (pending.state === 'running' && !pending.abandoned) {
       // The thread cannot be interrupted mid-hash; answer now and discard the result.
-      pending.state = 'abandoned'
+      pending.abandoned = true
       if (!pending.internal) this.counts.cancelled++
       pending.reject(createError('HASH_CANCELLED', 'The request was cancelled while its hash ran; the result is discarded'))
     }
   }
 
-  /** The deadline passed while queued (from the timer, or noticed at dispatch). */
-  private expire (pending: Pending, alreadyDequeued = false): void {
-    if (pending.state !== 'queued') return
-    if (!alreadyDequeued) this.queues[pending.kind].delete(pending)
+  /** The deadline passed while queued (from the scheduler's timer, or noticed at dispatch). */
+  private expired (pending: Pending): void {
     this.detach(pending)
-    pending.state = 'done'
     this.record(pending.internal, 'deadlineExceeded', { kind: pending.kind, outcome: 'deadline', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
     pending.reject(createError('HASH_DEADLINE_EXCEEDED', `No hash thread became free within the ${Math.round(pending.deadlineMs ?? 0)} ms deadline`, {
-      retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(pending.kind), pending.deadlineMs ?? 0),
+      retryAfterSeconds: retryAfterSeconds(this.scheduler.expectedWaitMs(pending.kind, pending.client), pending.deadlineMs ?? 0),
     }))
   }
 
   private detach (pending: Pending): void {
-    clearTimeout(pending.timer)
-    pending.timer = undefined
     if (pending.onAbort !== undefined) pending.signal?.removeEventListener('abort', pending.onAbort)
     pending.onAbort = undefined
   }
@@ -358,10 +269,10 @@ export class TollboothPool implements HashExecutor {
     return {
       strategy: this.strategy,
       threads: this.threads,
-      running: this.running.size,
-      queued: this.queuedCount(),
+      running: this.scheduler.runningCount,
+      queued: this.scheduler.queuedCount,
       ...this.counts,
-      meanRunMs: this.meanRunMs,
+      meanRunMs: this.scheduler.meanRunMs,
     }
   }
 
@@ -373,13 +284,9 @@ export class TollboothPool implements HashExecutor {
   /** Refuses new work, rejects what is queued with HASH_POOL_CLOSED, lets running hashes finish. */
   close (): Promise<void> {
     if (this.closing === undefined) {
-      for (const queue of Object.values(this.queues)) {
-        for (const pending of queue) {
-          this.detach(pending)
-          pending.state = 'done'
-          pending.reject(createError('HASH_POOL_CLOSED', 'The hashing pool shut down before this request got a thread'))
-        }
-        queue.clear()
+      for (const pending of this.scheduler.drain()) {
+        this.detach(pending)
+        pending.reject(createError('HASH_POOL_CLOSED', 'The hashing pool shut down before this request got a thread'))
       }
       this.closing = this.piscina.close()
     }
@@ -392,9 +299,4 @@ function deadlineAtOf (options: HashRequestOptions, now: number): number | undef
   const fromMs = options.deadlineMs === undefined ? undefined : now + options.deadlineMs
   if (options.deadlineAt === undefined) return fromMs
   return fromMs === undefined ? options.deadlineAt : Math.min(fromMs, options.deadlineAt)
-}
-
-/** Whole seconds until a request with the same deadline would be admitted, at least 1. */
-function retryAfterSeconds (expectedWaitMs: number, deadlineMs: number): number {
-  return Math.max(1, Math.ceil((expectedWaitMs - deadlineMs) / 1000))
 }

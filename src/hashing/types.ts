@@ -54,6 +54,11 @@ export interface HashRequestOptions {
   deadlineAt?: number
   /** Aborting removes a queued request before it costs a hash. */
   signal?: AbortSignal
+  /**
+   * Who asks (a client address, say): clients take turns in the queue, so one client's
+   * backlog cannot keep the others waiting. Undefined: the service's own work.
+   */
+  client?: string
 }
 
 export interface VerifyResult {

@@ -1,0 +1,301 @@
+/**
+ * The hash queue's rules, with no threads of its own: who waits, who goes next, who is
+ * refused and when to come back. The pool (pool.ts) feeds it requests and runs what it
+ * says to run; tests drive it with an injected clock and node:test mock timers.
+ *
+ * - **Logins first.** Verifies (logins, the unknown-email dummy) go before new hashes
+ *   (registrations, background re-hashes), and when the queue is full a verify evicts the
+ *   newest queued hash: a wave of sign-ups can slow sign-ups, never keep logins out.
+ * - **Fair between clients.** Within a kind, clients (the caller's key: an address) take
+ *   turns, round robin; a client's new request waits behind the others' first few, not
+ *   behind one client's whole backlog. When the queue is full, a request from a client with
+ *   less queued evicts the newest request of the client with the most.
+ * - **Admission by expected wait.** A request whose expected wait for a thread passes its
+ *   deadline is refused at once (see `expectedWaitMs`), with the seconds until one would fit.
+ * - **Deadlines in the queue.** A request still queued at its deadline leaves the queue
+ *   (`onExpired`) before it costs a hash; one found past its deadline at dispatch too.
+ */
+import type { HashTaskKind } from './types.js'
+
+export interface SchedulerOptions {
+  threads: number
+  maxQueue: number
+  /** Milliseconds on a monotonic clock: performance.now() in production. */
+  now: () => number
+  /** Called when a queued ticket's deadline passes (it has left the queue). */
+  onExpired: (ticket: Ticket) => void
+}
+
+/** One request as the scheduler sees it; the pool extends it with its task and promise. */
+export interface Ticket {
+  readonly kind: HashTaskKind
+  /** Whose request this is, for fairness; '' for work of the service's own (re-hashes). */
+  readonly client: string
+  readonly enqueuedAt: number
+  /** Undefined: no deadline (or a thread was free when it arrived). */
+  readonly deadlineAt: number | undefined
+  startedAt: number
+  state: 'new' | 'queued' | 'running' | 'done'
+  timer?: NodeJS.Timeout | undefined
+}
+
+export interface Refusal {
+  code: 'SERVICE_OVERLOADED' | 'HASH_DEADLINE_EXCEEDED'
+  message: string
+  retryAfterSeconds: number
+}
+
+/** Weight of the newest run time in the running mean: ~the last 10 runs matter. */
+const ewmaWeight = 0.2
+/** Remaining time assumed for a task already running longer than the mean, as a fraction of it. */
+const overrunFloor = 0.1
+const maxTimerMs = 2 ** 31 - 1
+
+/** One kind's queue: a FIFO per client, clients served round robin (Map order is the turn order). */
+class FairQueue<T extends Ticket> {
+  private readonly byClient = new Map<string, Set<T>>()
+  size = 0
+
+  add (ticket: T): void {
+    let own = this.byClient.get(ticket.client)
+    if (own === undefined) {
+      own = new Set()
+      this.byClient.set(ticket.client, own)
+    }
+    own.add(ticket)
+    this.size++
+  }
+
+  delete (ticket: T): boolean {
+    const own = this.byClient.get(ticket.client)
+    if (own?.delete(ticket) !== true) return false
+    if (own.size === 0) this.byClient.delete(ticket.client)
+    this.size--
+    return true
+  }
+
+  /** The next client's oldest ticket; that client goes to the back of the turn order. */
+  shift (): T | undefined {
+    const first = this.byClient.entries().next().value
+    if (first === undefined) return undefined
+    const [client, own] = first
+    const ticket = own.values().next().value as T
+    own.delete(ticket)
+    this.size--
+    this.byClient.delete(client)
+    if (own.size > 0) this.byClient.set(client, own)
+    return ticket
+  }
+
+  queuedBy (client: string): number {
+    return this.byClient.get(client)?.size ?? 0
+  }
+
+  /**
+   * Tickets served before a new one of `client`: its own backlog, and from every other client
+   * at most one more than that backlog (round robin; counting the extra turn is the cautious side).
+   */
+  aheadOf (client: string): number {
+    const own = this.queuedBy(client)
+    let ahead = own
+    for (const [other, tickets] of this.byClient) if (other !== client) ahead += Math.min(tickets.size, own + 1)
+    return ahead
+  }
+
+  /** The newest ticket of the client with the most queued, if that is more than `than`. */
+  newestOfHeaviest (than: number): T | undefined {
+    let heaviest: Set<T> | undefined
+    // Ties go to the client latest in the turn order: the newest arrivals are given up first.
+    for (const tickets of this.byClient.values()) if (tickets.size > than && tickets.size >= (heaviest?.size ?? 0)) heaviest = tickets
+    if (heaviest === undefined) return undefined
+    let newest: T | undefined
+    for (newest of heaviest);
+    return newest
+  }
+
+  * drain (): Generator<T> {
+    for (const tickets of this.byClient.values()) yield * tickets
+    this.byClient.clear()
+    this.size = 0
+  }
+}
+
+export class HashScheduler<T extends Ticket> {
+  readonly threads: number
+  readonly maxQueue: number
+  private readonly now: () => number
+  private readonly onExpired: (ticket: T) => void
+  private readonly queues: Readonly<Record<HashTaskKind, FairQueue<T>>> = { verify: new FairQueue(), hash: new FairQueue() }
+  private readonly running = new Set<T>()
+  /** Recent mean run time of one hash, ms (0 until the first run). */
+  meanRunMs = 0
+
+  constructor (options: SchedulerOptions) {
+    this.threads = options.threads
+    this.maxQueue = options.maxQueue
+    this.now = options.now
+    this.onExpired = options.onExpired as (ticket: T) => void
+  }
+
+  get runningCount (): number { return this.running.size }
+  get queuedCount (): number { return this.queues.verify.size + this.queues.hash.size }
+
+  /** A thread is free and nobody waits: a request now starts at once. */
+  idleThread (): boolean {
+    return this.running.size < this.threads && this.queuedCount === 0
+  }
+
+  /**
+   * Why a `kind` request of `client` with this deadline would be refused now, or undefined
+   * when it would be admitted (possibly by evicting another, see `enqueue`). Counts nothing.
+   */
+  refusal (kind: HashTaskKind, client: string, deadlineAt: number | undefined, now = this.now()): Refusal | undefined {
+    if (deadlineAt !== undefined && now > deadlineAt) {
+      // Spent before it got here (a slow database lookup, a busy event loop): starting it now helps no one.
+      return {
+        code: 'HASH_DEADLINE_EXCEEDED',
+        message: `The deadline passed ${Math.round(now - deadlineAt)} ms before the request reached the hash queue`,
+        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind, client), 0),
+      }
+    }
+    if (this.idleThread()) return undefined
+    if (this.queuedCount >= this.maxQueue && this.evictionFor(kind, client) === undefined) {
+      return {
+        code: 'SERVICE_OVERLOADED',
+        message: `The hash queue is full (${this.maxQueue} waiting)`,
+        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind, client), 0),
+      }
+    }
+    if (deadlineAt !== undefined) {
+      const expectedWaitMs = this.expectedWaitMs(kind, client)
+      const budgetMs = deadlineAt - now
+      if (expectedWaitMs > budgetMs) {
+        return {
+          code: 'SERVICE_OVERLOADED',
+          message: `A hash thread is expected in ${Math.round(expectedWaitMs)} ms, past the deadline in ${Math.round(budgetMs)} ms`,
+          retryAfterSeconds: retryAfterSeconds(expectedWaitMs, budgetMs),
+        }
+      }
+    }
+    return undefined
+  }
+
+  /**
+   * Queues an admitted ticket (check `refusal` first) and returns the ticket it evicted to make
+   * room, if any: the caller answers that one SERVICE_OVERLOADED. Call `dispatch` after.
+   */
+  enqueue (ticket: T): T | undefined {
+    let evicted: T | undefined
+    if (this.queuedCount >= this.maxQueue) {
+      evicted = this.evictionFor(ticket.kind, ticket.client)
+      if (evicted !== undefined) this.remove(evicted)
+    }
+    ticket.state = 'queued'
+    this.queues[ticket.kind].add(ticket)
+    // Past setTimeout's 2^31-1 ms range a timer would fire at once; such a deadline never comes anyway.
+    const deadlineMs = ticket.deadlineAt === undefined ? undefined : ticket.deadlineAt - this.now()
+    if (deadlineMs !== undefined && deadlineMs <= maxTimerMs) {
+      ticket.timer = setTimeout(() => { this.expire(ticket) }, Math.max(0, deadlineMs))
+    }
+    return evicted
+  }
+
+  /** Which queued ticket a new one would evict from a full queue, if any. */
+  private evictionFor (kind: HashTaskKind, client: string): T | undefined {
+    if (kind === 'verify') {
+      const hash = this.queues.hash.newestOfHeaviest(0)
+      if (hash !== undefined) return hash
+    }
+    return this.queues[kind].newestOfHeaviest(this.queues[kind].queuedBy(client) + 1)
+  }
+
+  /**
+   * Tickets to start now, one per free thread: the oldest verify of the client whose turn it
+   * is, else a hash likewise. A ticket found past its deadline is expired instead (a timer
+   * delayed by a busy event loop must not let it run late).
+   */
+  dispatch (): T[] {
+    const started: T[] = []
+    const now = this.now()
+    while (this.running.size < this.threads) {
+      const ticket = this.queues.verify.shift() ?? this.queues.hash.shift()
+      if (ticket === undefined) break
+      this.clearTimer(ticket)
+      if (ticket.deadlineAt !== undefined && now > ticket.deadlineAt) {
+        ticket.state = 'done'
+        this.onExpired(ticket)
+        continue
+      }
+      ticket.state = 'running'
+      ticket.startedAt = now
+      this.running.add(ticket)
+      started.push(ticket)
+    }
+    return started
+  }
+
+  /** A running ticket finished; a successful run teaches the mean. Call `dispatch` after. */
+  finish (ticket: T, runMs: number, ok: boolean): void {
+    this.running.delete(ticket)
+    ticket.state = 'done'
+    // Failed runs (a worker crash, a refused input) say nothing about the cost of a hash.
+    if (ok) this.meanRunMs = this.meanRunMs === 0 ? runMs : this.meanRunMs + ewmaWeight * (runMs - this.meanRunMs)
+  }
+
+  /** Takes a queued ticket out (aborted, evicted); false when it was not queued. */
+  remove (ticket: T): boolean {
+    if (ticket.state !== 'queued' || !this.queues[ticket.kind].delete(ticket)) return false
+    this.clearTimer(ticket)
+    ticket.state = 'done'
+    return true
+  }
+
+  /** Empties the queues (shutdown); returns what was queued. */
+  drain (): T[] {
+    const drained = [...this.queues.verify.drain(), ...this.queues.hash.drain()]
+    for (const ticket of drained) {
+      this.clearTimer(ticket)
+      ticket.state = 'done'
+    }
+    return drained
+  }
+
+  private expire (ticket: T): void {
+    if (!this.remove(ticket)) return
+    this.onExpired(ticket)
+  }
+
+  private clearTimer (ticket: T): void {
+    clearTimeout(ticket.timer)
+    ticket.timer = undefined
+  }
+
+  /**
+   * When a new `kind` request of `client` would get a thread, in ms from now. With every run
+   * taking the mean m, the thread that frees first takes the first in line, and so on: thread
+   * free times are the running tasks' remaining times r (0 for an idle thread, never more than
+   * m) sorted ascending, and the k-th in line (0-based) starts at r[k mod T] + floor(k / T)·m.
+   * A new request's k is what is served before it: verifies ahead in the turn order for a
+   * verify; every verify and the hashes ahead for a hash (a hash can be overtaken by verifies
+   * that come later; its deadline in the queue covers that). A task already past the mean (a
+   * slower legacy hash, a throttled CPU) is not about to free its thread this instant: its
+   * remaining time is floored at a tenth of the mean, so no one behind busy threads expects 0.
+   */
+  expectedWaitMs (kind: HashTaskKind, client: string): number {
+    const now = this.now()
+    const mean = this.meanRunMs
+    const remaining = new Array<number>(this.threads).fill(0)
+    let i = 0
+    for (const ticket of this.running) remaining[i++] = Math.max(mean * overrunFloor, mean - (now - ticket.startedAt))
+    remaining.sort((a, b) => a - b)
+    const ahead = kind === 'verify'
+      ? this.queues.verify.aheadOf(client)
+      : this.queues.verify.size + this.queues.hash.aheadOf(client)
+    return (remaining[ahead % this.threads] ?? 0) + Math.floor(ahead / this.threads) * mean
+  }
+}
+
+/** Whole seconds until a request with the same deadline would be admitted, at least 1. */
+export function retryAfterSeconds (expectedWaitMs: number, deadlineMs: number): number {
+  return Math.max(1, Math.ceil((expectedWaitMs - deadlineMs) / 1000))
+}

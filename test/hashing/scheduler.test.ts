@@ -1,0 +1,203 @@
+/**
+ * The hash queue's rules on their own: no threads, no hashes, no sleeps. The clock is
+ * Date.now() under node:test's mock timers, so deadlines pass when the test ticks.
+ */
+import assert from 'node:assert/strict'
+import { afterEach, beforeEach, describe, it, mock } from 'node:test'
+import { HashScheduler, type Ticket } from '../../src/hashing/scheduler.js'
+import type { HashTaskKind } from '../../src/hashing/types.js'
+
+interface TestTicket extends Ticket {
+  name: string
+}
+
+interface Harness {
+  scheduler: HashScheduler<TestTicket>
+  expired: string[]
+  /** Submits like the pool does: refused (the refusal's code) or queued (null), plus what it evicted. */
+  submit (name: string, kind: HashTaskKind, client: string, deadlineMs?: number): { refused: string | null, evicted: string | undefined, ticket: TestTicket }
+  /** Starts what the scheduler dispatches; returns the names, in order. */
+  dispatch (): string[]
+}
+
+function harness (threads: number, maxQueue: number, meanRunMs = 100): Harness {
+  const expired: string[] = []
+  const scheduler = new HashScheduler<TestTicket>({
+    threads,
+    maxQueue,
+    now: () => Date.now(),
+    onExpired: (ticket) => { expired.push((ticket as TestTicket).name) },
+  })
+  scheduler.meanRunMs = meanRunMs
+  return {
+    scheduler,
+    expired,
+    submit (name, kind, client, deadlineMs) {
+      const now = Date.now()
+      const deadlineAt = deadlineMs === undefined ? undefined : now + deadlineMs
+      const ticket: TestTicket = { name, kind, client, enqueuedAt: now, deadlineAt: scheduler.idleThread() ? undefined : deadlineAt, startedAt: 0, state: 'new' }
+      const refusal = scheduler.refusal(kind, client, deadlineAt, now)
+      if (refusal !== undefined) return { refused: refusal.code, evicted: undefined, ticket }
+      const evicted = scheduler.enqueue(ticket)
+      return { refused: null, evicted: evicted?.name, ticket }
+    },
+    dispatch () {
+      return scheduler.dispatch().map((ticket) => ticket.name)
+    },
+  }
+}
+
+/** Finishes every running ticket as one run of `runMs`, then dispatches; returns what started. */
+function finishAll (h: Harness, running: TestTicket[], runMs = 100): string[] {
+  for (const ticket of running) h.scheduler.finish(ticket, runMs, true)
+  return h.dispatch()
+}
+
+describe('hash scheduler (injected clock, mock timers)', () => {
+  beforeEach(() => { mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 }) })
+  afterEach(() => { mock.timers.reset() })
+
+  it('starts at once on a free thread, then queues; verifies go before hashes queued earlier', () => {
+    const h = harness(1, 10)
+    const first = h.submit('busy', 'hash', 'a')
+    assert.deepEqual(h.dispatch(), ['busy'])
+    h.submit('signup-1', 'hash', 'a')
+    h.submit('signup-2', 'hash', 'b')
+    h.submit('login', 'verify', 'c')
+    assert.equal(h.scheduler.queuedCount, 3)
+    assert.deepEqual(finishAll(h, [first.ticket]), ['login'])
+  })
+
+  it('lets a login into a queue full of sign-ups: it evicts the newest queued hash (the shared cap that locked logins out)', () => {
+    const h = harness(1, 4)
+    h.submit('busy', 'verify', 'x')
+    h.dispatch()
+    for (let i = 1; i <= 4; i++) assert.equal(h.submit(`signup-${i}`, 'hash', `client-${i}`).refused, null)
+    // A fifth sign-up is refused: the queue is full of its own kind, one each.
+    assert.equal(h.submit('signup-5', 'hash', 'client-5').refused, 'SERVICE_OVERLOADED')
+    const login = h.submit('login', 'verify', 'someone', 2000)
+    assert.equal(login.refused, null, 'the login is admitted')
+    assert.equal(login.evicted, 'signup-4', 'the newest sign-up made room')
+    assert.equal(h.scheduler.queuedCount, 4)
+  })
+
+  it('serves clients in turn: a newcomer waits behind one of a flooder\'s requests, not its whole backlog', () => {
+    const h = harness(1, 100)
+    const busy = h.submit('busy', 'verify', 'flooder')
+    h.dispatch()
+    for (let i = 1; i <= 10; i++) h.submit(`flood-${i}`, 'verify', 'flooder')
+    h.submit('polite-1', 'verify', 'polite')
+    const order: string[] = []
+    let running = [busy.ticket]
+    for (;;) {
+      const started = running.map((t) => t.name)
+      order.push(...started.filter((n) => n !== 'busy'))
+      for (const t of running) h.scheduler.finish(t, 100, true)
+      const next = h.scheduler.dispatch()
+      if (next.length === 0) break
+      running = next
+    }
+    assert.deepEqual(order.slice(0, 2), ['flood-1', 'polite-1'])
+    assert.equal(order.length, 11)
+  })
+
+  it('admits a newcomer under a deadline that refuses the flooder\'s next request', () => {
+    const h = harness(2, 1000, 100)
+    h.submit('busy-1', 'verify', 'flooder')
+    h.submit('busy-2', 'verify', 'flooder')
+    h.dispatch()
+    // 2 threads x 100 ms: a 1 s deadline fits about 20 queued.
+    let admitted = 0
+    for (let i = 0; i < 40; i++) if (h.submit(`flood-${i}`, 'verify', 'flooder', 1000).refused === null) admitted++
+    assert.ok(admitted >= 15 && admitted <= 21, `the flooder got ${admitted} in`)
+    assert.equal(h.submit('flood-more', 'verify', 'flooder', 1000).refused, 'SERVICE_OVERLOADED')
+    const newcomer = h.submit('newcomer', 'verify', 'newcomer', 1000)
+    assert.equal(newcomer.refused, null)
+    assert.ok(h.scheduler.expectedWaitMs('verify', 'other') < 300, 'another newcomer expects to wait about one turn')
+  })
+
+  it('on a full queue, a client with less queued evicts the newest request of the client with the most', () => {
+    const h = harness(1, 5)
+    h.submit('busy', 'verify', 'a')
+    h.dispatch()
+    for (let i = 1; i <= 5; i++) h.submit(`a-${i}`, 'verify', 'a')
+    const b = h.submit('b-1', 'verify', 'b')
+    assert.equal(b.refused, null)
+    assert.equal(b.evicted, 'a-5')
+    // Now a has 4 and b has 1: b may take one more of a's places, but a cannot take b's.
+    assert.equal(h.submit('b-2', 'verify', 'b').evicted, 'a-4')
+    assert.equal(h.submit('a-6', 'verify', 'a').refused, 'SERVICE_OVERLOADED')
+  })
+
+  it('expires a queued request at its deadline with the mocked clock, and never dispatches it', () => {
+    // Runs of 10 ms: a 50 ms deadline is admitted behind the busy thread.
+    const h = harness(1, 10, 10)
+    const busy = h.submit('busy', 'verify', 'a')
+    h.dispatch()
+    h.submit('short', 'verify', 'b', 50)
+    h.submit('long', 'verify', 'c', 5000)
+    mock.timers.tick(49)
+    assert.deepEqual(h.expired, [])
+    mock.timers.tick(1)
+    assert.deepEqual(h.expired, ['short'])
+    assert.equal(h.scheduler.queuedCount, 1)
+    assert.deepEqual(finishAll(h, [busy.ticket]), ['long'])
+  })
+
+  it('expires at dispatch a request whose timer has not fired yet (a late event loop)', () => {
+    const h = harness(1, 10, 10)
+    const busy = h.submit('busy', 'verify', 'a')
+    h.dispatch()
+    h.submit('stale', 'verify', 'b', 50)
+    h.submit('fresh', 'verify', 'c')
+    // The clock moves without running timers, as when the loop was blocked.
+    mock.timers.setTime(Date.now() + 100)
+    assert.deepEqual(finishAll(h, [busy.ticket]), ['fresh'])
+    assert.deepEqual(h.expired, ['stale'])
+  })
+
+  it('expects the k-th in line at r[k mod T] + floor(k / T) x mean, never 0 behind busy threads', () => {
+    const h = harness(2, 100, 100)
+    h.submit('r1', 'verify', 'a')
+    h.dispatch()
+    mock.timers.tick(30)
+    h.submit('r2', 'verify', 'a')
+    h.dispatch()
+    mock.timers.tick(20)
+    // Running: r1 started 50 ms ago (50 left), r2 30 ms... 20 ms ago (80 left).
+    assert.equal(h.scheduler.expectedWaitMs('verify', 'a'), 50)
+    h.submit('q1', 'verify', 'a')
+    assert.equal(h.scheduler.expectedWaitMs('verify', 'a'), 80)
+    h.submit('q2', 'verify', 'a')
+    assert.equal(h.scheduler.expectedWaitMs('verify', 'a'), 150)
+    // A hash waits behind every verify.
+    assert.equal(h.scheduler.expectedWaitMs('hash', 'z'), 150)
+    mock.timers.tick(500)
+    assert.equal(h.scheduler.expectedWaitMs('verify', 'a'), 110, 'overrunning tasks count a tenth of the mean')
+  })
+
+  it('refuses a request whose deadline already passed, and gives Retry-After in whole seconds past the budget', () => {
+    const h = harness(1, 1000, 100)
+    h.submit('busy', 'verify', 'a')
+    h.dispatch()
+    const late = h.scheduler.refusal('verify', 'a', Date.now() - 1)
+    assert.equal(late?.code, 'HASH_DEADLINE_EXCEEDED')
+    for (let i = 0; i < 30; i++) h.submit(`q-${i}`, 'verify', 'a')
+    // 30 ahead at 100 ms: about 3.1 s of wait against a 1 s budget -> come back in 3 s.
+    const refusal = h.scheduler.refusal('verify', 'a', Date.now() + 1000)
+    assert.equal(refusal?.code, 'SERVICE_OVERLOADED')
+    assert.equal(refusal?.retryAfterSeconds, 3)
+  })
+
+  it('drains on shutdown and clears every timer', () => {
+    const h = harness(1, 10, 10)
+    h.submit('busy', 'verify', 'a')
+    h.dispatch()
+    h.submit('q1', 'verify', 'a', 100)
+    h.submit('q2', 'hash', 'b', 100)
+    assert.deepEqual(h.scheduler.drain().map((t) => t.name).sort(), ['q1', 'q2'])
+    mock.timers.tick(1000)
+    assert.deepEqual(h.expired, [])
+    assert.equal(h.scheduler.queuedCount, 0)
+  })
+})

@@ -7,12 +7,12 @@
  * hash itself always runs in the executor's worker threads.
  */
 import { randomBytes } from 'node:crypto'
-import { createError, isTollboothError } from '../errors.js'
+import { createError, isTollboothError, type TollboothError } from '../errors.js'
 import { detectCpuBudget } from './cpu.js'
 import type { HashExecutor, HashTask } from './executor.js'
 import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './bcrypt.js'
 import { inspectStoredHash, validatePolicy, type StoredHash } from './limits.js'
-import { TollboothPool } from './pool.js'
+import { refusalOutcome, TollboothPool } from './pool.js'
 import { EventLoopExecutor } from './strategies/event-loop.js'
 import { LibuvExecutor } from './strategies/libuv.js'
 import { PiscinaDefaultExecutor } from './strategies/piscina-default.js'
@@ -172,10 +172,17 @@ class Engine implements PasswordEngine {
     await this.executor.run({ kind: 'verify', password, stored: this.dummyHash }, options)
   }
 
-  assertAdmissible (kind: HashTaskKind, options?: HashRequestOptions): void {
+  admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined {
     if (kind !== 'hash' && kind !== 'verify') throw new TypeError(`kind must be 'hash' or 'verify', got ${String(kind)}`)
     checkOptions(options)
-    this.executor.checkAdmission(kind, options)
+    return this.executor.admission(kind, options)
+  }
+
+  assertAdmissible (kind: HashTaskKind, options?: HashRequestOptions): void {
+    const refusal = this.admission(kind, options)
+    if (refusal === undefined) return
+    if (refusal.code !== 'HASH_POOL_CLOSED') this.executor.recordRefused({ kind, outcome: refusalOutcome(refusal), waitMs: 0, runMs: 0 })
+    throw refusal
   }
 
   stats (): HashPoolStats {

@@ -8,6 +8,7 @@
  * The engine has already parsed and bounded everything a task carries; an
  * executor trusts its input.
  */
+import type { TollboothError } from '../errors.js'
 import type { Argon2Params, BcryptParams, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind, ScryptParams } from './types.js'
 
 /** A unit of work, as sent to a worker thread (structured-clone friendly). */
@@ -32,8 +33,8 @@ export interface HashExecutor {
    * HASH_CANCELLED, HASH_POOL_CLOSED ...).
    */
   run (task: HashTask, options?: HashRequestOptions): Promise<string | boolean>
-  /** Throws the admission refusal `run` would throw now (and counts it); see PasswordEngine.assertAdmissible. */
-  checkAdmission (kind: HashTaskKind, options?: HashRequestOptions): void
+  /** The admission refusal `run` would reject with now, or undefined; counts nothing. */
+  admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined
   /** Runs work that is no request (warm-up): not counted, but it teaches the mean run time. */
   runInternal (task: HashTask): Promise<string | boolean>
   /** A trivial task round trip, bypassing admission. */

@@ -99,34 +99,27 @@ export class TollboothPool implements HashExecutor {
     return this.submit(task, {}, true)
   }
 
-  checkAdmission (kind: HashTaskKind, options: HashRequestOptions = {}): void {
-    const refusal = this.refusal(kind, options, performance.now(), false)
-    if (refusal !== undefined) throw refusal
+  admission (kind: HashTaskKind, options: HashRequestOptions = {}): TollboothError | undefined {
+    return this.refusal(kind, options, performance.now(), false)
   }
 
-  /**
-   * Why a request submitted now would be refused (counted as such), or undefined when it
-   * would be admitted. Internal work is only refused when the pool is closed.
-   */
+  /** Why a request submitted now would be refused, or undefined; counts nothing. Internal work is only refused when closed. */
   private refusal (kind: HashTaskKind, options: HashRequestOptions, now: number, internal: boolean): TollboothError | undefined {
     if (this.closing !== undefined) return createError('HASH_POOL_CLOSED')
-    if (options.signal?.aborted === true) {
-      this.record(internal, 'cancelled', { kind, outcome: 'cancelled', waitMs: 0, runMs: 0 })
-      return createError('HASH_CANCELLED', 'The request was cancelled before it was queued')
-    }
+    if (options.signal?.aborted === true) return createError('HASH_CANCELLED', 'The request was cancelled before it was queued')
     if (internal) return undefined
     const refusal = this.scheduler.refusal(kind, options.client ?? '', deadlineAtOf(options, now), now)
-    if (refusal === undefined) return undefined
-    const counter = refusal.code === 'HASH_DEADLINE_EXCEEDED' ? 'deadlineExceeded' : 'rejected'
-    this.record(false, counter, { kind, outcome: counter === 'rejected' ? 'rejected' : 'deadline', waitMs: 0, runMs: 0 })
-    return createError(refusal.code, refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds })
+    return refusal === undefined ? undefined : createError(refusal.code, refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds })
   }
 
   private submit (task: HashTask, options: HashRequestOptions, internal: boolean): Promise<string | boolean> {
     const kind: HashTaskKind = task.kind === 'hash' ? 'hash' : 'verify'
     const now = performance.now()
     const refusal = this.refusal(kind, options, now, internal)
-    if (refusal !== undefined) return Promise.reject(refusal)
+    if (refusal !== undefined) {
+      if (refusal.code !== 'HASH_POOL_CLOSED') this.recordRefused({ kind, outcome: refusalOutcome(refusal), waitMs: 0, runMs: 0 })
+      return Promise.reject(refusal)
+    }
     const { signal } = options
     const deadlineAt = internal ? undefined : deadlineAtOf(options, now)
 
@@ -291,6 +284,15 @@ export class TollboothPool implements HashExecutor {
       this.closing = this.piscina.close()
     }
     return this.closing
+  }
+}
+
+/** How an admission refusal is counted. */
+export function refusalOutcome (refusal: TollboothError): HashTaskOutcome {
+  switch (refusal.code) {
+    case 'HASH_CANCELLED': return 'cancelled'
+    case 'HASH_DEADLINE_EXCEEDED': return 'deadline'
+    default: return 'rejected'
   }
 }
 

@@ -2,6 +2,7 @@
  * The public contract of the password engine. `src/hashing/` knows nothing of
  * HTTP or SQL: the server only sees these types and `createPasswordEngine()`.
  */
+import type { TollboothError } from '../errors.js'
 
 export type HashAlgorithm = 'argon2id' | 'bcrypt' | 'scrypt'
 export const hashAlgorithms: readonly HashAlgorithm[] = ['argon2id', 'bcrypt', 'scrypt']
@@ -122,6 +123,8 @@ export interface PasswordEngine {
    * database query) instead of after it. Reserves nothing: the later request is checked again.
    */
   assertAdmissible (kind: HashTaskKind, options?: HashRequestOptions): void
+  /** The refusal `assertAdmissible` would throw now, or undefined; counts nothing (a peek). */
+  admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined
   stats (): HashPoolStats
   /** Listen to every finished, refused or cancelled request; returns an unsubscribe function. */
   onTask (listener: (event: HashTaskEvent) => void): () => void

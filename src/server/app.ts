@@ -3,13 +3,15 @@
  * guide). The caller owns the database pool and the password engine.
  */
 import type pg from 'pg'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
 import type { PasswordEngine } from '../hashing/types.js'
 import { packageVersion } from '../paths.js'
+import { performance } from 'node:perf_hooks'
 import { AuthService } from './auth-service.js'
+import { RefusalPacer } from './pacing.js'
 import { createError } from '../errors.js'
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
 import { createMetrics, type Metrics } from './metrics.js'
@@ -54,6 +56,9 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       ? { loggerInstance: options.logger as FastifyServerOptions['loggerInstance'] }
       : { logger: (options.logger ?? loggerOptions(config.logLevel)) as FastifyServerOptions['logger'] }),
     bodyLimit: config.bodyLimitBytes,
+    // One line per request at info costs more than a refusal itself; requests are logged at
+    // debug (onResponse below) and counted in /metrics.
+    logController: new LogController({ disableRequestLogging: true }),
     // Requests that arrive on an open keep-alive connection during shutdown get a 503; off
     // here because Fastify's own body is not in the registry's shape (see the onRequest hook).
     return503OnClosing: false,
@@ -67,7 +72,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
-  installErrorHandling(app)
+  const pacer = new RefusalPacer({ now: () => performance.now() })
+  installErrorHandling(app, pacer)
   // The API takes JSON only: Fastify's built-in text/plain parser would turn a JSON-looking
   // text/plain body into a string and a confusing 400, where the client needs a 415.
   app.removeContentTypeParser('text/plain')
@@ -99,6 +105,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   app.decorate('metrics', metrics)
 
   app.addHook('onResponse', async (request, reply) => {
+    request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: reply.elapsedTime }, 'request completed')
     metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
   })
   app.addHook('onClose', async () => {
@@ -123,7 +130,15 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   })
 
   await app.register(healthRoutes, { db, engine, metrics })
-  await app.register(authRoutes, { prefix: '/api/v1', auth, accessTokens })
+  await app.register(authRoutes, {
+    prefix: '/api/v1',
+    auth,
+    accessTokens,
+    engine,
+    pacer,
+    loginDeadlineMs: config.loginDeadlineMs,
+    registerDeadlineMs: config.registerDeadlineMs,
+  })
   await app.register(postRoutes, { prefix: '/api/v1', db, accessTokens })
   if (config.labDiagnostics) {
     app.log.warn('lab diagnostics are on: /api/v1/lab/login skips the password check in two of its variants')

@@ -34,6 +34,8 @@ export interface RequestContext {
   signal?: AbortSignal | undefined
   /** When the request arrived, in performance.now() time; undefined: the deadline counts from the hash's submission. */
   receivedAt?: number | undefined
+  /** Who asks (the client address): its place in the hash queue's turn order. */
+  client?: string | undefined
 }
 
 /**
@@ -67,10 +69,11 @@ export class AuthService {
     }
   }
 
-  private hashOptions (deadlineMs: number, { signal, receivedAt }: RequestContext): HashRequestOptions {
+  private hashOptions (deadlineMs: number, { signal, receivedAt, client }: RequestContext): HashRequestOptions {
     return {
       ...(receivedAt === undefined ? { deadlineMs } : { deadlineAt: receivedAt + deadlineMs }),
       ...(signal === undefined ? {} : { signal }),
+      ...(client === undefined ? {} : { client }),
     }
   }
 

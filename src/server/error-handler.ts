@@ -11,6 +11,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import pg from 'pg'
 import { createError, errorRegistry, isTollboothError, TollboothError, type ErrorCode } from '../errors.js'
 import { patternMessages } from './schemas.js'
+import { connectionKeys } from './hash-admission.js'
+import type { RefusalPacer } from './pacing.js'
 
 interface ValidationIssue {
   instancePath?: string
@@ -118,12 +120,19 @@ export function frameworkErrorHandler (error: FastifyError, _request: FastifyReq
 
 const probedMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
-export function installErrorHandling (app: FastifyInstance): void {
+/**
+ * `pacer`: every refusal that tells the client when to come back (`Retry-After`) is noted for
+ * its connection and address, wherever it was decided, so that coming back early is held.
+ */
+export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const tollboothError = toTollboothError(error)
+    if (pacer !== undefined && tollboothError.retryAfterSeconds !== undefined) pacer.noteRefusal(connectionKeys(request), tollboothError.retryAfterSeconds)
     if (tollboothError.code === 'INTERNAL') {
       request.log.error({ err: error }, 'unhandled error')
-    } else if (tollboothError.statusCode >= 500) {
+    } else if (tollboothError.statusCode >= 500 && tollboothError.retryAfterSeconds === undefined) {
+      // Refusals that say when to come back are the overload protection working: counted in
+      // /metrics, not logged one by one (a line per refusal would make refusing dearer).
       request.log.warn({ code: tollboothError.code }, tollboothError.message)
     }
     // A client that went away gets no body; there is no one to read it.

@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import pino from 'pino'
+import { Agent, fetch as undiciFetch } from 'undici'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createPasswordEngine } from '../../src/hashing/index.js'
 import type { HashPolicy, PasswordEngine } from '../../src/hashing/types.js'
@@ -65,8 +66,32 @@ export interface JsonResponse<T = any> {
   body: T
 }
 
+const agentsByAddress = new Map<string, Agent>()
+
+/**
+ * An HTTP client whose connections leave from `address`, another loopback address
+ * (127.0.0.2 ...): a distinct client as the service sees it (its address and its
+ * connections), on this one machine.
+ */
+export function clientFrom (address: string): Agent {
+  let agent = agentsByAddress.get(address)
+  if (agent === undefined) {
+    agent = new Agent({ localAddress: address })
+    agentsByAddress.set(address, agent)
+  }
+  return agent
+}
+
+export interface RequestOptions {
+  body?: unknown
+  token?: string
+  headers?: Record<string, string>
+  /** Send from this loopback address (a client of its own); default 127.0.0.1. */
+  from?: string
+}
+
 /** A real HTTP request over the socket. `body` objects are sent as JSON; strings are sent as they are. */
-export async function request<T = any> (service: { url: string }, method: string, path: string, options: { body?: unknown, token?: string, headers?: Record<string, string> } = {}): Promise<JsonResponse<T>> {
+export async function request<T = any> (service: { url: string }, method: string, path: string, options: RequestOptions = {}): Promise<JsonResponse<T>> {
   const headers: Record<string, string> = { ...options.headers }
   let body: string | undefined
   if (options.body !== undefined) {
@@ -74,11 +99,12 @@ export async function request<T = any> (service: { url: string }, method: string
     headers['content-type'] ??= 'application/json'
   }
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
-  const response = await fetch(service.url + path, { method, headers, ...(body === undefined ? {} : { body }) })
+  const init = { method, headers, ...(body === undefined ? {} : { body }), ...(options.from === undefined ? {} : { dispatcher: clientFrom(options.from) }) }
+  const response = await undiciFetch(service.url + path, init)
   const text = await response.text()
   let parsed: unknown = text
   if ((response.headers.get('content-type') ?? '').includes('application/json') && text.length > 0) parsed = JSON.parse(text)
-  return { status: response.status, headers: response.headers, body: parsed as T }
+  return { status: response.status, headers: response.headers as Headers, body: parsed as T }
 }
 
 let counter = 0

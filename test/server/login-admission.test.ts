@@ -17,16 +17,18 @@ describe('admission at once: an overloaded login is refused before it touches Po
   after(async () => { await service.close() })
 
   it('answers 503 with Retry-After, fast, and makes no database query for the refused logins', async () => {
-    // Keep the only thread busy for several verifies (no deadline: these are admitted and queued).
+    // Keep the only thread busy for several verifies (no deadline: these are admitted and queued),
+    // each of a client of its own: clients take turns, so a newcomer waits behind one of each.
     const stored = await service.engine.hash('blocker password')
-    const blockers = Array.from({ length: 8 }, async () => await service.engine.verify('blocker password', stored))
+    const blockers = Array.from({ length: 8 }, async (_, i) => await service.engine.verify('blocker password', stored, { client: `blocker-${i}` }))
     const meanRunMs = service.engine.stats().meanRunMs
     const watch = watchQueries(service.db.pool)
     try {
       const logins = await Promise.all(Array.from({ length: 20 }, async (_, i) => {
         const sent = performance.now()
         const body = i % 2 === 0 ? account : { email: uniqueEmail('ghost'), password: account.password }
-        const response = await request(service, 'POST', '/api/v1/auth/login', { body })
+        // Twenty clients, each from an address of its own: none is paced by another's refusal.
+        const response = await request(service, 'POST', '/api/v1/auth/login', { body, from: `127.0.0.${10 + i}` })
         return { response, ms: performance.now() - sent }
       }))
       for (const { response } of logins) {

@@ -5,7 +5,7 @@
  * waits for as long as it takes (that is what the lab measures).
  */
 import { performance } from 'node:perf_hooks'
-import { createError, type ErrorCode } from '../../errors.js'
+import { createError, type ErrorCode, type TollboothError } from '../../errors.js'
 import type { HashExecutor, HashReply, HashTask } from '../executor.js'
 import type { HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind, HashTaskOutcome } from '../types.js'
 
@@ -56,8 +56,8 @@ export abstract class CountingExecutor implements HashExecutor {
   }
 
   /** No admission here by design: everything is admitted while the executor is open. */
-  checkAdmission (_kind: HashTaskKind, _options?: HashRequestOptions): void {
-    if (this.closed) throw createError('HASH_POOL_CLOSED')
+  admission (_kind: HashTaskKind, _options?: HashRequestOptions): TollboothError | undefined {
+    return this.closed ? createError('HASH_POOL_CLOSED') : undefined
   }
 
   async ping (_timeoutMs: number): Promise<void> {

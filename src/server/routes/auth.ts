@@ -1,14 +1,25 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { bearerAuth, errors, LoginBody, RefreshBody, RegisterBody } from '../schemas.js'
-import type { preValidationAsyncHookHandler } from 'fastify'
+import type { FastifyReply, FastifyRequest, preValidationAsyncHookHandler } from 'fastify'
 import { clientGoneSignal, requestReceivedAt, requireUser } from '../request-context.js'
-import type { AuthService } from '../auth-service.js'
+import { normaliseEmail, type AuthService, type RequestContext } from '../auth-service.js'
 import type { AccessTokens } from '../tokens.js'
+import type { PasswordEngine } from '../../hashing/types.js'
+import type { RefusalPacer } from '../pacing.js'
+import { hashAdmission, hashRequestOptions } from '../hash-admission.js'
 
 export interface AuthRoutesOptions {
   auth: AuthService
   accessTokens: AccessTokens
+  engine: PasswordEngine
+  pacer: RefusalPacer
+  loginDeadlineMs: number
+  registerDeadlineMs: number
+}
+
+function requestContext (request: FastifyRequest, reply: FastifyReply): RequestContext {
+  return { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply), client: request.ip }
 }
 
 /**
@@ -21,8 +32,10 @@ export const trimEmail: preValidationAsyncHookHandler = async (request) => {
   if (typeof body === 'object' && body !== null && 'email' in body && typeof body.email === 'string') body.email = body.email.trim()
 }
 
-export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, { auth, accessTokens }) => {
+export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, options) => {
+  const { auth, accessTokens, engine, pacer, loginDeadlineMs, registerDeadlineMs } = options
   app.post('/auth/register', {
+    onRequest: hashAdmission({ engine, pacer, kind: 'hash', deadlineMs: registerDeadlineMs }),
     preValidation: trimEmail,
     schema: {
       tags: ['auth'],
@@ -31,11 +44,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       response: { 201: Type.Ref('AuthResponse'), ...errors(400, 409, 413, 415, 503) },
     },
   }, async (request, reply) => {
-    const result = await auth.register(request.body, { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply) })
+    const result = await auth.register(request.body, requestContext(request, reply))
     return await reply.code(201).send(result)
   })
 
   app.post('/auth/login', {
+    onRequest: hashAdmission({ engine, pacer, kind: 'verify', deadlineMs: loginDeadlineMs }),
     preValidation: trimEmail,
     schema: {
       tags: ['auth'],
@@ -44,7 +58,18 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       body: LoginBody,
       response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415, 503) },
     },
-  }, async (request, reply) => await auth.login(request.body, { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply) }))
+  }, async (request, reply) => {
+    // The account is a pacing key too (clients that change connection and address): known
+    // only now the body is parsed, so it holds only refusals noted here.
+    const options = hashRequestOptions(request, reply, loginDeadlineMs)
+    await pacer.admit(
+      { keys: [`account:${normaliseEmail(request.body.email)}`] },
+      () => engine.admission('verify', options),
+      () => { engine.assertAdmissible('verify', options) },
+      () => clientGoneSignal(reply)
+    )
+    return await auth.login(request.body, requestContext(request, reply))
+  })
 
   app.post('/auth/refresh', {
     schema: {

@@ -1,0 +1,136 @@
+/**
+ * Paced refusals: what breaks a retry storm.
+ *
+ * A refusal answered at once is an invitation: a client that does not wait out
+ * `Retry-After` (a k6 virtual user, a naive retry loop) is back within a millisecond,
+ * and the faster the refusal, the faster the next one. Thousands of refusals a second
+ * take the CPU that hashing needed, and goodput halves (a metastable state: it lasts as
+ * long as the crowd). So the first refusal of a client is answered at once, with
+ * `Retry-After`; a request from the same client that comes back *before* that time and
+ * would be refused again is held (a timer and an open socket, no CPU) until the time it
+ * was given, then checked once more: admitted if there is room by then, else refused with
+ * a new `Retry-After`. A closed-loop client is thus paced to the rate the service told it,
+ * whatever it does.
+ *
+ * A client is known by each of its keys: its connection (a keep-alive client reuses it),
+ * its address (clients that open a new connection each time), and, for logins, the
+ * account. A request is held until the latest "not before" of its keys. Holding only ever
+ * delays an answer that would have been a refusal anyway; a polite client, back after its
+ * `Retry-After`, is never held by its own refusal.
+ */
+import { isTollboothError, type TollboothError } from '../errors.js'
+
+export interface PacerOptions {
+  /** Milliseconds, monotonic. */
+  now: () => number
+  /** Longest hold of one request, whatever Retry-After said (default 10 s). */
+  maxHoldMs?: number
+  /** Requests held at once; past it, refusals are answered at once (default 10,000). */
+  maxHeld?: number
+  /** Addresses and accounts remembered; past it, expired ones are forgotten, then the oldest (default 100,000). */
+  maxKeys?: number
+}
+
+/** Who asks: the connection (any object, kept weakly) and string keys such as `ip:…`, `account:…`. */
+export interface ClientKeys {
+  connection?: object | undefined
+  keys: readonly string[]
+}
+
+export class RefusalPacer {
+  private readonly now: () => number
+  private readonly maxHoldMs: number
+  private readonly maxHeld: number
+  private readonly maxKeys: number
+  private readonly byConnection = new WeakMap<object, number>()
+  /** Key -> not-before time; insertion order is update order (a key is re-inserted on update). */
+  private readonly byKey = new Map<string, number>()
+  private heldNow = 0
+  /** Refusals held so far (for metrics). */
+  heldTotal = 0
+
+  constructor (options: PacerOptions) {
+    this.now = options.now
+    this.maxHoldMs = options.maxHoldMs ?? 10_000
+    this.maxHeld = options.maxHeld ?? 10_000
+    this.maxKeys = options.maxKeys ?? 100_000
+  }
+
+  get held (): number { return this.heldNow }
+  get rememberedKeys (): number { return this.byKey.size }
+
+  /** How long a request of this client must be held before it is checked again; 0: not paced. */
+  holdMs (client: ClientKeys): number {
+    const now = this.now()
+    let notBefore = client.connection === undefined ? 0 : this.byConnection.get(client.connection) ?? 0
+    for (const key of client.keys) notBefore = Math.max(notBefore, this.byKey.get(key) ?? 0)
+    return Math.min(this.maxHoldMs, Math.max(0, notBefore - now))
+  }
+
+  /** A refusal was answered: this client may come back in `retryAfterSeconds`. */
+  noteRefusal (client: ClientKeys, retryAfterSeconds: number): void {
+    const notBefore = this.now() + retryAfterSeconds * 1000
+    if (client.connection !== undefined) this.byConnection.set(client.connection, notBefore)
+    for (const key of client.keys) {
+      this.byKey.delete(key)
+      this.byKey.set(key, notBefore)
+    }
+    if (this.byKey.size > this.maxKeys) this.forget()
+  }
+
+  /**
+   * The whole rule. `peek()` says whether the request would be refused now (counting nothing);
+   * `decide()` admits it (returns) or throws its refusal, counted. A client that is early is
+   * held before `decide()`; the refusal `decide()` throws is noted for the client's keys.
+   * `holdSignal`: made only when a request is held; it aborts when the client hangs up (the
+   * refusal is then thrown unanswered: no one reads it).
+   */
+  async admit (client: ClientKeys, peek: () => TollboothError | undefined, decide: () => void, holdSignal?: () => AbortSignal): Promise<void> {
+    const refusal = peek()
+    if (refusal === undefined) return
+    const holdMs = this.holdMs(client)
+    if (holdMs > 0 && this.heldNow < this.maxHeld) {
+      this.heldNow++
+      this.heldTotal++
+      try {
+        await hold(holdMs, holdSignal?.())
+      } catch {
+        throw refusal
+      } finally {
+        this.heldNow--
+      }
+    }
+    try {
+      decide()
+    } catch (err) {
+      if (isTollboothError(err) && err.retryAfterSeconds !== undefined) this.noteRefusal(client, err.retryAfterSeconds)
+      throw err
+    }
+  }
+
+  private forget (): void {
+    const now = this.now()
+    for (const [key, notBefore] of this.byKey) if (notBefore <= now) this.byKey.delete(key)
+    // Still too many clients early at once: the oldest updates go first.
+    for (const key of this.byKey.keys()) {
+      if (this.byKey.size <= this.maxKeys) break
+      this.byKey.delete(key)
+    }
+  }
+}
+
+/** Resolves after `ms`, rejects when `signal` aborts first. */
+function hold (ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer)
+      reject(signal?.reason)
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    if (signal?.aborted === true) onAbort()
+    else signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}

@@ -1,0 +1,174 @@
+/**
+ * Paced refusals on their own (mock timers, no sockets), then through a real service: a
+ * client that retries a 503 at once is held until its Retry-After, so it cannot turn
+ * refusals into a storm.
+ */
+import assert from 'node:assert/strict'
+import { afterEach, beforeEach, describe, it, mock } from 'node:test'
+import { createError, isTollboothError, type TollboothError } from '../../src/errors.js'
+import { RefusalPacer } from '../../src/server/pacing.js'
+import { bcryptHasher } from '../../src/hashing/bcrypt.js'
+import { registerUser, request, seedPolicy, startTestService } from '../helpers/service.js'
+
+const overloaded = (): TollboothError => createError('SERVICE_OVERLOADED', undefined, { retryAfterSeconds: 2 })
+
+/** Runs `admit` and says how it ended: 'admitted' or the refusal's code, and when (mocked ms). */
+async function outcome (pacer: RefusalPacer, promise: Promise<void>): Promise<{ result: string, heldNow: number }> {
+  const heldNow = pacer.held
+  try {
+    await promise
+    return { result: 'admitted', heldNow }
+  } catch (err) {
+    assert.ok(isTollboothError(err))
+    return { result: err.code, heldNow }
+  }
+}
+
+describe('refusal pacer (mock timers)', () => {
+  beforeEach(() => { mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 }) })
+  afterEach(() => { mock.timers.reset() })
+
+  const pacerAt = (): RefusalPacer => new RefusalPacer({ now: () => Date.now(), maxHoldMs: 10_000, maxHeld: 2 })
+
+  it('answers a first refusal at once and remembers when the client may come back', async () => {
+    const pacer = pacerAt()
+    const client = { connection: {}, keys: ['ip:a'] }
+    const first = await outcome(pacer, pacer.admit(client, overloaded, () => { throw overloaded() }))
+    assert.equal(first.result, 'SERVICE_OVERLOADED')
+    assert.equal(pacer.held, 0)
+    assert.equal(pacer.holdMs(client), 2000)
+    assert.equal(pacer.holdMs({ keys: ['ip:a'] }), 2000, 'the address alone is known too')
+    assert.equal(pacer.holdMs({ connection: {}, keys: ['ip:b'] }), 0, 'another client is not paced')
+  })
+
+  it('holds a client that is back early until its Retry-After, then checks again: admitted if there is room', async () => {
+    const pacer = pacerAt()
+    const client = { connection: {}, keys: ['ip:a'] }
+    await outcome(pacer, pacer.admit(client, overloaded, () => { throw overloaded() }))
+    mock.timers.tick(500)
+    let room = false
+    let settled = false
+    const early = pacer.admit(client, overloaded, () => { if (!room) throw overloaded() })
+    void early.then(() => { settled = true }, () => { settled = true })
+    await Promise.resolve()
+    assert.equal(pacer.held, 1)
+    mock.timers.tick(1499)
+    await Promise.resolve()
+    assert.equal(settled, false, 'still held 1 ms before its time')
+    room = true
+    mock.timers.tick(1)
+    assert.equal((await outcome(pacer, early)).result, 'admitted')
+    assert.equal(pacer.held, 0)
+    assert.equal(pacer.heldTotal, 1)
+  })
+
+  it('refuses again after the hold, with the time noted anew: a naive client makes one request per Retry-After', async () => {
+    const pacer = pacerAt()
+    const client = { connection: {}, keys: [] }
+    let requests = 0
+    const admitOnce = async (): Promise<string> => {
+      requests++
+      return (await outcome(pacer, pacer.admit(client, overloaded, () => { throw overloaded() }))).result
+    }
+    // A client that retries the instant it is answered, for 10 mocked seconds.
+    const loop = (async () => { while (Date.now() < 10_000) await admitOnce() })()
+    for (let ms = 0; ms < 10_000; ms += 100) {
+      mock.timers.tick(100)
+      // setImmediate is not mocked: a real turn of the loop lets the client's retry arrive.
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    mock.timers.tick(2000)
+    await loop
+    // At once, then every 2 s: 0, 2, 4, 6, 8, 10.
+    assert.ok(requests >= 5 && requests <= 7, `${requests} requests in 10 s`)
+  })
+
+  it('does not hold a polite client that waited out its Retry-After', async () => {
+    const pacer = pacerAt()
+    const client = { connection: {}, keys: ['ip:a'] }
+    await outcome(pacer, pacer.admit(client, overloaded, () => { throw overloaded() }))
+    mock.timers.tick(2000)
+    const back = await outcome(pacer, pacer.admit(client, overloaded, () => { throw overloaded() }))
+    assert.deepEqual(back, { result: 'SERVICE_OVERLOADED', heldNow: 0 })
+  })
+
+  it('never holds an admitted request, early or not', async () => {
+    const pacer = pacerAt()
+    const client = { connection: {}, keys: ['ip:a'] }
+    pacer.noteRefusal(client, 5)
+    assert.equal((await outcome(pacer, pacer.admit(client, () => undefined, () => {}))).result, 'admitted')
+    assert.equal(pacer.heldTotal, 0)
+  })
+
+  it('holds at most maxHeld requests at once; past it, refusals are answered at once', async () => {
+    const pacer = pacerAt()
+    const clients = [0, 1, 2].map((i) => ({ keys: [`ip:${i}`] }))
+    for (const client of clients) pacer.noteRefusal(client, 2)
+    const held = clients.map((client) => pacer.admit(client, overloaded, () => { throw overloaded() }))
+    held.forEach((promise) => { promise.catch(() => {}) })
+    await Promise.resolve()
+    assert.equal(pacer.held, 2)
+    assert.equal((await outcome(pacer, held[2] as Promise<void>)).result, 'SERVICE_OVERLOADED', 'the third is answered at once')
+    mock.timers.tick(2000)
+    await Promise.allSettled(held)
+    assert.equal(pacer.held, 0)
+  })
+
+  it('stops holding when the client hangs up', async () => {
+    const pacer = pacerAt()
+    const client = { keys: ['ip:a'] }
+    pacer.noteRefusal(client, 5)
+    const controller = new AbortController()
+    const held = pacer.admit(client, overloaded, () => { throw overloaded() }, () => controller.signal)
+    await Promise.resolve()
+    assert.equal(pacer.held, 1)
+    controller.abort()
+    assert.equal((await outcome(pacer, held)).result, 'SERVICE_OVERLOADED')
+    assert.equal(pacer.held, 0)
+  })
+
+  it('forgets expired addresses, then the oldest, past maxKeys', () => {
+    const pacer = new RefusalPacer({ now: () => Date.now(), maxKeys: 3 })
+    pacer.noteRefusal({ keys: ['ip:old'] }, 1)
+    mock.timers.tick(1000)
+    for (const key of ['ip:a', 'ip:b', 'ip:c']) pacer.noteRefusal({ keys: [key] }, 10)
+    assert.equal(pacer.rememberedKeys, 3, 'the expired one went first')
+    pacer.noteRefusal({ keys: ['ip:d'] }, 10)
+    assert.equal(pacer.rememberedKeys, 3)
+    assert.equal(pacer.holdMs({ keys: ['ip:a'] }), 0, 'then the oldest update')
+    assert.equal(pacer.holdMs({ keys: ['ip:d'] }), 10_000)
+  })
+})
+
+describe('paced refusals through the service (real sockets, one busy hash thread)', () => {
+  it('holds a client that retries a 503 at once, and answers a new client at once', async (t) => {
+    // A 100 ms login deadline behind a thread busy for seconds: every login is refused.
+    const service = await startTestService({ policy: seedPolicy, threads: 1, config: { loginDeadlineMs: 100 } })
+    t.after(async () => { await service.close() })
+    const account = await registerUser(service)
+    // Eight queued legacy cost-12 verifies keep the only thread busy for a few seconds.
+    const stored = bcryptHasher.hashSync('blocker', { cost: 12 })
+    const blockers = Promise.all(Array.from({ length: 8 }, async () => await service.engine.verify('blocker', stored)))
+    assert.equal(service.engine.stats().queued, 7)
+
+    const login = async (from: string): Promise<{ status: number, retryAfter: number, ms: number }> => {
+      const sent = performance.now()
+      const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password }, from })
+      return { status: response.status, retryAfter: Number(response.headers.get('retry-after')), ms: performance.now() - sent }
+    }
+    const first = await login('127.0.0.21')
+    assert.equal(first.status, 503)
+    assert.ok(first.retryAfter >= 1)
+    assert.ok(first.ms < 500, `the first refusal is answered at once (${first.ms.toFixed(0)} ms)`)
+    // The same client, straight back: held until its Retry-After.
+    const early = await login('127.0.0.21')
+    assert.equal(early.status, 503)
+    assert.ok(early.ms >= first.retryAfter * 1000 - 100, `held ${early.ms.toFixed(0)} ms for a Retry-After of ${first.retryAfter} s`)
+    // Another client is not held by the first one's refusals.
+    const other = await login('127.0.0.22')
+    assert.equal(other.status, 503)
+    assert.ok(other.ms < 500, `another client's first refusal took ${other.ms.toFixed(0)} ms`)
+    t.diagnostic(`first ${first.ms.toFixed(0)} ms, early retry held ${early.ms.toFixed(0)} ms, other client ${other.ms.toFixed(0)} ms`)
+    await blockers
+  })
+})

@@ -37,6 +37,8 @@ export interface Ticket {
   startedAt: number
   state: 'new' | 'queued' | 'running' | 'done'
   timer?: NodeJS.Timeout | undefined
+  /** The wait the model predicted when it was queued (before calibration), ms. */
+  predictedWaitMs?: number | undefined
 }
 
 export interface Refusal {
@@ -47,6 +49,10 @@ export interface Refusal {
 
 /** Weight of the newest run time in the running mean: ~the last 10 runs matter. */
 const ewmaWeight = 0.2
+/** Weight of the newest measured/predicted wait ratio in the calibration: ~the last 20 matter. */
+const calibrationWeight = 0.1
+/** The calibration never scales the model by more than this, either way. */
+const calibrationBound = 4
 /** Remaining time assumed for a task already running longer than the mean, as a fraction of it. */
 const overrunFloor = 0.1
 const maxTimerMs = 2 ** 31 - 1
@@ -129,6 +135,16 @@ export class HashScheduler<T extends Ticket> {
   private readonly running = new Set<T>()
   /** Recent mean run time of one hash, ms (0 until the first run). */
   meanRunMs = 0
+  /**
+   * Measured wait over predicted wait, recently (1: the model is right). The model knows the
+   * run time measured inside a worker, not what it cannot see: the main thread handing the
+   * next task over late on a busy machine, threads descheduled between tasks, run times
+   * drifting faster than the mean follows. Scaling predictions by what queued requests really
+   * waited (their sojourn, as CoDel watches) keeps admission honest under contention: a
+   * request is admitted only if it will start within its deadline, so few expire in the queue
+   * after waiting for nothing.
+   */
+  waitCalibration = 1
 
   constructor (options: SchedulerOptions) {
     this.threads = options.threads
@@ -191,6 +207,7 @@ export class HashScheduler<T extends Ticket> {
       if (evicted !== undefined) this.remove(evicted)
     }
     ticket.state = 'queued'
+    ticket.predictedWaitMs = this.modelWaitMs(ticket.kind, ticket.client)
     this.queues[ticket.kind].add(ticket)
     // Past setTimeout's 2^31-1 ms range a timer would fire at once; such a deadline never comes anyway.
     const deadlineMs = ticket.deadlineAt === undefined ? undefined : ticket.deadlineAt - this.now()
@@ -223,9 +240,11 @@ export class HashScheduler<T extends Ticket> {
       this.clearTimer(ticket)
       if (ticket.deadlineAt !== undefined && now > ticket.deadlineAt) {
         ticket.state = 'done'
+        this.learnWait(ticket, now)
         this.onExpired(ticket)
         continue
       }
+      this.learnWait(ticket, now)
       ticket.state = 'running'
       ticket.startedAt = now
       this.running.add(ticket)
@@ -262,7 +281,20 @@ export class HashScheduler<T extends Ticket> {
 
   private expire (ticket: T): void {
     if (!this.remove(ticket)) return
+    // It waited its whole budget and would have waited longer: a lower bound, still a lesson.
+    this.learnWait(ticket, this.now())
     this.onExpired(ticket)
+  }
+
+  /**
+   * Updates the calibration with what a ticket leaving the queue really waited. Predictions
+   * under one run are mostly the noise of a thread about to free; they teach nothing.
+   */
+  private learnWait (ticket: T, now: number): void {
+    const predicted = ticket.predictedWaitMs
+    if (predicted === undefined || predicted < this.meanRunMs || this.meanRunMs === 0) return
+    const ratio = Math.min(calibrationBound, Math.max(1 / calibrationBound, (now - ticket.enqueuedAt) / predicted))
+    this.waitCalibration += calibrationWeight * (ratio - this.waitCalibration)
   }
 
   private clearTimer (ticket: T): void {
@@ -280,8 +312,13 @@ export class HashScheduler<T extends Ticket> {
    * that come later; its deadline in the queue covers that). A task already past the mean (a
    * slower legacy hash, a throttled CPU) is not about to free its thread this instant: its
    * remaining time is floored at a tenth of the mean, so no one behind busy threads expects 0.
+   * The model's answer is then scaled by `waitCalibration`.
    */
   expectedWaitMs (kind: HashTaskKind, client: string): number {
+    return this.modelWaitMs(kind, client) * this.waitCalibration
+  }
+
+  private modelWaitMs (kind: HashTaskKind, client: string): number {
     const now = this.now()
     const mean = this.meanRunMs
     const remaining = new Array<number>(this.threads).fill(0)
@@ -293,6 +330,7 @@ export class HashScheduler<T extends Ticket> {
       : this.queues.verify.size + this.queues.hash.aheadOf(client)
     return (remaining[ahead % this.threads] ?? 0) + Math.floor(ahead / this.threads) * mean
   }
+
 }
 
 /** Whole seconds until a request with the same deadline would be admitted, at least 1. */

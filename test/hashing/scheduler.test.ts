@@ -189,6 +189,34 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     assert.equal(refusal?.retryAfterSeconds, 3)
   })
 
+  it('calibrates the expected wait on what queued requests really waited (a machine slower than the runs say)', () => {
+    const h = harness(1, 100, 100)
+    let running = [h.submit('first', 'verify', 'a').ticket]
+    h.dispatch()
+    for (let i = 0; i < 30; i++) h.submit(`q-${i}`, 'verify', 'a')
+    // Each run reports 100 ms, as measured inside its worker, but a thread is handed its next
+    // task only every 200 ms (a starved main thread): requests wait twice what the model says.
+    for (let i = 0; i < 20; i++) {
+      mock.timers.tick(200)
+      for (const ticket of running) h.scheduler.finish(ticket, 100, true)
+      running = h.scheduler.dispatch()
+    }
+    assert.ok(h.scheduler.waitCalibration > 1.5, `calibration ${h.scheduler.waitCalibration.toFixed(2)}`)
+    const queued = h.scheduler.queuedCount
+    // The model alone: (queued + 1) slots of 100 ms; calibrated, about twice that.
+    const budgetMs = (queued + 1) * 100 + 50
+    assert.equal(h.scheduler.refusal('verify', 'a', Date.now() + budgetMs)?.code, 'SERVICE_OVERLOADED',
+      `${queued} queued: the model alone would admit within ${budgetMs} ms`)
+    // When the machine is quick again, the calibration comes back down.
+    for (let i = 0; i < 60 && running.length > 0; i++) {
+      mock.timers.tick(100)
+      for (const ticket of running) h.scheduler.finish(ticket, 100, true)
+      for (let k = 0; k < 2; k++) h.submit(`more-${i}-${k}`, 'verify', 'a')
+      running = h.scheduler.dispatch()
+    }
+    assert.ok(h.scheduler.waitCalibration < 1.3, `calibration back to ${h.scheduler.waitCalibration.toFixed(2)}`)
+  })
+
   it('drains on shutdown and clears every timer', () => {
     const h = harness(1, 10, 10)
     h.submit('busy', 'verify', 'a')

@@ -330,7 +330,6 @@ export class HashScheduler<T extends Ticket> {
       : this.queues.verify.size + this.queues.hash.aheadOf(client)
     return (remaining[ahead % this.threads] ?? 0) + Math.floor(ahead / this.threads) * mean
   }
-
 }
 
 /** Whole seconds until a request with the same deadline would be admitted, at least 1. */

@@ -7,7 +7,7 @@ import path from 'node:path'
 import fs from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { createError } from '../errors.js'
-import { allStrategies, labCompare, labKnee, labRun, type KneeOptions, type LabOptions, type LoadOptions } from '../lab/lab.js'
+import { allStrategies, labCompare, type ClientKind, labKnee, labRun, type KneeOptions, type LabOptions, type LoadOptions } from '../lab/lab.js'
 import { renderText, writeReports } from '../lab/report/index.js'
 import type { LabResult, SecondSample, ServerSample } from '../lab/result.js'
 import { builtInScenarios } from '../lab/scenarios/index.js'
@@ -65,6 +65,9 @@ Knee:
 
 Compare:
   --strategies a,b,...     default: ${allStrategies.join(',')}
+  --clients polite,naive   measure each strategy with clients that wait out a 503's Retry-After (polite),
+                           that retry at once (naive, as k6 VUs in the seeds' scripts do), or both, in one run
+                           (default: polite, or naive with --no-retry-after)
 `
 
 const options = {
@@ -84,6 +87,7 @@ const options = {
   accounts: { type: 'string' },
   strategy: { type: 'string' },
   strategies: { type: 'string' },
+  clients: { type: 'string' },
   'hash-algorithm': { type: 'string' },
   'bcrypt-cost': { type: 'string' },
   'service-env': { type: 'string', multiple: true },
@@ -273,7 +277,8 @@ export async function labMain (argv: string[]): Promise<void> {
       result = await labKnee({ ...common, criteria })
     } else {
       const strategies = values.strategies?.split(',').map((s) => s.trim()).filter((s) => s !== '')
-      result = await labCompare({ ...common, ...(strategies === undefined ? {} : { strategies }) })
+      const clients = values.clients?.split(',').map((s) => s.trim()).filter((s) => s !== '') as ClientKind[] | undefined
+      result = await labCompare({ ...common, ...(strategies === undefined ? {} : { strategies }), ...(clients === undefined ? {} : { clients }) })
     }
   } finally {
     progress.end()

@@ -67,8 +67,14 @@ export interface KneeOptions extends LabOptions {
   criteria?: Partial<Omit<KneeCriteria, 'startRate'>> & { startRate?: number, maxRate?: number }
 }
 
+/** Closed-model clients: `polite` wait out a 503's Retry-After, `naive` retry at once (as k6 VUs in the seeds' scripts do). */
+export type ClientKind = 'polite' | 'naive'
+export const clientKinds: readonly ClientKind[] = ['polite', 'naive']
+
 export interface CompareOptions extends LabOptions {
   strategies?: readonly string[]
+  /** Each strategy is measured once per kind, in this order (default: as `load.honourRetryAfter` says). */
+  clients?: readonly ClientKind[]
 }
 
 const defaultDurationMs = 30_000
@@ -363,19 +369,29 @@ export async function labCompare (options: CompareOptions): Promise<LabResult> {
   const log = options.log ?? (() => {})
   const runId = randomBytes(6).toString('hex')
   const database = await labDatabase(options)
+  const clients = options.clients ?? [load.honourRetryAfter ? 'polite' : 'naive']
+  for (const kind of clients) {
+    if (!clientKinds.includes(kind)) throw createError('CONFIG_INVALID', `unknown kind of clients "${String(kind)}": use ${clientKinds.join(', ')}`, { field: 'clients' })
+  }
+  if (clients.length > 1) result.load.politeAndNaive = true
+  const pairs = strategies.flatMap((strategy) => clients.map((kind) => ({ strategy, kind })))
   try {
-    for (const [index, strategy] of strategies.entries()) {
+    for (const [index, { strategy, kind }] of pairs.entries()) {
       if (options.signal?.aborted === true) break
-      log(`== ${strategy} (${index + 1} of ${strategies.length})`)
+      // One kind of clients: the strategy's name alone, as before; both: "tollbooth naive".
+      const label = clients.length > 1 ? `${strategy} ${kind}` : strategy
+      log(`== ${label} (${index + 1} of ${pairs.length})`)
       let service: AcquiredService
       try {
         service = await startService(database, serviceEnvFor(options, scenario, strategy), log)
       } catch (err) {
-        result.warnings.push(`${strategy}: did not start: ${(err as Error).message.split('\n')[0] ?? ''}`)
+        result.warnings.push(`${label}: did not start: ${(err as Error).message.split('\n')[0] ?? ''}`)
         continue
       }
       try {
-        const { run, warnings } = await measure(strategy, service, scenario, ref, load, options, `${runId}${index}`)
+        const runLoad = { ...load, honourRetryAfter: kind === 'polite' }
+        const { run, warnings } = await measure(label, service, scenario, ref, runLoad, options, `${runId}${index}`)
+        run.clients = kind
         result.runs.push(run)
         result.warnings.push(...warnings)
       } finally {

@@ -68,6 +68,8 @@ interface LoadSpecBase {
   workers: number
   /** Whether a virtual user waits for a 503's Retry-After before its next iteration. */
   honourRetryAfter: boolean
+  /** compare with both kinds of clients: each strategy ran once with polite VUs (Retry-After honoured), once with naive ones. */
+  politeAndNaive?: boolean
   /** Accounts pre-registered during setup (not counted). */
   accounts: number
 }
@@ -232,8 +234,10 @@ export interface RunSummary {
 }
 
 export interface RunResult {
-  /** The strategy's name in a comparison, else "run" or the knee's label. */
+  /** The strategy's name in a comparison ("tollbooth naive" when compared with both kinds of clients), else "run" or the knee's label. */
   label: string
+  /** compare --clients: whether this run's VUs waited out Retry-After (polite) or retried at once (naive). */
+  clients?: 'polite' | 'naive'
   service: ServiceInfo
   /** ISO 8601. */
   startedAt: string

@@ -129,6 +129,28 @@ describe('lab compare: the service started once per strategy on one database', (
   })
 })
 
+describe('lab compare with polite and naive clients', () => {
+  let database: TestDatabase
+  before(async () => { database = await createTestDatabase({ migrate: false }) })
+  after(async () => { await database.drop() })
+
+  it('measures each strategy once per kind of client, in one run', async () => {
+    const result = await labCompare({
+      ...quiet,
+      scenario: 'login-storm',
+      strategies: ['tollbooth'],
+      clients: ['polite', 'naive'],
+      databaseUrl: database.url,
+      serviceEnv: { TOLLBOOTH_BCRYPT_COST: '4' },
+      load: { durationMs: 1500, vus: 2, accounts: 2 },
+    })
+    assert.deepEqual(result.runs.map((run) => [run.label, run.clients]), [['tollbooth polite', 'polite'], ['tollbooth naive', 'naive']])
+    assert.equal(result.load.politeAndNaive, true)
+    for (const run of result.runs) assert.ok(run.all.ok > 0, `${run.label}: ${run.all.ok}/${run.all.requests}`)
+    assert.match(renderText(result), /polite clients \(Retry-After honoured\) and naive ones/)
+  })
+})
+
 describe('tollbooth lab on the command line', () => {
   let service: TestService
   before(async () => { service = await startTestService() })

@@ -41,7 +41,9 @@ function describeLoad (load: LoadSpec): Fact[] {
         `request timeout ${formatDuration(load.requestTimeoutMs)}`,
         load.healthzProbeRate > 0 ? `/healthz probed ${formatRate(load.healthzProbeRate).replace(/\.0$/, '')}/s` : '/healthz not probed',
         `${load.workers} generator worker${load.workers === 1 ? '' : 's'}`,
-        load.honourRetryAfter ? 'Retry-After honoured' : 'Retry-After ignored',
+        load.politeAndNaive === true
+          ? 'each strategy with polite clients (Retry-After honoured) and naive ones (retry at once)'
+          : load.honourRetryAfter ? 'Retry-After honoured' : 'Retry-After ignored',
         `${formatCount(load.accounts)} accounts`,
       ].join(', '),
     },

@@ -3,6 +3,7 @@
  * Every setting is declared once in `settings` below; docs/reference/config.md
  * documents each one (a test keeps the two in step).
  */
+import net from 'node:net'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { createError, isTollboothError } from './errors.js'
@@ -61,7 +62,17 @@ interface FlatConfig {
   logLevel: string
   /** Exposes the load lab's diagnostic routes (never on by default). */
   labDiagnostics: boolean
+  loginThrottleAccountFailures: number
+  loginThrottleAddressFailures: number
+  loginThrottleWindowSeconds: number
+  loginThrottleBaseDelaySeconds: number
+  loginThrottleMaxDelaySeconds: number
+  /** Fastify's `trustProxy`: which hops' X-Forwarded-For to believe for the client address. */
+  trustProxy: TrustProxy
 }
+
+/** false: the socket's peer is the client; true: every hop; a number: that many hops; a list: those proxies. */
+export type TrustProxy = boolean | number | string[]
 
 export const settings: readonly Setting[] = [
   { key: 'host', env: 'HOST', flag: 'host', kind: 'string', defaultValue: '127.0.0.1', description: 'Address the HTTP server listens on.' },
@@ -88,6 +99,12 @@ export const settings: readonly Setting[] = [
   { key: 'bodyLimitBytes', env: 'TOLLBOOTH_BODY_LIMIT_BYTES', flag: 'body-limit-bytes', kind: 'int', defaultValue: '16384', min: 1024, max: 10485760, description: 'Largest accepted request body; larger ones get 413.' },
   { key: 'logLevel', env: 'TOLLBOOTH_LOG_LEVEL', flag: 'log-level', kind: 'enum', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], defaultValue: 'info', description: 'pino log level.' },
   { key: 'labDiagnostics', env: 'TOLLBOOTH_LAB_DIAGNOSTICS', flag: 'lab-diagnostics', kind: 'bool', defaultValue: 'false', description: 'Expose the load lab\'s diagnostic login variants under /api/v1/lab (never in production).' },
+  { key: 'loginThrottleAccountFailures', env: 'TOLLBOOTH_LOGIN_THROTTLE_ACCOUNT_FAILURES', flag: 'login-throttle-account-failures', kind: 'int', defaultValue: '5', min: 1, max: 1000000, description: 'Failed logins one account (email, known or not) may have in a window before each further login, the right password included, waits (429 TOO_MANY_ATTEMPTS).' },
+  { key: 'loginThrottleAddressFailures', env: 'TOLLBOOTH_LOGIN_THROTTLE_ADDRESS_FAILURES', flag: 'login-throttle-address-failures', kind: 'int', defaultValue: '100', min: 1, max: 1000000, description: 'The same for one client address (IPv6 by /64), over all accounts.' },
+  { key: 'loginThrottleWindowSeconds', env: 'TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS', flag: 'login-throttle-window-seconds', kind: 'int', defaultValue: '900', min: 1, max: 604800, description: 'The counting window, from a key\'s first failure; when it ends the count starts again from zero.' },
+  { key: 'loginThrottleBaseDelaySeconds', env: 'TOLLBOOTH_LOGIN_THROTTLE_BASE_DELAY_SECONDS', flag: 'login-throttle-base-delay-seconds', kind: 'int', defaultValue: '1', min: 1, max: 604800, description: 'The wait after the last free failure, doubled by each further failure.' },
+  { key: 'loginThrottleMaxDelaySeconds', env: 'TOLLBOOTH_LOGIN_THROTTLE_MAX_DELAY_SECONDS', flag: 'login-throttle-max-delay-seconds', kind: 'int', defaultValue: '900', min: 1, max: 604800, description: 'The longest wait; at most the window.' },
+  { key: 'trustProxy', env: 'TOLLBOOTH_TRUST_PROXY', flag: 'trust-proxy', kind: 'string', defaultValue: 'false', description: 'Which proxies\' X-Forwarded-For gives the client address: false (the peer is the client), true (any), a hop count, or a comma-separated list of addresses and CIDRs.' },
 ]
 
 function parseValue (setting: Setting, raw: string, origin: string): unknown {
@@ -164,6 +181,11 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     }
   }
 
+  c.trustProxy = parseTrustProxy(c.trustProxy)
+  if (c.loginThrottleMaxDelaySeconds > c.loginThrottleWindowSeconds) {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_LOGIN_THROTTLE_MAX_DELAY_SECONDS (${c.loginThrottleMaxDelaySeconds}) must not exceed TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS (${c.loginThrottleWindowSeconds}): a wait never outlasts the window it counts in`)
+  }
+
   const { hashAlgorithm, bcryptCost, argon2MemoryKiB, argon2TimeCost, argon2Parallelism, scryptN, scryptR, scryptP, ...rest } = c
   const hashPolicy: HashPolicy = {
     algorithm: hashAlgorithm,
@@ -173,6 +195,35 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   }
   checkPolicy(hashPolicy)
   return { ...rest, dataDir: path.resolve(c.dataDir), hashPolicy }
+}
+
+/** proxy-addr's names for address ranges, accepted in a trust list as Fastify does. */
+const trustProxyNames = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+function isAddressOrCidr (entry: string): boolean {
+  if (trustProxyNames.has(entry)) return true
+  const [address = '', prefix, ...rest] = entry.split('/')
+  const family = net.isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  if (prefix === undefined) return true
+  // A prefix length, or (IPv4 only) a dotted netmask, as proxy-addr takes.
+  if (/^\d{1,3}$/.test(prefix)) return Number(prefix) <= (family === 4 ? 32 : 128)
+  return family === 4 && net.isIPv4(prefix)
+}
+
+/** TOLLBOOTH_TRUST_PROXY as text (or a value already typed, from overrides) -> Fastify's `trustProxy`. */
+export function parseTrustProxy (raw: unknown): TrustProxy {
+  if (typeof raw === 'boolean' || (typeof raw === 'number' && Number.isInteger(raw) && raw >= 0)) return raw
+  if (Array.isArray(raw) && raw.every((entry) => typeof entry === 'string' && isAddressOrCidr(entry))) return raw as string[]
+  const text = String(raw).trim()
+  if (['true', 'false'].includes(text.toLowerCase())) return text.toLowerCase() === 'true'
+  if (/^\d+$/.test(text)) return Number(text)
+  const entries = text.split(',').map((entry) => entry.trim())
+  const bad = entries.find((entry) => !isAddressOrCidr(entry))
+  if (bad !== undefined) {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_TRUST_PROXY / --trust-proxy must be true, false, a hop count, or a comma-separated list of addresses and CIDRs; "${bad}" is none of these`, { field: 'TOLLBOOTH_TRUST_PROXY' })
+  }
+  return entries
 }
 
 /** Each policy field and the setting it comes from, so a refusal names what the operator set. */

@@ -19,6 +19,7 @@ export const errorRegistry = {
   EMAIL_TAKEN: { status: 409, message: 'An account with this email already exists' },
   BODY_TOO_LARGE: { status: 413, message: 'The request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be application/json' },
+  TOO_MANY_ATTEMPTS: { status: 429, message: 'Too many failed sign-in attempts; retry after the given delay' },
   HEADERS_TOO_LARGE: { status: 431, message: 'The request headers are too large' },
   SERVICE_OVERLOADED: { status: 503, message: 'The service is at capacity; retry after the given delay' },
   HASH_DEADLINE_EXCEEDED: { status: 503, message: 'The password check could not start before its deadline' },

@@ -11,6 +11,7 @@ import type { PasswordEngine } from '../hashing/types.js'
 import { packageVersion } from '../paths.js'
 import { performance } from 'node:perf_hooks'
 import { AuthService } from './auth-service.js'
+import type { LoginThrottlePolicy } from './login-throttle.js'
 import { RefusalPacer } from './pacing.js'
 import { createError } from '../errors.js'
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
@@ -27,6 +28,8 @@ export interface AppOptions {
   db: pg.Pool
   engine: PasswordEngine
   jwtSecret: string
+  /** Wall-clock time in epoch ms for login throttling; default Date.now (tests move it on). */
+  now?: () => number
   /** A pino logger config or instance; false silences logs (tests). */
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
 }
@@ -48,6 +51,28 @@ export function loggerOptions (level: string): FastifyServerOptions['logger'] {
   return { level, redact: { paths: redactPaths, censor: '[redacted]' } }
 }
 
+/**
+ * TOLLBOOTH_TRUST_PROXY in Fastify's terms. A hop count becomes "trust the n nearest hops"
+ * (Express's meaning): Fastify 5 reads a bare number as trusting nothing, since it cannot tell a
+ * proxy from a direct client; a count is only safe when the service is reachable through those
+ * proxies alone, which docs/reference/config.md says.
+ */
+export function fastifyTrustProxy (trustProxy: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trustProxy !== 'number') return trustProxy
+  if (trustProxy === 0) return false
+  return (_address, hop) => hop < trustProxy
+}
+
+export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
+  return {
+    accountFreeFailures: config.loginThrottleAccountFailures,
+    addressFreeFailures: config.loginThrottleAddressFailures,
+    windowMs: config.loginThrottleWindowSeconds * 1000,
+    baseDelayMs: config.loginThrottleBaseDelaySeconds * 1000,
+    maxDelayMs: config.loginThrottleMaxDelaySeconds * 1000,
+  }
+}
+
 export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   const { config, db, engine } = options
   const isLoggerInstance = typeof options.logger === 'object' && options.logger !== null && 'child' in options.logger
@@ -59,6 +84,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     // One line per request at info costs more than a refusal itself; requests are logged at
     // debug (onResponse below) and counted in /metrics.
     logController: new LogController({ disableRequestLogging: true }),
+    // Which X-Forwarded-For hops to believe, so request.ip is the client (login throttling counts by it).
+    trustProxy: fastifyTrustProxy(config.trustProxy),
     // Requests that arrive on an open keep-alive connection during shutdown get a 503; off
     // here because Fastify's own body is not in the registry's shape (see the onRequest hook).
     return503OnClosing: false,
@@ -95,7 +122,9 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
     loginDeadlineMs: config.loginDeadlineMs,
     registerDeadlineMs: config.registerDeadlineMs,
+    loginThrottle: loginThrottlePolicy(config),
     log: app.log,
+    ...(options.now === undefined ? {} : { now: options.now }),
   })
   const metrics = createMetrics(engine, {
     info: { version: packageVersion, strategy: config.hashStrategy },

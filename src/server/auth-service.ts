@@ -10,6 +10,8 @@ import type { HashRequestOptions, PasswordEngine, VerifyResult } from '../hashin
 import { withTransaction, type Queryable } from '../db/pool.js'
 import { findUserByEmail, findUserById, insertUser, publicUser, replacePasswordHash, type User } from '../db/users.js'
 import { insertRefreshToken, lockRefreshToken, markRotated, revokeFamily } from '../db/refresh-tokens.js'
+import { readFailures, recordFailure, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
+import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
 import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens } from './tokens.js'
 
 export interface AuthResult {
@@ -26,7 +28,10 @@ export interface AuthServiceDeps {
   refreshTokenTtlSeconds: number
   loginDeadlineMs: number
   registerDeadlineMs: number
+  loginThrottle: LoginThrottlePolicy
   log: FastifyBaseLogger
+  /** Wall-clock time in epoch ms for login throttling (tests pass their own); default Date.now. */
+  now?: () => number
 }
 
 /** Where a request's hash deadline counts from, and how to drop its hash if the client leaves. */
@@ -37,6 +42,15 @@ export interface RequestContext {
   /** Who asks (the client address): its place in the hash queue's turn order. */
   client?: string | undefined
 }
+
+/** A login's context: the client address is required, as its failures are counted and throttled. */
+export interface LoginContext extends RequestContext {
+  /** The client's address as Fastify resolved it (`request.ip`, after TOLLBOOTH_TRUST_PROXY). */
+  client: string
+}
+
+/** Why a login failed, for the security log (never sent to the client: it would tell accounts apart). */
+type LoginFailure = 'unknown_email' | 'wrong_password' | 'stored_hash_refused'
 
 /**
  * Lower-cased: one account per address whatever its case. The schema's email format admits
@@ -94,17 +108,36 @@ export class AuthService {
     })
   }
 
-  async login (input: { email: string, password: string }, context: RequestContext = {}): Promise<AuthResult> {
+  async login (input: { email: string, password: string }, context: LoginContext): Promise<AuthResult> {
     const email = normaliseEmail(input.email)
     const hashOptions = this.hashOptions(this.deps.loginDeadlineMs, context)
     // Admission at once: a login the hash queue cannot serve in time is refused before it
     // costs a database query. Known and unknown emails both pass here first.
     this.deps.engine.assertAdmissible('verify', hashOptions)
-    const user = await findUserByEmail(this.deps.db, email)
+    const keys: ThrottleKeys = { account: email, address: addressKey(context.client) }
+    // The throttle's counts come with the user, in parallel: no added latency.
+    const [user, failures] = await Promise.all([findUserByEmail(this.deps.db, email), readFailures(this.deps.db, keys)])
+    // Decided before any hash, on the email (known or not) and the address, so the answer is the same
+    // for an account that does not exist, and a guess past the bound costs no CPU.
+    const nowMs = this.now()
+    const decision = decide(failures, nowMs, this.deps.loginThrottle)
+    if (!decision.allowed) {
+      const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
+      this.deps.log.warn({
+        event: 'login_throttled',
+        account: keys.account,
+        address: keys.address,
+        scopes: decision.scopes,
+        accountFailures: failures.account?.failures ?? 0,
+        addressFailures: failures.address?.failures ?? 0,
+        retryAfterSeconds,
+      }, 'login throttled')
+      throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
+    }
     if (user === undefined) {
       // Exactly one verify of the current policy: same status, body and time as a wrong password.
       await this.deps.engine.verifyDummy(input.password, hashOptions)
-      throw createError('AUTH_INVALID_CREDENTIALS')
+      return await this.failLogin(keys, 'unknown_email')
     }
     let verified: VerifyResult
     try {
@@ -116,12 +149,35 @@ export class AuthService {
       // answer at a wrong password's cost, so the account cannot be told apart from others.
       this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the login is answered as a wrong password')
       await this.deps.engine.verifyDummy(input.password, hashOptions)
-      throw createError('AUTH_INVALID_CREDENTIALS')
+      return await this.failLogin(keys, 'stored_hash_refused')
     }
-    if (!verified.match) throw createError('AUTH_INVALID_CREDENTIALS')
-    const result = await this.issue(this.deps.db, user, newTokenFamily())
+    if (!verified.match) return await this.failLogin(keys, 'wrong_password')
+    // A success forgets the account's failures (the address's stay); no write when there were none.
+    const [result] = await Promise.all([
+      this.issue(this.deps.db, user, newTokenFamily()),
+      failures.account === undefined ? undefined : resetAccountFailures(this.deps.db, keys.account),
+    ])
     if (verified.needsRehash) this.rehashInBackground(user.id, user.passwordHash, input.password)
     return result
+  }
+
+  /** Counts the failure for the account and the address (before answering), logs it, and throws the 401. */
+  private async failLogin (keys: ThrottleKeys, reason: LoginFailure): Promise<never> {
+    const nowMs = this.now()
+    const counts = await recordFailure(this.deps.db, keys, { nowMs, windowExpiredAtOrBefore: windowExpiredAtOrBefore(nowMs, this.deps.loginThrottle) })
+    this.deps.log.info({
+      event: 'login_failed',
+      reason,
+      account: keys.account,
+      address: keys.address,
+      accountFailures: counts.account?.failures,
+      addressFailures: counts.address?.failures,
+    }, 'login failed')
+    throw createError('AUTH_INVALID_CREDENTIALS')
+  }
+
+  private now (): number {
+    return (this.deps.now ?? Date.now)()
   }
 
   /** Best effort: a failed or refused re-hash never fails the login; the next login tries again. */

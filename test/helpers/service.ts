@@ -31,6 +31,8 @@ export interface TestServiceOptions {
   db?: TestDatabase
   /** A logger to read what the service logs; default: none. */
   logger?: pino.Logger
+  /** The service's wall clock (epoch ms) for login throttling; default Date.now. */
+  now?: () => number
 }
 
 export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
@@ -42,7 +44,7 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
     threads: options.threads ?? 2,
     ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
   })
-  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false })
+  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false, ...(options.now === undefined ? {} : { now: options.now }) })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
   const ownsDb = options.db === undefined

@@ -42,7 +42,8 @@ describe('POST /api/v1/auth/login', () => {
 
   it('takes about as long for an unknown email as for a wrong password', async () => {
     // A real-strength hash (bcrypt cost 9, ~25 ms) so that skipping it would show.
-    const slow = await startTestService({ policy: { ...cheapPolicy, algorithm: 'bcrypt', bcrypt: { cost: 9 } }, threads: 1 })
+    // Throttling off in effect: 15 wrong passwords on one account must all reach the hash.
+    const slow = await startTestService({ policy: { ...cheapPolicy, algorithm: 'bcrypt', bcrypt: { cost: 9 } }, threads: 1, config: { loginThrottleAccountFailures: 1000 } })
     after(async () => { await slow.close() })
     const { email } = await registerUser(slow)
     const timeOf = async (loginEmail: string): Promise<number> => {

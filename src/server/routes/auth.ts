@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { bearerAuth, errors, LoginBody, RefreshBody, RegisterBody } from '../schemas.js'
 import type { FastifyReply, FastifyRequest, preValidationAsyncHookHandler } from 'fastify'
 import { clientGoneSignal, requestReceivedAt, requireUser } from '../request-context.js'
-import { normaliseEmail, type AuthService, type RequestContext } from '../auth-service.js'
+import { normaliseEmail, type AuthService, type LoginContext } from '../auth-service.js'
 import type { AccessTokens } from '../tokens.js'
 import type { PasswordEngine } from '../../hashing/types.js'
 import type { RefusalPacer } from '../pacing.js'
@@ -18,7 +18,7 @@ export interface AuthRoutesOptions {
   registerDeadlineMs: number
 }
 
-function requestContext (request: FastifyRequest, reply: FastifyReply): RequestContext {
+function requestContext (request: FastifyRequest, reply: FastifyReply): LoginContext {
   return { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply), client: request.ip }
 }
 

@@ -35,7 +35,7 @@ export const labRoutes: FastifyPluginAsyncTypebox<LabRoutesOptions> = async (app
   }, async (request, reply) => {
     const variant = request.query.hash
     if (variant === 'full') {
-      const result = await auth.login(request.body, { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply) })
+      const result = await auth.login(request.body, { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply), client: request.ip })
       return { variant, userId: result.user.id, accessToken: result.accessToken }
     }
     const user = await findUserByEmail(db, normaliseEmail(request.body.email))

@@ -1,0 +1,101 @@
+/**
+ * The rules of login throttling (OWASP Authentication Cheat Sheet, "Account Lockout": an
+ * exponential delay instead of a fixed lockout), pure: no clock, no database. Failures are
+ * counted per key (an account, a client address) in a fixed window that starts at the key's
+ * first failure; the first `freeFailures` of a window cost nothing, then each further attempt
+ * waits `baseDelayMs`, doubled per further failure, capped at `maxDelayMs`. A block never
+ * outlasts its window: when the window ends, the count starts again from zero.
+ */
+import net from 'node:net'
+import type { FailureCount, ThrottleScope } from '../db/login-throttle.js'
+
+export type { FailureCount, ThrottleScope }
+
+export interface LoginThrottlePolicy {
+  /** Failures an account may have in a window before each further login waits. */
+  accountFreeFailures: number
+  /** The same for one client address: much higher, so one office behind NAT is not locked out. */
+  addressFreeFailures: number
+  windowMs: number
+  /** The wait after the last free failure; doubled by each further failure. */
+  baseDelayMs: number
+  maxDelayMs: number
+}
+
+export type ThrottleDecision =
+  | { allowed: true }
+  | { allowed: false, retryAfterMs: number, scopes: ThrottleScope[] }
+
+/** A window that started at or before this time is over: its row counts as zero. */
+export function windowExpiredAtOrBefore (nowMs: number, policy: LoginThrottlePolicy): number {
+  return nowMs - policy.windowMs
+}
+
+/** Failures that still count at `nowMs`: zero for no row or a row whose window is over. */
+export function liveFailures (count: FailureCount | undefined, nowMs: number, policy: LoginThrottlePolicy): number {
+  if (count === undefined || count.windowStartedAt <= windowExpiredAtOrBefore(nowMs, policy)) return 0
+  return count.failures
+}
+
+/** How long after the `failures`-th failure the next attempt must wait. */
+export function delayAfterMs (failures: number, freeFailures: number, policy: LoginThrottlePolicy): number {
+  if (failures < freeFailures) return 0
+  // 2 ** n is Infinity for a huge n, and Math.min takes the cap: no overflow to guard.
+  return Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (failures - freeFailures))
+}
+
+/** When the key may try again (epoch ms); at or before `nowMs` means now. */
+export function allowedAt (count: FailureCount | undefined, freeFailures: number, nowMs: number, policy: LoginThrottlePolicy): number {
+  if (count === undefined) return nowMs
+  const failures = liveFailures(count, nowMs, policy)
+  if (failures === 0) return nowMs
+  const windowEndsAt = count.windowStartedAt + policy.windowMs
+  return Math.min(count.lastFailureAt + delayAfterMs(failures, freeFailures, policy), windowEndsAt)
+}
+
+/** Whether a login may go on to its hash, given both keys' counts; when not, for how long. */
+export function decide (counts: { account?: FailureCount | undefined, address?: FailureCount | undefined }, nowMs: number, policy: LoginThrottlePolicy): ThrottleDecision {
+  const waits: Array<[ThrottleScope, number]> = [
+    ['account', allowedAt(counts.account, policy.accountFreeFailures, nowMs, policy) - nowMs],
+    ['address', allowedAt(counts.address, policy.addressFreeFailures, nowMs, policy) - nowMs],
+  ]
+  const blocking = waits.filter(([, waitMs]) => waitMs > 0)
+  if (blocking.length === 0) return { allowed: true }
+  return { allowed: false, retryAfterMs: Math.max(...blocking.map(([, waitMs]) => waitMs)), scopes: blocking.map(([scope]) => scope) }
+}
+
+/** Longest address key kept: a non-address from an X-Forwarded-For trusted wholesale is cut here. */
+const maxAddressKeyLength = 64
+
+/**
+ * The key a client address is counted under. IPv4-mapped IPv6 is the IPv4 address; other IPv6
+ * addresses count by their /64, the block one subscriber is usually given, so rotating
+ * addresses inside it does not escape the bound.
+ */
+export function addressKey (address: string): string {
+  const withoutZone = address.split('%')[0] ?? address
+  if (net.isIPv4(withoutZone)) return withoutZone
+  if (!net.isIPv6(withoutZone)) return address.slice(0, maxAddressKeyLength)
+  const groups = ipv6Groups(withoutZone.toLowerCase())
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    const [high = 0, low = 0] = groups.slice(6)
+    return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`
+  }
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (`::` expanded, a dotted IPv4 tail converted). */
+function ipv6Groups (address: string): number[] {
+  const parse = (part: string): number[] => {
+    if (part === '') return []
+    return part.split(':').flatMap((piece) => {
+      if (!piece.includes('.')) return [Number.parseInt(piece, 16)]
+      const [a = 0, b = 0, c = 0, d = 0] = piece.split('.').map(Number)
+      return [(a << 8) | b, (c << 8) | d]
+    })
+  }
+  const [head = '', tail] = address.split('::')
+  const headGroups = parse(head)
+  const tailGroups = tail === undefined ? [] : parse(tail)
+  return [...headGroups, ...new Array<number>(8 - headGroups.length - tailGroups.length).fill(0), ...tailGroups]
+}

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { loadConfig, parseTrustProxy } from '../../src/config.js'
+import { fastifyTrustProxy, loginThrottlePolicy } from '../../src/server/app.js'
+import { addressKey, allowedAt, decide, delayAfterMs, liveFailures, type FailureCount, type LoginThrottlePolicy } from '../../src/server/login-throttle.js'
+
+const policy: LoginThrottlePolicy = { accountFreeFailures: 5, addressFreeFailures: 100, windowMs: 900_000, baseDelayMs: 1000, maxDelayMs: 900_000 }
+const t0 = Date.parse('2030-01-01T00:00:00Z')
+const count = (failures: number, lastFailureAt = t0, windowStartedAt = t0): FailureCount => ({ failures, windowStartedAt, lastFailureAt })
+
+describe('login throttle rules', () => {
+  it('lets the free failures pass, then doubles the wait per further failure up to the cap', () => {
+    assert.deepEqual([0, 4].map((f) => delayAfterMs(f, 5, policy)), [0, 0])
+    assert.deepEqual([5, 6, 7, 8, 14].map((f) => delayAfterMs(f, 5, policy)), [1000, 2000, 4000, 8000, 512_000])
+    assert.equal(delayAfterMs(15, 5, policy), 900_000, 'capped')
+    assert.equal(delayAfterMs(5000, 5, policy), 900_000, 'a huge count stays capped (no overflow)')
+  })
+
+  it('counts from the last failure: blocked until its delay has passed', () => {
+    assert.equal(allowedAt(count(4), 5, t0, policy), t0, 'under the bound: now')
+    assert.equal(allowedAt(count(5, t0 + 10_000), 5, t0 + 10_000, policy), t0 + 11_000)
+    assert.equal(allowedAt(count(7, t0 + 10_000), 5, t0 + 10_000, policy), t0 + 14_000)
+    assert.deepEqual(decide({ account: count(5) }, t0 + 400, policy), { allowed: false, retryAfterMs: 600, scopes: ['account'] })
+    assert.deepEqual(decide({ account: count(5) }, t0 + 1000, policy), { allowed: true })
+  })
+
+  it('forgets a count whose window is over, and never blocks past the window\'s end', () => {
+    assert.equal(liveFailures(count(50), t0 + 899_999, policy), 50)
+    assert.equal(liveFailures(count(50), t0 + 900_000, policy), 0)
+    assert.equal(liveFailures(undefined, t0, policy), 0)
+    // 14 failures, the last one 600 s into the window: its 512 s wait would end after the window.
+    assert.equal(allowedAt(count(14, t0 + 600_000), 5, t0 + 600_000, policy), t0 + 900_000)
+    assert.deepEqual(decide({ account: count(14, t0 + 600_000) }, t0 + 900_000, policy), { allowed: true })
+  })
+
+  it('judges account and address apart, each against its own bound, and waits for the later', () => {
+    assert.deepEqual(decide({ account: count(4), address: count(99) }, t0, policy), { allowed: true })
+    assert.deepEqual(decide({ account: count(1), address: count(100) }, t0, policy), { allowed: false, retryAfterMs: 1000, scopes: ['address'] })
+    assert.deepEqual(decide({ account: count(6), address: count(100) }, t0, policy), { allowed: false, retryAfterMs: 2000, scopes: ['account', 'address'] })
+  })
+})
+
+describe('client address keys', () => {
+  it('keeps IPv4, unwraps IPv4-mapped IPv6, and counts other IPv6 by its /64', () => {
+    assert.equal(addressKey('203.0.113.7'), '203.0.113.7')
+    assert.equal(addressKey('::ffff:127.0.0.1'), '127.0.0.1')
+    assert.equal(addressKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64')
+    assert.equal(addressKey('2001:DB8:1:2:bbbb:cccc:dddd:eeee'), '2001:db8:1:2::/64', 'another address of the same /64')
+    assert.equal(addressKey('::1'), '0:0:0:0::/64')
+    assert.equal(addressKey('fe80::1%eth0'), 'fe80:0:0:0::/64')
+    assert.equal(addressKey('x'.repeat(500)).length, 64, 'a non-address is cut to a bounded key')
+  })
+})
+
+describe('throttle and proxy settings', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({ env: {} })
+    assert.deepEqual(loginThrottlePolicy(config), { accountFreeFailures: 5, addressFreeFailures: 100, windowMs: 900_000, baseDelayMs: 1000, maxDelayMs: 900_000 })
+    assert.equal(config.trustProxy, false)
+  })
+
+  it('reads TOLLBOOTH_TRUST_PROXY as true/false, a hop count, or a list of addresses and CIDRs', () => {
+    assert.equal(parseTrustProxy('true'), true)
+    assert.equal(parseTrustProxy('FALSE'), false)
+    assert.equal(parseTrustProxy('2'), 2)
+    assert.deepEqual(parseTrustProxy('10.0.0.0/8, 192.168.1.1,fd00::/8, loopback, 172.16.0.0/255.240.0.0'), ['10.0.0.0/8', '192.168.1.1', 'fd00::/8', 'loopback', '172.16.0.0/255.240.0.0'])
+    assert.deepEqual(loadConfig({ env: { TOLLBOOTH_TRUST_PROXY: '127.0.0.1' } }).trustProxy, ['127.0.0.1'])
+    for (const bad of ['maybe', '10.0.0.0/33', '10.0.0.1,', '1.2.3.4/8/8', '::1/129', ',']) {
+      assert.throws(() => loadConfig({ env: { TOLLBOOTH_TRUST_PROXY: bad } }), (err: { code?: string, message: string }) => err.code === 'CONFIG_INVALID' && err.message.includes('TOLLBOOTH_TRUST_PROXY'), bad)
+    }
+  })
+
+  it('turns a hop count into trusting that many nearest hops (Fastify alone would trust none)', () => {
+    const trust = fastifyTrustProxy(2)
+    assert.equal(typeof trust, 'function')
+    if (typeof trust !== 'function') return
+    assert.deepEqual([0, 1, 2].map((hop) => trust('10.0.0.1', hop)), [true, true, false])
+    assert.equal(fastifyTrustProxy(0), false)
+    assert.deepEqual(fastifyTrustProxy(['10.0.0.0/8']), ['10.0.0.0/8'])
+  })
+
+  it('refuses a longest wait beyond the window', () => {
+    assert.throws(() => loadConfig({ env: { TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS: '60', TOLLBOOTH_LOGIN_THROTTLE_MAX_DELAY_SECONDS: '120' } }),
+      (err: { code?: string, message: string }) => err.code === 'CONFIG_INVALID' && /MAX_DELAY_SECONDS.*must not exceed.*WINDOW_SECONDS/.test(err.message))
+  })
+})

@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { readFailures, recordFailure } from '../../src/db/login-throttle.js'
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
+import { capturingLogger, registerUser, request, startTestService, uniqueEmail, type JsonResponse, type TestService, type TestServiceOptions } from '../helpers/service.js'
+
+const login = async (service: TestService, email: string, password: string, headers: Record<string, string> = {}): Promise<JsonResponse> =>
+  await request(service, 'POST', '/api/v1/auth/login', { body: { email, password }, headers })
+
+/** The service's wall clock, moved by hand: no test waits for a delay to pass. */
+function manualClock (): { now: () => number, advance: (ms: number) => void } {
+  let nowMs = Date.parse('2030-01-01T00:00:00Z')
+  return { now: () => nowMs, advance: (ms) => { nowMs += ms } }
+}
+
+function assertThrottled (response: JsonResponse, retryAfterSeconds?: number): void {
+  assert.equal(response.status, 429, JSON.stringify(response.body))
+  assert.equal(response.body.error.code, 'TOO_MANY_ATTEMPTS')
+  const header = Number(response.headers.get('retry-after'))
+  assert.ok(Number.isInteger(header) && header >= 1, `Retry-After ${String(response.headers.get('retry-after'))}`)
+  if (retryAfterSeconds !== undefined) assert.equal(header, retryAfterSeconds)
+}
+
+async function failTimes (service: TestService, email: string, times: number, headers: Record<string, string> = {}): Promise<void> {
+  for (let i = 0; i < times; i++) {
+    const response = await login(service, email, `wrong password ${i}`, headers)
+    assert.equal(response.status, 401, `failure ${i + 1}: ${JSON.stringify(response.body)}`)
+  }
+}
+
+describe('login throttling per account', () => {
+  const clock = manualClock()
+  let service: TestService
+  const logs = capturingLogger()
+  before(async () => { service = await startTestService({ now: clock.now, logger: logs.logger }) })
+  after(async () => { await service.close() })
+
+  it('answers 429 with Retry-After after 5 wrong passwords, to the right one too, without computing a hash', async () => {
+    const { email, password } = await registerUser(service)
+    await failTimes(service, email, 5)
+    const before = service.engine.stats().completed
+    const right = await login(service, email, password)
+    assertThrottled(right, 1)
+    const wrong = await login(service, email, 'yet another guess')
+    assertThrottled(wrong, 1)
+    assert.equal(service.engine.stats().completed, before, 'no hash was computed for a throttled login')
+  })
+
+  it('throttles an unknown email exactly as a known one: same status, body and headers', async () => {
+    const { email } = await registerUser(service)
+    const ghost = uniqueEmail('ghost')
+    await failTimes(service, email, 5)
+    await failTimes(service, ghost, 5)
+    const known = await login(service, email, 'guess')
+    const unknown = await login(service, ghost, 'guess')
+    assertThrottled(known)
+    assert.equal(unknown.status, known.status)
+    assert.deepEqual(unknown.body, known.body)
+    assert.deepEqual([...unknown.headers.keys()].sort(), [...known.headers.keys()].sort())
+    assert.equal(unknown.headers.get('retry-after'), known.headers.get('retry-after'))
+  })
+
+  it('counts a login whose stored hash is refused as a failure, like a wrong password', async () => {
+    const { email, password } = await registerUser(service)
+    await service.db.pool.query('UPDATE users SET password_hash = $2 WHERE email = $1', [email.toLowerCase(), '$unknown$v=1$garbage'])
+    logs.lines.length = 0
+    for (let i = 0; i < 5; i++) assert.equal((await login(service, email, password)).status, 401)
+    assertThrottled(await login(service, email, password))
+    assert.deepEqual(logs.lines.filter((line) => line.event === 'login_failed').map((line) => line.reason), Array(5).fill('stored_hash_refused'))
+  })
+
+  it('counts an email whatever its case', async () => {
+    const { email, password } = await registerUser(service)
+    await failTimes(service, email.toUpperCase(), 5)
+    assertThrottled(await login(service, email, password))
+  })
+
+  it('forgets the account\'s failures after a successful login', async () => {
+    const { email, password } = await registerUser(service)
+    await failTimes(service, email, 4)
+    assert.equal((await login(service, email, password)).status, 200)
+    // Without the reset these would be failures 5 to 8, and the next login a 429.
+    await failTimes(service, email, 4)
+    assert.equal((await login(service, email, password)).status, 200)
+  })
+
+  it('lifts the block as time passes, with a wait that doubles per further failure', async () => {
+    const { email, password } = await registerUser(service)
+    await failTimes(service, email, 5)
+    assertThrottled(await login(service, email, password), 1)
+    clock.advance(1000)
+    await failTimes(service, email, 1)
+    assertThrottled(await login(service, email, password), 2)
+    clock.advance(1000)
+    assertThrottled(await login(service, email, password), 1)
+    clock.advance(1000)
+    await failTimes(service, email, 1)
+    assertThrottled(await login(service, email, password), 4)
+    clock.advance(4000)
+    assert.equal((await login(service, email, password)).status, 200)
+  })
+
+  it('starts a new count when the window is over', async () => {
+    const { email, password } = await registerUser(service)
+    await failTimes(service, email, 5)
+    assertThrottled(await login(service, email, password))
+    clock.advance(15 * 60 * 1000)
+    // A fresh window: five free failures again.
+    await failTimes(service, email, 5)
+    assertThrottled(await login(service, email, password), 1)
+  })
+
+  it('logs failures and throttling as security events, with account and address, never the password', async () => {
+    const { email, password } = await registerUser(service)
+    const ghost = uniqueEmail('ghost')
+    const secret = 'a very secret guess 81723'
+    logs.lines.length = 0
+    for (let i = 0; i < 5; i++) await login(service, email, secret)
+    await login(service, ghost, secret)
+    assertThrottled(await login(service, email, password))
+    const failed = logs.lines.filter((line) => line.event === 'login_failed')
+    assert.deepEqual(failed.map((line) => [line.account, line.reason, line.accountFailures]), [
+      [email, 'wrong_password', 1], [email, 'wrong_password', 2], [email, 'wrong_password', 3], [email, 'wrong_password', 4], [email, 'wrong_password', 5],
+      [ghost, 'unknown_email', 1],
+    ])
+    for (const line of failed) assert.equal(line.address, '127.0.0.1')
+    const throttled = logs.lines.filter((line) => line.event === 'login_throttled')
+    assert.equal(throttled.length, 1)
+    assert.equal(throttled[0]?.account, email)
+    assert.equal(throttled[0]?.address, '127.0.0.1')
+    assert.deepEqual(throttled[0]?.scopes, ['account'])
+    assert.equal(throttled[0]?.level, 40, 'a throttled login is logged as a warning')
+    const everything = JSON.stringify(logs.lines)
+    assert.ok(!everything.includes(secret), 'the wrong password is never logged')
+    assert.ok(!everything.includes(password), 'nor the right one')
+  })
+})
+
+describe('login throttling per client address', () => {
+  const clock = manualClock()
+  const started: TestService[] = []
+  const start = async (options: TestServiceOptions = {}): Promise<TestService> => {
+    // An address bound of 20 here (100 by default), so the test stays short.
+    const service = await startTestService({ now: clock.now, ...options, config: { loginThrottleAddressFailures: 20, ...options.config } })
+    started.push(service)
+    return service
+  }
+  after(async () => { for (const service of started) await service.close() })
+
+  it('lets one address fail on many accounts up to its bound, then throttles every login from it', async () => {
+    const logs = capturingLogger()
+    const service = await start({ logger: logs.logger })
+    const { email, password } = await registerUser(service)
+    // 5 accounts x 4 failures: 20 from 127.0.0.1, none of the accounts at its own bound.
+    for (let i = 0; i < 4; i++) await failTimes(service, uniqueEmail('office'), 4)
+    await failTimes(service, uniqueEmail('office'), 3)
+    assert.equal((await login(service, email, password)).status, 200, 'below the address bound (19 failures), logins go on')
+    await failTimes(service, uniqueEmail('office'), 1)
+    const before = service.engine.stats().completed
+    assertThrottled(await login(service, email, password), 1)
+    assert.equal(service.engine.stats().completed, before)
+    const throttled = logs.lines.filter((line) => line.event === 'login_throttled')
+    assert.deepEqual(throttled.map((line) => line.scopes), [['address']])
+    // The block is the address's: the same account from another address logs in.
+    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password }, from: '127.0.0.2' })).status, 200)
+  })
+
+  it('ignores X-Forwarded-For unless TOLLBOOTH_TRUST_PROXY is set', async () => {
+    const service = await start()
+    for (let i = 0; i < 5; i++) await failTimes(service, uniqueEmail('spoof'), 4, { 'x-forwarded-for': `198.51.100.${i}` })
+    assertThrottled(await login(service, uniqueEmail('spoof'), 'guess', { 'x-forwarded-for': '198.51.100.200' }))
+  })
+
+  for (const trustProxy of ['127.0.0.1', '1']) {
+    it(`takes the client address from X-Forwarded-For when the proxy is trusted (TOLLBOOTH_TRUST_PROXY=${trustProxy})`, async () => {
+      const logs = capturingLogger()
+      const service = await start({ config: { trustProxy }, logger: logs.logger })
+      const { email, password } = await registerUser(service)
+      // 20 failures spread over 5 clients behind the proxy: each far below the address bound.
+      for (let i = 0; i < 5; i++) await failTimes(service, uniqueEmail('proxied'), 4, { 'x-forwarded-for': `203.0.113.${i}` })
+      assert.equal((await login(service, email, password, { 'x-forwarded-for': '203.0.113.1' })).status, 200)
+      assert.deepEqual(new Set(logs.lines.filter((line) => line.event === 'login_failed').map((line) => line.address)),
+        new Set(['203.0.113.0', '203.0.113.1', '203.0.113.2', '203.0.113.3', '203.0.113.4']))
+      // One client past the bound is throttled; the others behind the same proxy are not.
+      for (let i = 0; i < 5; i++) await failTimes(service, uniqueEmail('proxied'), 4, { 'x-forwarded-for': '203.0.113.9' })
+      assertThrottled(await login(service, email, password, { 'x-forwarded-for': '203.0.113.9' }))
+      assert.equal((await login(service, email, password, { 'x-forwarded-for': '203.0.113.1' })).status, 200)
+    })
+  }
+
+  it('does not reset the address on a success: a login of the attacker\'s own account does not buy more guesses', async () => {
+    const service = await start()
+    const own = await registerUser(service)
+    for (let i = 0; i < 5; i++) {
+      await failTimes(service, uniqueEmail('victim'), 4)
+      if (i < 4) assert.equal((await login(service, own.email, own.password)).status, 200)
+    }
+    assertThrottled(await login(service, own.email, own.password))
+  })
+})
+
+describe('login throttling state in PostgreSQL', () => {
+  let db: TestDatabase
+  before(async () => { db = await createTestDatabase() })
+  after(async () => { await db.drop() })
+
+  it('keeps the counts across a restart on the same database', async () => {
+    const clock = manualClock()
+    const first = await startTestService({ db, now: clock.now })
+    const { email, password } = await registerUser(first)
+    await failTimes(first, email, 5)
+    await first.close()
+    const second = await startTestService({ db, now: clock.now })
+    try {
+      assertThrottled(await login(second, email, password), 1)
+    } finally {
+      await second.close()
+    }
+  })
+
+  it('counts concurrent failures exactly, for both keys, in one statement each', async () => {
+    const nowMs = Date.parse('2030-06-01T00:00:00Z')
+    const keys = { account: 'concurrent@example.com', address: '192.0.2.10' }
+    await Promise.all(Array.from({ length: 25 }, async () => await recordFailure(db.pool, keys, { nowMs, windowExpiredAtOrBefore: nowMs - 900_000 })))
+    const counts = await readFailures(db.pool, keys)
+    assert.equal(counts.account?.failures, 25)
+    assert.equal(counts.address?.failures, 25)
+    // A failure after the window restarts the row in place.
+    const later = nowMs + 900_000
+    const restarted = await recordFailure(db.pool, keys, { nowMs: later, windowExpiredAtOrBefore: later - 900_000 })
+    assert.deepEqual(restarted.account, { failures: 1, windowStartedAt: later, lastFailureAt: later })
+  })
+})

@@ -121,13 +121,17 @@ export function frameworkErrorHandler (error: FastifyError, _request: FastifyReq
 const probedMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
 /**
- * `pacer`: every refusal that tells the client when to come back (`Retry-After`) is noted for
- * its connection and address, wherever it was decided, so that coming back early is held.
+ * `pacer`: every overload refusal that tells the client when to come back (503 + `Retry-After`)
+ * is noted for its connection and address, wherever it was decided, so that coming back early is held.
  */
 export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const tollboothError = toTollboothError(error)
-    if (pacer !== undefined && tollboothError.retryAfterSeconds !== undefined) pacer.noteRefusal(connectionKeys(request), tollboothError.retryAfterSeconds)
+    // Only overload refusals pace a client: a 429 of the login throttle is about one account,
+    // and must not hold other requests from the same address (an office behind one NAT).
+    if (pacer !== undefined && tollboothError.statusCode === 503 && tollboothError.retryAfterSeconds !== undefined) {
+      pacer.noteRefusal(connectionKeys(request), tollboothError.retryAfterSeconds)
+    }
     if (tollboothError.code === 'INTERNAL') {
       request.log.error({ err: error }, 'unhandled error')
     } else if (tollboothError.statusCode >= 500 && tollboothError.retryAfterSeconds === undefined) {

@@ -171,4 +171,28 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     t.diagnostic(`first ${first.ms.toFixed(0)} ms, early retry held ${early.ms.toFixed(0)} ms, other client ${other.ms.toFixed(0)} ms`)
     await blockers
   })
+
+  it('is not paced by a 429 of the login throttle: that is about one account, not about load', async (t) => {
+    const service = await startTestService({
+      policy: seedPolicy,
+      threads: 1,
+      config: { loginDeadlineMs: 100, loginThrottleAccountFailures: 1, loginThrottleBaseDelaySeconds: 5, loginThrottleMaxDelaySeconds: 5 },
+    })
+    t.after(async () => { await service.close() })
+    const account = await registerUser(service)
+    const from = '127.0.0.31'
+    const wrong = { email: account.email, password: 'not the password' }
+    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: wrong, from })).status, 401)
+    const throttled = await request(service, 'POST', '/api/v1/auth/login', { body: wrong, from })
+    assert.equal(throttled.status, 429)
+    // Now the pool is overloaded: the same address's next refusal is a first one, answered at once.
+    const stored = bcryptHasher.hashSync('blocker', { cost: 12 })
+    const blockers = Promise.all(Array.from({ length: 8 }, async () => await service.engine.verify('blocker', stored)))
+    const sent = performance.now()
+    const refused = await request(service, 'POST', '/api/v1/auth/login', { body: { email: 'someone@example.com', password: 'whatever it is' }, from })
+    const ms = performance.now() - sent
+    assert.equal(refused.status, 503)
+    assert.ok(ms < 500, `answered in ${ms.toFixed(0)} ms, not held for the 429's Retry-After`)
+    await blockers
+  })
 })

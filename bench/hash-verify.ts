@@ -25,6 +25,7 @@ const profiles: Record<string, Profile> = {
   'argon2-light': { name: 'argon2id m=7168 t=5 p=1', policy: { ...defaultPolicy, argon2: { memoryKiB: 7168, timeCost: 5, parallelism: 1 } } },
   bcrypt10: { name: 'bcrypt cost 10', policy: { ...defaultPolicy, algorithm: 'bcrypt' } },
   'scrypt-default': { name: 'scrypt N=2^15 r=8 p=1 (default)', policy: { ...defaultPolicy, algorithm: 'scrypt' } },
+  'scrypt-better-auth': { name: 'scrypt N=2^14 r=16 p=1 (better-auth\'s setting)', policy: { ...defaultPolicy, algorithm: 'scrypt', scrypt: { N: 16384, r: 16, p: 1 } } },
 }
 
 const { values: args } = parseArgs({

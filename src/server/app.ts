@@ -2,6 +2,8 @@
  * buildApp(): the Fastify app with every route, no listen (Fastify's testing
  * guide). The caller owns the database pool and the password engine.
  */
+import type http from 'node:http'
+import type { Duplex } from 'node:stream'
 import type pg from 'pg'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import swagger from '@fastify/swagger'
@@ -14,7 +16,7 @@ import { AuthService } from './auth-service.js'
 import type { LoginThrottlePolicy } from './login-throttle.js'
 import { RefusalPacer } from './pacing.js'
 import { createError } from '../errors.js'
-import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
+import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
 import { createAccessTokens } from './tokens.js'
@@ -101,6 +103,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
 
   const pacer = new RefusalPacer({ now: () => performance.now() })
   installErrorHandling(app, pacer)
+  app.server.on('connect', (request: http.IncomingMessage, socket: Duplex) => { connectHandler(app, request, socket) })
   // The API takes JSON only: Fastify's built-in text/plain parser would turn a JSON-looking
   // text/plain body into a string and a confusing 400, where the client needs a 415.
   app.removeContentTypeParser('text/plain')

@@ -118,7 +118,42 @@ export function frameworkErrorHandler (error: FastifyError, _request: FastifyReq
   void sendError(reply, toTollboothError(error))
 }
 
-const probedMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+/** The methods that have a route at this path (a path, no query string), in Fastify's order. */
+function allowedMethods (app: FastifyInstance, path: string): string[] {
+  return app.supportedMethods.filter((method) => app.findRoute({ method, url: path }) !== null)
+}
+
+function unroutedError (app: FastifyInstance, method: string, url: string): { error: TollboothError, allow?: string } {
+  const path = url.split('?')[0] ?? ''
+  const allowed = path.startsWith('/') ? allowedMethods(app, path).filter((other) => other !== method) : []
+  if (allowed.length === 0) return { error: createError('NOT_FOUND', `No route ${method} ${path}`) }
+  const allow = allowed.join(', ')
+  return { error: createError('METHOD_NOT_ALLOWED', `${path} does not accept ${method}; it accepts ${allow}`), allow }
+}
+
+/**
+ * The answer to a request no route matches: 405 with `Allow` when the path has routes for
+ * other methods (RFC 9110 15.5.6), else 404. Fastify would answer both as "not found".
+ */
+function answerUnrouted (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { error, allow } = unroutedError(app, request.method, request.url)
+  if (allow !== undefined) void reply.header('allow', allow)
+  return sendError(reply, error)
+}
+
+/**
+ * node's `connect` event: a CONNECT request never reaches Fastify, and without a listener
+ * node drops the connection unanswered. No route takes CONNECT, so it gets the same 405/404
+ * as any other method a route lacks, and the connection is closed (it is no tunnel).
+ */
+export function connectHandler (app: FastifyInstance, request: http.IncomingMessage, socket: Duplex): void {
+  const { error, allow } = unroutedError(app, 'CONNECT', request.url ?? '')
+  socket.on('error', () => {})
+  const body = JSON.stringify(errorBody(error))
+  socket.end(`HTTP/1.1 ${error.statusCode} ${http.STATUS_CODES[error.statusCode] ?? ''}\r\n` +
+    (allow === undefined ? '' : `allow: ${allow}\r\n`) +
+    `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+}
 
 /**
  * `pacer`: every overload refusal that tells the client when to come back (503 + `Retry-After`)
@@ -143,12 +178,11 @@ export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer
     if (tollboothError.code === 'HASH_CANCELLED' && reply.raw.destroyed) return
     return sendError(reply, tollboothError)
   })
-  // Fastify answers a known path with an unknown method as "not found"; RFC 9110 says 405 with Allow.
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? ''
-    const allowed = probedMethods.filter((method) => app.findRoute({ method, url: path }) !== null)
-    if (allowed.length === 0) return sendError(reply, createError('NOT_FOUND', `No route ${request.method} ${path}`))
-    void reply.header('allow', allowed.join(', '))
-    return sendError(reply, createError('METHOD_NOT_ALLOWED', `${path} does not accept ${request.method}; it accepts ${allowed.join(', ')}`))
+  // Decided in onRequest, before the body is read: Fastify parses the body of an unrouted
+  // request with a body method first, so QUERY without a content-type got 400 and PUT with
+  // a text body 415 where the answer is 405. The first hook, so later ones skip such requests.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.is404) return answerUnrouted(app, request, reply)
   })
+  app.setNotFoundHandler((request, reply) => answerUnrouted(app, request, reply))
 }

@@ -23,8 +23,25 @@ export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254
  */
 export const visibleTextPattern = '^(?!\\s*$)[^\\u0000]*$'
 /** What a failed `pattern` means, in words, for the error message (by pattern). */
+/** A page size: exactly the decimal integers 1 to 100, no sign, no leading zero (the document says what the code takes). */
+export const pageLimitPattern = '^(?:[1-9][0-9]?|100)$'
+/**
+ * A page cursor exactly as the service issues them: base64url, unpadded, of `p:` and 1 to 15
+ * digits (routes/posts.ts). Spelt out so the document admits only cursors the code accepts
+ * (a client or fuzzer sending a schema-valid cursor gets a page, never a 400). Base64 maps
+ * each 3 bytes to 4 characters; with every byte an ASCII digit (0x30-0x39), each character
+ * can take only the values below.
+ */
+const digitPairStart = '(?:[MN][DTjz]|O[DT])' // the first two characters of a group starting with a digit
+const threeDigits = `${digitPairStart}[AEIMQUYcgk][w-z0-5]`
+const oneDigitTail = '(?:[MN][AQgw]|O[AQ])'
+const twoDigitsTail = `${digitPairStart}[AEIMQUYcgk]`
+// `p:` and the first digit, then 0 to 14 more digits.
+export const pageCursorPattern = `^cDo[w-z0-5](?:${threeDigits}){0,4}(?:${oneDigitTail}|${twoDigitsTail})?$`
 export const patternMessages: Readonly<Record<string, string>> = {
   [visibleTextPattern]: 'must contain a non-space character and no NUL character',
+  [pageLimitPattern]: 'must be an integer from 1 to 100',
+  [pageCursorPattern]: 'is not a cursor this service issued',
 }
 function Text (maxLength: number): TString {
   return Type.String({ minLength: 1, maxLength, pattern: visibleTextPattern })
@@ -78,8 +95,9 @@ export const CreatePostBody = Type.Object({
 export type CreatePostBody = Static<typeof CreatePostBody>
 
 export const ListPostsQuery = Type.Object({
-  limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' })),
-  cursor: Type.Optional(Type.String({ maxLength: 64, description: 'nextCursor of the previous page' })),
+  // A string: query values are not coerced (coerceTypes is off), so the pattern carries the range.
+  limit: Type.Optional(Type.String({ pattern: pageLimitPattern, description: 'Page size, an integer from 1 to 100; default 20' })),
+  cursor: Type.Optional(Type.String({ pattern: pageCursorPattern, description: 'nextCursor of the previous page, as it was sent' })),
 }, { additionalProperties: false })
 export type ListPostsQuery = Static<typeof ListPostsQuery>
 

@@ -4,6 +4,7 @@
  * not JSON, a request arriving while the service shuts down.
  */
 import assert from 'node:assert/strict'
+import http from 'node:http'
 import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { bcryptHasher } from '../../src/hashing/bcrypt.js'
@@ -132,6 +133,100 @@ describe('a method the route does not have', () => {
     assert.equal(response.status, 404)
     assert.equal(response.body.error.code, 'NOT_FOUND')
     assert.equal(response.headers.get('allow'), null)
+  })
+})
+
+interface NodeResponse {
+  status: number
+  headers: http.IncomingHttpHeaders
+  body: any
+}
+
+/** node:http, which sends any method its parser knows (fetch refuses some, and normalises case). */
+async function nodeRequest (url: string, method: string, path: string, options: { headers?: Record<string, string>, body?: string } = {}): Promise<NodeResponse> {
+  const { port } = new URL(url)
+  return await new Promise((resolve, reject) => {
+    const outgoing = http.request({ host: '127.0.0.1', port: Number(port), method, path, headers: options.headers, agent: false }, (incoming) => {
+      let text = ''
+      incoming.setEncoding('utf8')
+      incoming.on('data', (chunk: string) => { text += chunk })
+      incoming.on('end', () => { resolve({ status: incoming.statusCode ?? 0, headers: incoming.headers, body: text.length > 0 ? JSON.parse(text) : undefined }) })
+    })
+    outgoing.on('error', reject)
+    outgoing.end(options.body)
+  })
+}
+
+function assertMethodNotAllowed (response: NodeResponse, method: string, allow: string): void {
+  assert.equal(response.status, 405, method)
+  assert.equal(response.headers.allow, allow, method)
+  // HEAD answers carry no body.
+  if (method !== 'HEAD') {
+    assert.equal(response.body.error.code, 'METHOD_NOT_ALLOWED', method)
+    assert.match(response.headers['content-type'] ?? '', /^application\/json/)
+  }
+}
+
+describe('methods no route declares, on real sockets', () => {
+  let service: TestService
+  before(async () => { service = await startTestService() })
+  after(async () => { await service.close() })
+
+  // Every method node's parser accepts; CONNECT is its own event in node, tested below.
+  const methods = http.METHODS.filter((method) => method !== 'CONNECT')
+
+  it('every method but POST on POST /api/v1/auth/login: 405 with Allow: POST', async () => {
+    for (const method of methods.filter((method) => method !== 'POST')) {
+      assertMethodNotAllowed(await nodeRequest(service.url, method, '/api/v1/auth/login'), method, 'POST')
+    }
+  })
+
+  it('every method on an unknown path: 404 NOT_FOUND without Allow', async () => {
+    for (const method of methods) {
+      const response = await nodeRequest(service.url, method, '/api/v1/nothing-here')
+      assert.equal(response.status, 404, method)
+      assert.equal(response.headers.allow, undefined, method)
+      if (method !== 'HEAD') assert.equal(response.body.error.code, 'NOT_FOUND', method)
+    }
+  })
+
+  // Fastify reads the body of an unrouted request with a body method before its not-found
+  // handler: QUERY without a content-type was a 400, QUERY with JSON that does not parse a 400.
+  const withBodies: Array<[string, string, Record<string, string>, string | undefined]> = [
+    ['QUERY without a content-type', 'QUERY', {}, undefined],
+    ['QUERY with a JSON body', 'QUERY', { 'content-type': 'application/json' }, '{"email":"a@example.com"}'],
+    ['QUERY with a body that is not JSON', 'QUERY', { 'content-type': 'application/json' }, '{not json'],
+    ['PUT with a text/plain body', 'PUT', { 'content-type': 'text/plain' }, 'hello'],
+    ['PROPFIND with an XML body', 'PROPFIND', { 'content-type': 'application/xml', depth: '1' }, '<propfind xmlns="DAV:"/>'],
+    ['SEARCH with a body', 'SEARCH', { 'content-type': 'application/json' }, '{}'],
+  ]
+  for (const [what, method, headers, body] of withBodies) {
+    it(`${what} on /api/v1/posts: 405 with Allow, before the body is read`, async () => {
+      assertMethodNotAllowed(await nodeRequest(service.url, method, '/api/v1/posts', { headers, ...(body === undefined ? {} : { body }) }), method, 'GET, HEAD, POST')
+    })
+  }
+
+  it('QUERY on an unknown path: 404, not the 400 for its missing content-type', async () => {
+    const response = await nodeRequest(service.url, 'QUERY', '/nothing-here')
+    assert.equal(response.status, 404)
+    assert.equal(response.body.error.code, 'NOT_FOUND')
+  })
+
+  it('the declared methods still work beside them', async () => {
+    assert.equal((await nodeRequest(service.url, 'GET', '/api/v1/posts?limit=1')).status, 200)
+    assert.equal((await nodeRequest(service.url, 'HEAD', '/healthz')).status, 200)
+  })
+
+  it('CONNECT to a known path: 405 with Allow, and the connection closed', async () => {
+    const response = await rawExchange(service.url, 'CONNECT /api/v1/posts HTTP/1.1\r\nHost: x\r\n\r\n')
+    assertRegistryShape(response, 405, 'METHOD_NOT_ALLOWED')
+    assert.equal(response.headers.allow, 'GET, HEAD, POST')
+  })
+
+  it('CONNECT to a host and port (a proxy tunnel): 404, no tunnel', async () => {
+    const response = await rawExchange(service.url, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')
+    assertRegistryShape(response, 404, 'NOT_FOUND')
+    assert.equal(response.headers.allow, undefined)
   })
 })
 

@@ -56,7 +56,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       summary: 'Sign in with email and password',
       description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline.',
       body: LoginBody,
-      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415, 503) },
+      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
     // The account is a pacing key too (clients that change connection and address): known
@@ -77,7 +77,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       summary: 'Trade a refresh token for a new token pair (the old one is spent)',
       description: 'Presenting an already rotated refresh token revokes its whole family.',
       body: RefreshBody,
-      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415) },
+      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415, 503) },
     },
   }, async (request) => await auth.refresh(request.body.refreshToken))
 
@@ -86,7 +86,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       tags: ['auth'],
       summary: 'Revoke the refresh token and its family',
       body: RefreshBody,
-      response: { 204: Type.Null({ description: 'Signed out' }), ...errors(400, 413, 415) },
+      response: { 204: Type.Null({ description: 'Signed out' }), ...errors(400, 413, 415, 503) },
     },
   }, async (request, reply) => {
     await auth.logout(request.body.refreshToken)
@@ -99,7 +99,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       tags: ['users'],
       summary: 'The signed-in user',
       security: bearerAuth,
-      response: { 200: Type.Ref('User'), ...errors(401) },
+      response: { 200: Type.Ref('User'), ...errors(401, 503) },
     },
   }, async (request) => await auth.me(request.userId))
 }

@@ -30,7 +30,7 @@ export const labRoutes: FastifyPluginAsyncTypebox<LabRoutesOptions> = async (app
       description: '`hash=noop`: database lookup only. `hash=jwt-only`: lookup + JWT signing. `hash=full`: the real login.',
       querystring: Type.Object({ hash: Type.Union([Type.Literal('noop'), Type.Literal('jwt-only'), Type.Literal('full')]) }, { additionalProperties: false }),
       body: LoginBody,
-      response: { 200: Type.Object({ variant: Type.String(), userId: Type.String(), accessToken: Type.Optional(Type.String()) }, { additionalProperties: true }), ...errors(400, 401, 503) },
+      response: { 200: Type.Object({ variant: Type.String(), userId: Type.String(), accessToken: Type.Optional(Type.String()) }, { additionalProperties: true }), ...errors(400, 401, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
     const variant = request.query.hash

@@ -30,7 +30,7 @@ export const postRoutes: FastifyPluginAsyncTypebox<PostRoutesOptions> = async (a
       summary: 'Write a post',
       security: bearerAuth,
       body: CreatePostBody,
-      response: { 201: Type.Ref('Post'), ...errors(400, 401, 413, 415) },
+      response: { 201: Type.Ref('Post'), ...errors(400, 401, 413, 415, 503) },
     },
   }, async (request, reply) => {
     const post = await insertPost(db, { authorId: request.userId, title: request.body.title, body: request.body.body })
@@ -42,7 +42,7 @@ export const postRoutes: FastifyPluginAsyncTypebox<PostRoutesOptions> = async (a
       tags: ['posts'],
       summary: 'Newest posts first, keyset-paginated',
       querystring: ListPostsQuery,
-      response: { 200: PostPage, ...errors(400) },
+      response: { 200: PostPage, ...errors(400, 503) },
     },
   }, async (request) => {
     const limit = request.query.limit === undefined ? 20 : Number.parseInt(request.query.limit, 10)

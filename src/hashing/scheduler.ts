@@ -10,10 +10,11 @@
  *   turns, round robin; a client's new request waits behind the others' first few, not
  *   behind one client's whole backlog. When the queue is full, a request from a client with
  *   less queued evicts the newest request of the client with the most.
- * - **Admission by expected wait.** A request whose expected wait for a thread passes its
- *   deadline is refused at once (see `expectedWaitMs`), with the seconds until one would fit.
- * - **Deadlines in the queue.** A request still queued at its deadline leaves the queue
- *   (`onExpired`) before it costs a hash; one found past its deadline at dispatch too.
+ * - **Admission by expected wait.** A deadline is when the answer is due: a request that is
+ *   expected to get a thread too late to finish its hash by then is refused at once (see
+ *   `expectedWaitMs`), with the seconds until one would fit.
+ * - **Deadlines in the queue.** A request still queued when it can no longer finish by its
+ *   deadline leaves the queue (`onExpired`) before it costs a hash; one found so at dispatch too.
  */
 import type { HashTaskKind } from './types.js'
 
@@ -184,11 +185,11 @@ export class HashScheduler<T extends Ticket> {
     }
     if (deadlineAt !== undefined) {
       const expectedWaitMs = this.expectedWaitMs(kind, client)
-      const budgetMs = deadlineAt - now
+      const budgetMs = this.startBy(deadlineAt) - now
       if (expectedWaitMs > budgetMs) {
         return {
           code: 'SERVICE_OVERLOADED',
-          message: `A hash thread is expected in ${Math.round(expectedWaitMs)} ms, past the deadline in ${Math.round(budgetMs)} ms`,
+          message: `A hash thread is expected in ${Math.round(expectedWaitMs)} ms, too late to finish a ${Math.round(this.meanRunMs)} ms hash by the deadline in ${Math.round(deadlineAt - now)} ms`,
           retryAfterSeconds: retryAfterSeconds(expectedWaitMs, budgetMs),
         }
       }
@@ -210,11 +211,19 @@ export class HashScheduler<T extends Ticket> {
     ticket.predictedWaitMs = this.modelWaitMs(ticket.kind, ticket.client)
     this.queues[ticket.kind].add(ticket)
     // Past setTimeout's 2^31-1 ms range a timer would fire at once; such a deadline never comes anyway.
-    const deadlineMs = ticket.deadlineAt === undefined ? undefined : ticket.deadlineAt - this.now()
+    const deadlineMs = ticket.deadlineAt === undefined ? undefined : this.startBy(ticket.deadlineAt) - this.now()
     if (deadlineMs !== undefined && deadlineMs <= maxTimerMs) {
       ticket.timer = setTimeout(() => { this.expire(ticket) }, Math.max(0, deadlineMs))
     }
     return evicted
+  }
+
+  /**
+   * A deadline is when the answer is due: the hash must finish by then, so it must start one
+   * mean run earlier. (Admitted logins then finish within the deadline, not a hash after it.)
+   */
+  private startBy (deadlineAt: number): number {
+    return deadlineAt - this.meanRunMs
   }
 
   /** Which queued ticket a new one would evict from a full queue, if any. */
@@ -238,7 +247,7 @@ export class HashScheduler<T extends Ticket> {
       const ticket = this.queues.verify.shift() ?? this.queues.hash.shift()
       if (ticket === undefined) break
       this.clearTimer(ticket)
-      if (ticket.deadlineAt !== undefined && now > ticket.deadlineAt) {
+      if (ticket.deadlineAt !== undefined && now > this.startBy(ticket.deadlineAt)) {
         ticket.state = 'done'
         this.learnWait(ticket, now)
         this.onExpired(ticket)

@@ -41,9 +41,11 @@ export type HashStrategy = 'tollbooth' | 'event-loop' | 'libuv' | 'libuv-128' | 
 
 export interface HashRequestOptions {
   /**
-   * Time budget in milliseconds, from now, for the hash to *start*: a request
-   * whose expected queue wait passes it is refused at once, and one still queued
-   * when it passes is removed from the queue. Undefined: no deadline.
+   * Time budget in milliseconds, from now, for the hash to be *done*: a request
+   * that is expected to start too late to finish by then (its expected queue wait
+   * plus a mean run) is refused at once, and one still queued when it can no longer
+   * finish in time is removed from the queue. A thread that is free takes it at once,
+   * whatever the budget. Undefined: no deadline.
    */
   deadlineMs?: number
   /**

@@ -136,7 +136,8 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     h.dispatch()
     h.submit('short', 'verify', 'b', 50)
     h.submit('long', 'verify', 'c', 5000)
-    mock.timers.tick(49)
+    // Its 10 ms hash must finish by the deadline: it must start by 40 ms.
+    mock.timers.tick(39)
     assert.deepEqual(h.expired, [])
     mock.timers.tick(1)
     assert.deepEqual(h.expired, ['short'])
@@ -183,7 +184,7 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     const late = h.scheduler.refusal('verify', 'a', Date.now() - 1)
     assert.equal(late?.code, 'HASH_DEADLINE_EXCEEDED')
     for (let i = 0; i < 30; i++) h.submit(`q-${i}`, 'verify', 'a')
-    // 30 ahead at 100 ms: about 3.1 s of wait against a 1 s budget -> come back in 3 s.
+    // 30 ahead at 100 ms: about 3.1 s of wait against a 1 s deadline (start by 0.9 s) -> come back in 3 s.
     const refusal = h.scheduler.refusal('verify', 'a', Date.now() + 1000)
     assert.equal(refusal?.code, 'SERVICE_OVERLOADED')
     assert.equal(refusal?.retryAfterSeconds, 3)

@@ -29,6 +29,7 @@ const maxQueueLimit = 1_000_000
 /** Waiting requests per thread by default: at ~50 ms a hash, 64 deep is ~3 s of work per thread. */
 const defaultQueuePerThread = 64
 const defaultPingTimeoutMs = 1000
+const defaultThreadNice = 10
 
 /** Options after validation, with every default filled: what the core trusts. */
 export interface FilledEngineOptions {
@@ -36,6 +37,7 @@ export interface FilledEngineOptions {
   strategy: HashStrategy
   threads: number
   maxQueue: number
+  threadNice: number
   cpuBudget: CpuBudget
 }
 
@@ -87,7 +89,8 @@ export function fillEngineOptions (options: unknown): FilledEngineOptions {
   })
   const threads = Math.min(threadsOverride ?? cpuBudget.cpus, maxThreads)
   const maxQueue = optionalInteger(options.maxQueue, 'maxQueue', 0, maxQueueLimit) ?? threads * defaultQueuePerThread
-  return { policy: frozenPolicy(options.policy), strategy: strategy as HashStrategy, threads, maxQueue, cpuBudget }
+  const threadNice = optionalInteger(options.threadNice, 'threadNice', 0, 19) ?? defaultThreadNice
+  return { policy: frozenPolicy(options.policy), strategy: strategy as HashStrategy, threads, maxQueue, threadNice, cpuBudget }
 }
 
 /** Per-request arguments are programming errors when wrong: a TypeError naming the argument. */
@@ -207,7 +210,7 @@ class Engine implements PasswordEngine {
 
 function createExecutor (options: FilledEngineOptions): HashExecutor {
   switch (options.strategy) {
-    case 'tollbooth': return new TollboothPool({ threads: options.threads, maxQueue: options.maxQueue })
+    case 'tollbooth': return new TollboothPool({ threads: options.threads, maxQueue: options.maxQueue, threadNice: options.threadNice })
     // The load lab's comparison strategies: what the seed articles did, without admission or deadlines.
     case 'event-loop': return new EventLoopExecutor()
     case 'libuv':

@@ -19,6 +19,12 @@ export type HashTask =
   | { kind: 'verify', password: string, stored: string }
   | { kind: 'ping' }
 
+/** What every hash worker thread is started with. */
+export interface HashWorkerData {
+  /** The thread lowers its own priority to this nice value (Linux). */
+  threadNice: number
+}
+
 /** What a worker answers: the value, and how long the hash itself ran, measured inside the worker. */
 export type HashReply =
   | { ok: true, value: string | boolean | null, runMs: number }

@@ -19,7 +19,7 @@
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
 import { createError, errorRegistry, type ErrorCode, type TollboothError } from '../errors.js'
-import type { HashExecutor, HashReply, HashTask } from './executor.js'
+import type { HashExecutor, HashReply, HashTask, HashWorkerData } from './executor.js'
 import { HashScheduler, retryAfterSeconds, type Ticket } from './scheduler.js'
 import type { HashPoolStats, HashRequestOptions, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'
 
@@ -29,6 +29,8 @@ export interface TollboothPoolOptions {
   maxQueue: number
   /** The worker script (tests substitute one that can crash); default ./worker.js. */
   workerUrl?: string
+  /** Each hash thread's nice value (worker.ts applies it to its own thread); default 0. */
+  threadNice?: number
 }
 
 const defaultWorkerUrl = new URL('./worker.js', import.meta.url).href
@@ -76,6 +78,7 @@ export class TollboothPool implements HashExecutor {
     })
     this.piscina = new Piscina<HashTask, HashReply>({
       filename: options.workerUrl ?? defaultWorkerUrl,
+      workerData: { threadNice: options.threadNice ?? 0 } satisfies HashWorkerData,
       minThreads: options.threads,
       maxThreads: options.threads,
       // Threads are the CPU budget, started once: never torn down and re-warmed under a lull.

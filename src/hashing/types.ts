@@ -145,6 +145,12 @@ export interface PasswordEngineOptions {
   threads?: number
   /** Requests allowed to wait for a thread, 0 to 1,000,000. Default: threads × 64. */
   maxQueue?: number
+  /**
+   * The hash threads' nice value, 0 to 19 (Linux; elsewhere ignored). Default 10: a hash
+   * thread yields a core to the event loop, PostgreSQL and the request path whenever they
+   * need it, and takes every cycle they leave. Only tollbooth's pool sets it.
+   */
+  threadNice?: number
   /** Where to read cgroup limits from (tests point these at fake trees). */
   cpu?: { cgroupRoot?: string, procSelfCgroup?: string }
 }

@@ -6,10 +6,29 @@
  * Run time is measured here, around the hash alone, and returned with the
  * result: the pool derives queue wait as (total - run).
  */
+import fs from 'node:fs'
+import os from 'node:os'
 import { performance } from 'node:perf_hooks'
+import { workerData } from 'node:worker_threads'
 import { isTollboothError } from '../errors.js'
-import type { HashReply, HashTask } from './executor.js'
+import type { HashReply, HashTask, HashWorkerData } from './executor.js'
 import { hasherFor, hashers } from './hasher.js'
+
+/**
+ * On Linux, setpriority() on a thread id changes that thread alone: a hash thread at nice 10
+ * leaves the core to the event loop the moment it has work (a /healthz probe, a refusal, the
+ * next task to hand over) and takes every cycle left over. Raising a nice value needs no
+ * privilege; where /proc/thread-self is missing (not Linux), nothing changes.
+ */
+function lowerOwnPriority (nice: number): void {
+  if (nice <= 0) return
+  try {
+    const threadId = Number(fs.readlinkSync('/proc/thread-self').split('/').pop())
+    if (Number.isSafeInteger(threadId) && threadId > 0) os.setPriority(threadId, nice)
+  } catch {}
+}
+
+lowerOwnPriority((workerData as Partial<HashWorkerData> | undefined)?.threadNice ?? 0)
 
 function execute (task: HashTask): string | boolean | null {
   switch (task.kind) {

@@ -79,6 +79,7 @@ export async function startService (config: Config, options: StartServiceOptions
       strategy: config.hashStrategy === 'cluster' ? 'piscina' : config.hashStrategy,
       ...(config.hashThreads === undefined ? {} : { threads: config.hashThreads }),
       ...(config.hashMaxQueue === undefined ? {} : { maxQueue: config.hashMaxQueue }),
+      threadNice: config.hashThreadNice,
     })
     const stats = engine.stats()
     log.info({

@@ -52,7 +52,7 @@ export interface Refusal {
 const ewmaWeight = 0.2
 /** Weight of the newest measured/predicted wait ratio in the calibration: ~the last 20 matter. */
 const calibrationWeight = 0.1
-/** The calibration never scales the model by more than this, either way. */
+/** The calibration never scales the model by more than this (nor below 1). */
 const calibrationBound = 4
 /** Remaining time assumed for a task already running longer than the mean, as a fraction of it. */
 const overrunFloor = 0.1
@@ -302,8 +302,10 @@ export class HashScheduler<T extends Ticket> {
   private learnWait (ticket: T, now: number): void {
     const predicted = ticket.predictedWaitMs
     if (predicted === undefined || predicted < this.meanRunMs || this.meanRunMs === 0) return
-    const ratio = Math.min(calibrationBound, Math.max(1 / calibrationBound, (now - ticket.enqueuedAt) / predicted))
-    this.waitCalibration += calibrationWeight * (ratio - this.waitCalibration)
+    const ratio = Math.min(calibrationBound, (now - ticket.enqueuedAt) / predicted)
+    // Never below the model: requests ahead that left early (expired, cancelled, evicted) make
+    // later ones wait less than predicted, and learning that would admit more, then expire more.
+    this.waitCalibration = Math.max(1, this.waitCalibration + calibrationWeight * (ratio - this.waitCalibration))
   }
 
   private clearTimer (ticket: T): void {

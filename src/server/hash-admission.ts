@@ -4,6 +4,7 @@
  * before any query, so a refusal costs a fraction of a served request. Refusals are paced
  * (pacing.ts): a client that is back before its `Retry-After` is held, not answered at once.
  */
+import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import type { HashRequestOptions, HashTaskKind, PasswordEngine } from '../hashing/types.js'
 import type { ClientKeys, RefusalPacer } from './pacing.js'
@@ -22,18 +23,34 @@ export function connectionKeys (request: FastifyRequest): ClientKeys {
 }
 
 /** The hash options of this request: its deadline counts from arrival, its address is its place in the turn order. */
-export function hashRequestOptions (request: FastifyRequest, reply: FastifyReply, deadlineMs: number): HashRequestOptions {
+export function hashRequestOptions (request: FastifyRequest, reply: FastifyReply, deadlineMs: number): HashRequestOptions & { deadlineAt: number } {
   return { deadlineAt: requestReceivedAt(reply) + deadlineMs, client: request.ip }
 }
 
-export function hashAdmission ({ engine, pacer, kind, deadlineMs }: HashAdmissionOptions): onRequestAsyncHookHandler {
+/**
+ * Admits (returns) or refuses (throws, counted) a hash request with these options, holding it
+ * first if this client is back before its Retry-After. The hold never takes more than half the
+ * deadline: a held request keeps time to be admitted and finish its hash when checked again
+ * (a longer hold would only ever end in a refusal, and a client held again for as long would
+ * never get in).
+ */
+export async function pacedHashAdmission (
+  { engine, pacer, kind, deadlineMs }: HashAdmissionOptions,
+  client: ClientKeys,
+  options: HashRequestOptions & { deadlineAt: number },
+  reply: FastifyReply
+): Promise<void> {
+  await pacer.admit(
+    client,
+    () => engine.admission(kind, options),
+    () => { engine.assertAdmissible(kind, options) },
+    { maxHoldMs: options.deadlineAt - deadlineMs / 2 - performance.now(), holdSignal: () => clientGoneSignal(reply) }
+  )
+}
+
+/** The onRequest hook: paced hash admission by connection and address, before the body is read. */
+export function hashAdmission (admission: HashAdmissionOptions): onRequestAsyncHookHandler {
   return async (request, reply) => {
-    const options = hashRequestOptions(request, reply, deadlineMs)
-    await pacer.admit(
-      connectionKeys(request),
-      () => engine.admission(kind, options),
-      () => { engine.assertAdmissible(kind, options) },
-      () => clientGoneSignal(reply)
-    )
+    await pacedHashAdmission(admission, connectionKeys(request), hashRequestOptions(request, reply, admission.deadlineMs), reply)
   }
 }

@@ -37,6 +37,16 @@ export interface ClientKeys {
   keys: readonly string[]
 }
 
+export interface AdmitOptions {
+  /** This request is held at most this long (a caller that must keep time for the work after). */
+  maxHoldMs?: number
+  /**
+   * Made only when a request is held; it aborts when the client hangs up (the refusal is then
+   * thrown unanswered: no one reads it).
+   */
+  holdSignal?: () => AbortSignal
+}
+
 export class RefusalPacer {
   private readonly now: () => number
   private readonly maxHoldMs: number
@@ -82,18 +92,16 @@ export class RefusalPacer {
    * The whole rule. `peek()` says whether the request would be refused now (counting nothing);
    * `decide()` admits it (returns) or throws its refusal, counted. A client that is early is
    * held before `decide()`; the refusal `decide()` throws is noted for the client's keys.
-   * `holdSignal`: made only when a request is held; it aborts when the client hangs up (the
-   * refusal is then thrown unanswered: no one reads it).
    */
-  async admit (client: ClientKeys, peek: () => TollboothError | undefined, decide: () => void, holdSignal?: () => AbortSignal): Promise<void> {
+  async admit (client: ClientKeys, peek: () => TollboothError | undefined, decide: () => void, options: AdmitOptions = {}): Promise<void> {
     const refusal = peek()
     if (refusal === undefined) return
-    const holdMs = this.holdMs(client)
+    const holdMs = Math.min(this.holdMs(client), options.maxHoldMs ?? Infinity)
     if (holdMs > 0 && this.heldNow < this.maxHeld) {
       this.heldNow++
       this.heldTotal++
       try {
-        await hold(holdMs, holdSignal?.())
+        await hold(holdMs, options.holdSignal?.())
       } catch {
         throw refusal
       } finally {

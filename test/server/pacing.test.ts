@@ -92,6 +92,20 @@ describe('refusal pacer (mock timers)', () => {
     assert.deepEqual(back, { result: 'SERVICE_OVERLOADED', heldNow: 0 })
   })
 
+  it('holds no longer than the caller allows', async () => {
+    const pacer = pacerAt()
+    const client = { keys: ['ip:a'] }
+    pacer.noteRefusal(client, 5)
+    let settled = false
+    const held = pacer.admit(client, overloaded, () => { throw overloaded() }, { maxHoldMs: 1000 })
+    void held.catch(() => {}).finally(() => { settled = true })
+    mock.timers.tick(999)
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(settled, false)
+    mock.timers.tick(1)
+    assert.equal((await outcome(pacer, held)).result, 'SERVICE_OVERLOADED')
+  })
+
   it('never holds an admitted request, early or not', async () => {
     const pacer = pacerAt()
     const client = { connection: {}, keys: ['ip:a'] }
@@ -119,7 +133,7 @@ describe('refusal pacer (mock timers)', () => {
     const client = { keys: ['ip:a'] }
     pacer.noteRefusal(client, 5)
     const controller = new AbortController()
-    const held = pacer.admit(client, overloaded, () => { throw overloaded() }, () => controller.signal)
+    const held = pacer.admit(client, overloaded, () => { throw overloaded() }, { holdSignal: () => controller.signal })
     await Promise.resolve()
     assert.equal(pacer.held, 1)
     controller.abort()
@@ -142,14 +156,13 @@ describe('refusal pacer (mock timers)', () => {
 
 describe('paced refusals through the service (real sockets, one busy hash thread)', () => {
   it('holds a client that retries a 503 at once, and answers a new client at once', async (t) => {
-    // A 100 ms login deadline behind a thread busy for seconds: every login is refused.
-    const service = await startTestService({ policy: seedPolicy, threads: 1, config: { loginDeadlineMs: 100 } })
+    // One thread and room for one waiting request, both taken for seconds: every login is refused.
+    const service = await startTestService({ policy: seedPolicy, threads: 1, maxQueue: 1 })
     t.after(async () => { await service.close() })
     const account = await registerUser(service)
-    // Eight queued legacy cost-12 verifies keep the only thread busy for a few seconds.
-    const stored = bcryptHasher.hashSync('blocker', { cost: 12 })
-    const blockers = Promise.all(Array.from({ length: 8 }, async () => await service.engine.verify('blocker', stored)))
-    assert.equal(service.engine.stats().queued, 7)
+    const stored = bcryptHasher.hashSync('blocker', { cost: 14 })
+    const blockers = Promise.all([1, 2].map(async () => await service.engine.verify('blocker', stored)))
+    assert.deepEqual([service.engine.stats().running, service.engine.stats().queued], [1, 1])
 
     const login = async (from: string): Promise<{ status: number, retryAfter: number, ms: number }> => {
       const sent = performance.now()

@@ -7,7 +7,7 @@ import { normaliseEmail, type AuthService, type LoginContext } from '../auth-ser
 import type { AccessTokens } from '../tokens.js'
 import type { PasswordEngine } from '../../hashing/types.js'
 import type { RefusalPacer } from '../pacing.js'
-import { hashAdmission, hashRequestOptions } from '../hash-admission.js'
+import { hashAdmission, hashRequestOptions, pacedHashAdmission } from '../hash-admission.js'
 
 export interface AuthRoutesOptions {
   auth: AuthService
@@ -34,6 +34,7 @@ export const trimEmail: preValidationAsyncHookHandler = async (request) => {
 
 export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, options) => {
   const { auth, accessTokens, engine, pacer, loginDeadlineMs, registerDeadlineMs } = options
+  const loginAdmission = { engine, pacer, kind: 'verify' as const, deadlineMs: loginDeadlineMs }
   app.post('/auth/register', {
     onRequest: hashAdmission({ engine, pacer, kind: 'hash', deadlineMs: registerDeadlineMs }),
     preValidation: trimEmail,
@@ -49,7 +50,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
   })
 
   app.post('/auth/login', {
-    onRequest: hashAdmission({ engine, pacer, kind: 'verify', deadlineMs: loginDeadlineMs }),
+    onRequest: hashAdmission(loginAdmission),
     preValidation: trimEmail,
     schema: {
       tags: ['auth'],
@@ -61,13 +62,8 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
   }, async (request, reply) => {
     // The account is a pacing key too (clients that change connection and address): known
     // only now the body is parsed, so it holds only refusals noted here.
-    const options = hashRequestOptions(request, reply, loginDeadlineMs)
-    await pacer.admit(
-      { keys: [`account:${normaliseEmail(request.body.email)}`] },
-      () => engine.admission('verify', options),
-      () => { engine.assertAdmissible('verify', options) },
-      () => clientGoneSignal(reply)
-    )
+    const account = { keys: [`account:${normaliseEmail(request.body.email)}`] }
+    await pacedHashAdmission(loginAdmission, account, hashRequestOptions(request, reply, loginDeadlineMs), reply)
     return await auth.login(request.body, requestContext(request, reply))
   })
 

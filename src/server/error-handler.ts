@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import pg from 'pg'
 import { createError, errorRegistry, isTollboothError, TollboothError, type ErrorCode } from '../errors.js'
+import { isDatabaseFault, toDatabaseFault } from '../db/errors.js'
 import { patternMessages } from './schemas.js'
 
 interface ValidationIssue {
@@ -60,6 +61,9 @@ export function toTollboothError (error: FastifyError | Error): TollboothError {
   if (isTollboothError(error)) return error
   const fastifyError = error as FastifyError
   if (Array.isArray(fastifyError.validation)) return validationError(fastifyError)
+  // The database out of reach (refused, reset, shutting down ...): 503 with Retry-After, not 500.
+  const databaseFault = toDatabaseFault(error)
+  if (databaseFault !== undefined) return databaseFault
   if (error instanceof pg.DatabaseError && unstorableCharacterCodes.has(error.code ?? '')) {
     return createError('VALIDATION_FAILED', 'A text field contains a character that cannot be stored (such as NUL)')
   }
@@ -123,6 +127,9 @@ export function installErrorHandling (app: FastifyInstance): void {
     const tollboothError = toTollboothError(error)
     if (tollboothError.code === 'INTERNAL') {
       request.log.error({ err: error }, 'unhandled error')
+    } else if (isDatabaseFault(tollboothError)) {
+      // The pool logs these at warn, at most a line a second: one per request would flood the log in an outage.
+      request.log.debug({ code: tollboothError.code }, tollboothError.message)
     } else if (tollboothError.statusCode >= 500) {
       request.log.warn({ code: tollboothError.code }, tollboothError.message)
     }

@@ -40,6 +40,8 @@ interface FlatConfig {
   databaseUrl: string | undefined
   dataDir: string
   databasePoolSize: number
+  /** The deadline on getting a pooled connection (waiting or connecting). */
+  databaseAcquireTimeoutMs: number
   hashAlgorithm: HashAlgorithm
   bcryptCost: number
   argon2MemoryKiB: number
@@ -81,6 +83,7 @@ export const settings: readonly Setting[] = [
   { key: 'databaseUrl', env: 'DATABASE_URL', flag: 'database-url', kind: 'string', defaultValue: undefined, description: 'PostgreSQL connection string. Unset: tollbooth starts its embedded PostgreSQL in the data folder.' },
   { key: 'dataDir', env: 'TOLLBOOTH_DATA_DIR', flag: 'data-dir', kind: 'string', defaultValue: './.tollbooth', description: 'Folder for the embedded database and the generated JWT key.' },
   { key: 'databasePoolSize', env: 'TOLLBOOTH_DB_POOL_SIZE', flag: 'db-pool-size', kind: 'int', defaultValue: '10', min: 1, max: 200, description: 'Connections in the PostgreSQL client pool.' },
+  { key: 'databaseAcquireTimeoutMs', env: 'TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS', flag: 'db-acquire-timeout-ms', kind: 'int', defaultValue: '1000', min: 10, max: 60000, description: 'How long a request may wait for a database connection (behind busy ones, or connecting a new one) before it is answered 503: SERVICE_OVERLOADED when every connection is busy, DATABASE_UNAVAILABLE when the database does not answer.' },
   { key: 'hashAlgorithm', env: 'TOLLBOOTH_HASH_ALGORITHM', flag: 'hash-algorithm', kind: 'enum', choices: ['argon2id', 'bcrypt', 'scrypt'], defaultValue: 'argon2id', description: 'Algorithm for new password hashes; stored hashes of the others keep verifying and are re-hashed on login.' },
   { key: 'bcryptCost', env: 'TOLLBOOTH_BCRYPT_COST', flag: 'bcrypt-cost', kind: 'int', defaultValue: '10', min: 4, max: 16, description: 'bcrypt cost (log2 rounds).' },
   { key: 'argon2MemoryKiB', env: 'TOLLBOOTH_ARGON2_MEMORY_KIB', flag: 'argon2-memory-kib', kind: 'int', defaultValue: '19456', min: 1024, max: 262144, description: 'argon2id memory in KiB (OWASP: 19456).' },

@@ -27,6 +27,7 @@ export const errorRegistry = {
   HASH_PARAMS_OUT_OF_BOUNDS: { status: 500, message: 'A stored password hash has parameters outside the allowed bounds' },
   HASH_FORMAT_UNKNOWN: { status: 500, message: 'A stored password hash has an unknown format' },
   HASH_POOL_CLOSED: { status: 503, message: 'The hashing pool is shut down' },
+  DATABASE_UNAVAILABLE: { status: 503, message: 'The database cannot be reached; retry after the given delay' },
   NOT_READY: { status: 503, message: 'The service is not ready' },
   SHUTTING_DOWN: { status: 503, message: 'The service is shutting down; retry, another instance will answer' },
   CONFIG_INVALID: { status: 500, message: 'The configuration is not valid' },

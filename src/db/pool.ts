@@ -1,36 +1,193 @@
+import { performance } from 'node:perf_hooks'
 import pg from 'pg'
+import { databaseUnavailable, isConnectionFailure, poolSaturated } from './errors.js'
+import { processWarningLog, ThrottledFaultLog, type WarnLog } from './fault-log.js'
 
 export type Queryable = pg.Pool | pg.PoolClient
 
 // bigint ids (posts) come back as strings by default; they fit in a JS number for centuries.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number.parseInt(value, 10))
 
-export function createDatabasePool (url: string, size: number): pg.Pool {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: size,
-    // Fail fast instead of hanging the request when the database is gone.
-    connectionTimeoutMillis: 5_000,
-    idleTimeoutMillis: 30_000,
-    application_name: 'tollbooth',
-  })
-  // An idle client losing its connection must not crash the process; the next query reconnects.
-  pool.on('error', () => {})
-  return pool
+/**
+ * The longest a request waits for a pooled connection, queueing and connecting included
+ * (TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS). 1 s: a query here takes about a millisecond and a new
+ * connection to PostgreSQL tens of them, so a second of waiting means the pool is far behind
+ * or the database is not answering; and it leaves a login most of its 2 s hash deadline.
+ * The service takes it from its config, whose default is this value.
+ */
+export const defaultAcquireTimeoutMs = 1000
+
+/** A ROLLBACK answers in microseconds; one that has not in 5 s is on a connection that is gone. */
+export const defaultRollbackTimeoutMs = 5000
+
+/** pg-pool's message when a waiter for a pooled client reaches connectionTimeoutMillis. */
+const queueTimeoutMessage = 'timeout exceeded when trying to connect'
+
+export interface DatabasePoolOptions {
+  /** See `defaultAcquireTimeoutMs`. */
+  acquireTimeoutMs?: number
+  /** See `defaultRollbackTimeoutMs`. */
+  rollbackTimeoutMs?: number
+  /** Where database faults are logged, at warn, throttled; default: process warnings. */
+  log?: WarnLog
+  /** At most one fault line of each kind per this interval. */
+  faultLogIntervalMs?: number
 }
 
-/** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+type ConnectCallback = (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void
+
+function faultFields (err: unknown): Record<string, unknown> {
+  const { code, message } = (err ?? {}) as { code?: unknown, message?: unknown }
+  return { code, reason: message }
+}
+
+/**
+ * pg's Pool with a deadline on getting a connection, and answers instead of raw driver errors
+ * when it cannot: pg's `connectionTimeoutMillis` is that deadline, for waiting behind busy
+ * clients and for connecting a new one alike, so `connect()` (which `query()` goes through)
+ * tells the two apart. Connection faults are logged (throttled) instead of swallowed.
+ */
+export class DatabasePool extends pg.Pool {
+  readonly acquireTimeoutMs: number
+  readonly rollbackTimeoutMs: number
+  private readonly faults: ThrottledFaultLog
+  /** Clients handed out and not yet released: the pool's 'acquire' and 'release' events, which fire as the state changes. */
+  private checkedOut = 0
+  private lastConnectedAt = Number.NEGATIVE_INFINITY
+  private lastFailedAt = Number.NEGATIVE_INFINITY
+  private readonly reported = new WeakSet<object>()
+
+  constructor (url: string, size: number, options: DatabasePoolOptions = {}) {
+    const acquireTimeoutMs = options.acquireTimeoutMs ?? defaultAcquireTimeoutMs
+    super({
+      connectionString: url,
+      max: size,
+      connectionTimeoutMillis: acquireTimeoutMs,
+      idleTimeoutMillis: 30_000,
+      application_name: 'tollbooth',
+    })
+    this.acquireTimeoutMs = acquireTimeoutMs
+    this.rollbackTimeoutMs = options.rollbackTimeoutMs ?? defaultRollbackTimeoutMs
+    this.faults = new ThrottledFaultLog(options.log ?? processWarningLog, options.faultLogIntervalMs)
+
+    this.on('connect', () => { this.lastConnectedAt = performance.now() })
+    // An idle client lost its connection: pg has already removed it; the next query reconnects.
+    this.on('error', (err) => { this.connectionLost(err) })
+    // A checked-out client whose socket dies emits 'error' too, and with no listener that would
+    // throw from the socket's handler and end the process: listen while it is out.
+    this.on('acquire', (client) => {
+      this.checkedOut += 1
+      client.on('error', this.onCheckedOutError)
+    })
+    this.on('release', (err, client) => {
+      this.checkedOut -= 1
+      client.removeListener('error', this.onCheckedOutError)
+      if (isConnectionFailure(err)) this.connectionLost(err)
+    })
+  }
+
+  private readonly onCheckedOutError = (err: Error): void => { this.connectionLost(err) }
+
+  /** A client withTransaction gave up on for a reason pg does not call a connection failure (a ROLLBACK that did not answer). */
+  connectionGivenUp (err: unknown): void {
+    this.lastFailedAt = performance.now()
+    this.faults.report('database connection given up', faultFields(err))
+  }
+
+  private connectionLost (err: unknown): void {
+    if (!isConnectionFailure(err)) {
+      // Not a connection fault (pg says so rarely); still never silent.
+      this.faults.report('database client error', faultFields(err))
+      return
+    }
+    this.lastFailedAt = performance.now()
+    // The same error arrives as the client's 'error' and with its release: count it once.
+    if (typeof err === 'object' && err !== null) {
+      if (this.reported.has(err)) return
+      this.reported.add(err)
+    }
+    this.faults.report('database connection lost', faultFields(err))
+  }
+
+  override connect (): Promise<pg.PoolClient>
+  override connect (callback: ConnectCallback): void
+  override connect (callback?: ConnectCallback): Promise<pg.PoolClient> | undefined {
+    if (callback === undefined) {
+      return new Promise((resolve, reject) => {
+        this.connect((err, client) => {
+          if (client === undefined) reject(err ?? new Error('no client'))
+          else resolve(client)
+        })
+      })
+    }
+    super.connect((err, client, done) => {
+      if (err === undefined || err === null) callback(undefined, client, done)
+      else callback(this.acquireFailure(err), undefined, done)
+    })
+    return undefined
+  }
+
+  private acquireFailure (err: Error): Error {
+    if (err.message === queueTimeoutMessage) {
+      if (this.waitedOnBusyClients()) {
+        this.faults.report('database pool saturated', { size: this.options.max, checkedOut: this.checkedOut, waiting: this.waitingCount, acquireTimeoutMs: this.acquireTimeoutMs })
+        return poolSaturated(err)
+      }
+      this.faults.report('database connection failed', faultFields(err))
+      return databaseUnavailable(err)
+    }
+    if (isConnectionFailure(err)) {
+      this.lastFailedAt = performance.now()
+      this.faults.report('database connection failed', faultFields(err))
+    }
+    // Mapped where it is answered (src/server/error-handler.ts), like the same failures from a query.
+    return err
+  }
+
+  /**
+   * A waiter timed out: was every slot busy with work (saturation), or spent trying to connect
+   * (the database does not answer)? The database's last word decides first: a failure more
+   * recent than any success means unavailable. Then the pool counts at the timeout: every slot
+   * checked out by a request means saturated. Otherwise some slot was connecting: saturated
+   * still if connections succeed (a slot reconnecting after an error), unavailable if none has
+   * succeeded for a whole acquire deadline.
+   */
+  private waitedOnBusyClients (): boolean {
+    if (this.lastFailedAt > this.lastConnectedAt) return false
+    if (this.checkedOut >= (this.options.max ?? 10)) return true
+    return performance.now() - this.lastConnectedAt < this.acquireTimeoutMs
+  }
+}
+
+export function createDatabasePool (url: string, size: number, options: DatabasePoolOptions = {}): DatabasePool {
+  return new DatabasePool(url, size, options)
+}
+
+/**
+ * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. A
+ * client whose ROLLBACK fails (or does not answer) is destroyed, never returned to the pool
+ * mid-transaction.
+ */
 export async function withTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
+  let broken: Error | undefined
   try {
     await client.query('BEGIN')
     const result = await work(client)
     await client.query('COMMIT')
     return result
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
+    const rollbackTimeoutMs = pool instanceof DatabasePool ? pool.rollbackTimeoutMs : defaultRollbackTimeoutMs
+    try {
+      // query_timeout is pg's per-query client-side deadline (missing from its type definitions).
+      await client.query({ text: 'ROLLBACK', query_timeout: rollbackTimeoutMs } as pg.QueryConfig)
+    } catch (rollbackError) {
+      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError))
+      // A connection failure is logged by the pool as the client is released; a silent one is not.
+      if (pool instanceof DatabasePool && !isConnectionFailure(broken)) pool.connectionGivenUp(broken)
+    }
     throw err
   } finally {
-    client.release()
+    client.release(broken)
   }
 }

@@ -111,7 +111,14 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   app.decorateRequest('userId', '')
 
   let closing = false
-  app.addHook('preClose', async () => { closing = true })
+  app.addHook('preClose', async () => {
+    closing = true
+    // node closes the keep-alive connections idle when close() is called; one whose request
+    // was in flight goes idle after its answer and would hold the shutdown for the whole
+    // keep-alive timeout (72 s, past the 15 s shutdown limit). Close such a one right after
+    // its last answer (pipelined answers behind it still go out).
+    app.server.keepAliveTimeout = 1
+  })
   app.addHook('onRequest', async () => {
     // Fastify also sets `connection: close` on these, so the client reconnects elsewhere.
     if (closing) throw createError('SHUTTING_DOWN', undefined, { retryAfterSeconds: 1 })

@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import pg from 'pg'
 import { createError, errorRegistry, isTollboothError, TollboothError, type ErrorCode } from '../errors.js'
+import { isDatabaseFault, toDatabaseFault } from '../db/errors.js'
 import { patternMessages } from './schemas.js'
 import { connectionKeys } from './hash-admission.js'
 import type { RefusalPacer } from './pacing.js'
@@ -62,6 +63,9 @@ export function toTollboothError (error: FastifyError | Error): TollboothError {
   if (isTollboothError(error)) return error
   const fastifyError = error as FastifyError
   if (Array.isArray(fastifyError.validation)) return validationError(fastifyError)
+  // The database out of reach (refused, reset, shutting down ...): 503 with Retry-After, not 500.
+  const databaseFault = toDatabaseFault(error)
+  if (databaseFault !== undefined) return databaseFault
   if (error instanceof pg.DatabaseError && unstorableCharacterCodes.has(error.code ?? '')) {
     return createError('VALIDATION_FAILED', 'A text field contains a character that cannot be stored (such as NUL)')
   }
@@ -155,6 +159,8 @@ export function connectHandler (app: FastifyInstance, request: http.IncomingMess
     `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
 }
 
+const overloadRefusals: ReadonlySet<ErrorCode> = new Set(['SERVICE_OVERLOADED', 'HASH_DEADLINE_EXCEEDED'])
+
 /**
  * `pacer`: every overload refusal that tells the client when to come back (503 + `Retry-After`)
  * is noted for its connection and address, wherever it was decided, so that coming back early is held.
@@ -169,9 +175,14 @@ export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer
     }
     if (tollboothError.code === 'INTERNAL') {
       request.log.error({ err: error }, 'unhandled error')
-    } else if (tollboothError.statusCode >= 500 && tollboothError.retryAfterSeconds === undefined) {
-      // Refusals that say when to come back are the overload protection working: counted in
-      // /metrics, not logged one by one (a line per refusal would make refusing dearer).
+    } else if (isDatabaseFault(tollboothError)) {
+      // The pool logs these at warn, at most a line a second: one per request would flood the log in an outage.
+      request.log.debug({ code: tollboothError.code }, tollboothError.message)
+    } else if (overloadRefusals.has(tollboothError.code)) {
+      // The overload protection working: counted in /metrics, not logged one by one at warn (a
+      // line per refusal would make refusing dearer, thousands of times a second).
+      request.log.debug({ code: tollboothError.code }, tollboothError.message)
+    } else if (tollboothError.statusCode >= 500) {
       request.log.warn({ code: tollboothError.code }, tollboothError.message)
     }
     // A client that went away gets no body; there is no one to read it.

@@ -68,7 +68,10 @@ export async function startService (config: Config, options: StartServiceOptions
       databaseUrl = embedded.url
       log.info({ dataDir: config.dataDir, port: embedded.port }, 'embedded PostgreSQL started')
     }
-    db = createDatabasePool(databaseUrl, config.databasePoolSize)
+    db = createDatabasePool(databaseUrl, config.databasePoolSize, {
+      acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+      log: log.child({ component: 'database' }),
+    })
     const applied = await migrate(db)
     if (applied.length > 0) log.info({ applied }, 'migrations applied')
 

@@ -4,10 +4,12 @@ import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
+import pg from 'pg'
 import { scratchClusterDir } from '../../src/db/embedded.js'
 import { packageRoot } from '../../src/paths.js'
 import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
-import { request } from '../helpers/service.js'
+import { createTestDatabase } from '../helpers/database.js'
+import { registerUser, request, testJwtSecret } from '../helpers/service.js'
 
 const bin = path.join(packageRoot, 'bin', 'tollbooth.js')
 
@@ -93,6 +95,137 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
     assert.equal(result.status, 0)
     for (const name of ['PORT', 'HOST', 'DATABASE_URL', 'TOLLBOOTH_DATA_DIR', 'TOLLBOOTH_HASH_ALGORITHM', 'TOLLBOOTH_BCRYPT_COST', 'TOLLBOOTH_ARGON2_MEMORY_KIB', 'TOLLBOOTH_ARGON2_TIME_COST', 'TOLLBOOTH_ARGON2_PARALLELISM', 'TOLLBOOTH_SCRYPT_N', 'TOLLBOOTH_SCRYPT_R', 'TOLLBOOTH_SCRYPT_P', 'TOLLBOOTH_HASH_THREADS', 'TOLLBOOTH_LOGIN_DEADLINE_MS']) {
       assert.ok(result.stdout.includes(name), `--help mentions ${name}`)
+    }
+  })
+})
+
+/** The status and error code of each HTTP/1.1 response in `raw`, in order. */
+function parseStatuses (raw: string): Array<{ status: number, code: string | undefined }> {
+  const responses: Array<{ status: number, code: string | undefined }> = []
+  let rest = raw
+  while (rest.startsWith('HTTP/1.1 ')) {
+    const headEnd = rest.indexOf('\r\n\r\n')
+    const head = rest.slice(0, headEnd)
+    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0)
+    const body = rest.slice(headEnd + 4, headEnd + 4 + length)
+    const parsed = body.length > 0 ? JSON.parse(body) as { error?: { code?: string } } : {}
+    responses.push({ status: Number(head.split(' ')[1]), code: parsed.error?.code })
+    rest = rest.slice(headEnd + 4 + length)
+  }
+  return responses
+}
+
+async function waitFor (what: string, predicate: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+describe('SIGTERM under load (`tollbooth` with DATABASE_URL)', () => {
+  it('flips readiness first, finishes the requests in flight with their normal status, and loses no acknowledged write', async () => {
+    const database = await createTestDatabase()
+    const admin = new pg.Client({ connectionString: database.url })
+    await admin.connect()
+    let cli: StartedCli | undefined
+    const rawSockets: net.Socket[] = []
+    try {
+      cli = await startCli({
+        ...process.env,
+        DATABASE_URL: database.url,
+        TOLLBOOTH_JWT_SECRET: testJwtSecret,
+        PORT: '0',
+        TOLLBOOTH_LOG_LEVEL: 'info',
+        TOLLBOOTH_ARGON2_MEMORY_KIB: '1024',
+        TOLLBOOTH_ARGON2_TIME_COST: '1',
+        TOLLBOOTH_HASH_THREADS: '2',
+        TOLLBOOTH_DB_POOL_SIZE: '20',
+      })
+      const started = cli
+      const service = { url: cli.url }
+      const port = Number(new URL(cli.url).port)
+      const token = (await registerUser(service)).body.accessToken as string
+
+      // Writers: each registers and posts in turn, as fast as it is answered, until an answer is not 201.
+      interface Write { kind: 'user' | 'post', key: string, status?: number, code?: string, failed?: string, done: boolean }
+      const writes: Write[] = []
+      const writer = async (id: number): Promise<void> => {
+        for (let n = 0; ; n++) {
+          const write: Write = { kind: n % 2 === 0 ? 'user' : 'post', key: `w${id}-${n}`, done: false }
+          writes.push(write)
+          try {
+            const response = write.kind === 'user'
+              ? await request(service, 'POST', '/api/v1/auth/register', { body: { email: `${write.key}@sigterm.example.com`, password: 'load password' } })
+              : await request(service, 'POST', '/api/v1/posts', { token, body: { title: write.key, body: 'written under load' } })
+            write.status = response.status
+            write.code = response.body?.error?.code
+          } catch (err) {
+            write.failed = String((err as Error).cause ?? err)
+          }
+          write.done = true
+          if (write.status !== 201) return
+        }
+      }
+      const writers = Array.from({ length: 6 }, async (_, id) => await writer(id))
+      const acknowledged = (): Write[] => writes.filter((write) => write.status === 201)
+      await waitFor('30 acknowledged writes', () => acknowledged().length >= 30)
+
+      // Hold every write inside PostgreSQL, so the requests in flight at SIGTERM stay in flight.
+      await admin.query('BEGIN')
+      await admin.query('LOCK TABLE users, posts IN SHARE MODE')
+      const rawReceived = ['', '']
+      for (const [i] of rawReceived.entries()) {
+        const socket = net.connect(port, '127.0.0.1')
+        socket.on('data', (chunk: Buffer) => { rawReceived[i] += chunk.toString('latin1') })
+        socket.on('error', () => {})
+        const body = JSON.stringify({ title: `raw-${i}`, body: 'in flight on a kept-alive connection' })
+        socket.write(`POST /api/v1/posts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+        rawSockets.push(socket)
+      }
+      const lockWaiters = async (): Promise<number> => {
+        await admin.query('SELECT pg_stat_clear_snapshot()') // a fresh view inside this transaction
+        const { rows } = await admin.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tollbooth' AND wait_event_type = 'Lock'")
+        return rows[0]?.n ?? 0
+      }
+      await waitFor('every writer and both raw posts to wait on the lock', async () =>
+        writes.filter((write) => !write.done).length === 6 && await lockWaiters() === 6 + 2)
+      const inFlight = writes.filter((write) => !write.done)
+
+      const exited = new Promise<number | null>((resolve) => { started.child.once('exit', (code) => { resolve(code) }) })
+      started.child.kill('SIGTERM')
+      await waitFor('the listener to close', async () => await portIsClosed(port))
+      // A readiness probe on a connection still open (its post in flight): answered from the closing hook.
+      rawSockets[0]?.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n')
+      await waitFor('the readiness probe to be refused', () => started.lines().some((line) => line.code === 'SHUTTING_DOWN'))
+      assert.ok(inFlight.every((write) => !write.done), 'readiness flipped while the writes were still in flight')
+      assert.deepEqual(rawReceived, ['', ''], 'and before their answers')
+      assert.equal(started.child.exitCode, null)
+
+      await admin.query('ROLLBACK') // the writes go through
+      assert.equal(await exited, 0, started.output().slice(-2000))
+      await Promise.all(writers)
+
+      for (const write of inFlight) assert.equal(write.status, 201, `in flight at SIGTERM: ${JSON.stringify(write)}`)
+      assert.deepEqual(parseStatuses(rawReceived[0] ?? ''), [{ status: 201, code: undefined }, { status: 503, code: 'SHUTTING_DOWN' }])
+      assert.deepEqual(parseStatuses(rawReceived[1] ?? ''), [{ status: 201, code: undefined }])
+      // After shutdown began, a new write is refused (503 SHUTTING_DOWN) or cannot connect: never a 500.
+      for (const write of writes.filter((w) => w.status !== 201)) {
+        assert.ok(write.failed !== undefined || (write.status === 503 && write.code === 'SHUTTING_DOWN'), JSON.stringify(write))
+      }
+
+      const users = await database.pool.query<{ email: string }>("SELECT email FROM users WHERE email LIKE '%@sigterm.example.com'")
+      const posts = await database.pool.query<{ title: string }>('SELECT title FROM posts')
+      const stored = new Set([...users.rows.map((row) => row.email), ...posts.rows.map((row) => row.title)])
+      const acknowledgedKeys = acknowledged().map((write) => write.kind === 'user' ? `${write.key}@sigterm.example.com` : write.key)
+      for (const key of [...acknowledgedKeys, 'raw-0', 'raw-1']) assert.ok(stored.has(key), `acknowledged write ${key} is in the database`)
+      assert.ok(acknowledgedKeys.length >= 36, `${acknowledgedKeys.length} acknowledged writes`)
+    } finally {
+      for (const socket of rawSockets) socket.destroy()
+      if (cli !== undefined && cli.child.exitCode === null) cli.child.kill('SIGKILL')
+      await admin.end()
+      await database.drop()
     }
   })
 })

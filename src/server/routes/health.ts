@@ -1,7 +1,8 @@
 import type pg from 'pg'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { createError } from '../../errors.js'
+import { createError, isTollboothError } from '../../errors.js'
+import { isConnectionFailure, isDatabaseFault } from '../../db/errors.js'
 import type { PasswordEngine } from '../../hashing/types.js'
 import { errors } from '../schemas.js'
 import type { Metrics } from '../metrics.js'
@@ -45,11 +46,18 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       },
     },
     logLevel: 'warn',
-  }, async () => {
+  }, async (request) => {
     try {
       await withTimeout(db.query('SELECT 1'), readinessTimeoutMs, 'the database')
     } catch (err) {
-      throw createError('NOT_READY', `the database is not reachable: ${(err as Error).message}`)
+      // A pool whose connections are all busy is serving: failing readiness for it would take
+      // every busy instance out of the load balancer at once and move the crowd onto fewer.
+      if (!isTollboothError(err, 'SERVICE_OVERLOADED')) {
+        // Connection faults are logged by the pool (throttled); anything else (a wrong password,
+        // a missing database) only shows here. The driver's text never goes into the answer.
+        if (!isConnectionFailure(err) && !isDatabaseFault(err)) request.log.warn({ code: (err as { code?: unknown }).code, reason: (err as Error).message }, 'readiness: the database check failed')
+        throw createError('NOT_READY', 'database unavailable')
+      }
     }
     try {
       await withTimeout(engine.ping(readinessTimeoutMs), readinessTimeoutMs, 'the hash pool')

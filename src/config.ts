@@ -72,6 +72,15 @@ interface FlatConfig {
   loginThrottleMaxDelaySeconds: number
   /** Fastify's `trustProxy`: which hops' X-Forwarded-For to believe for the client address. */
   trustProxy: TrustProxy
+  /** Load shedding of the API routes (src/server/shedding.ts); 0 turns a check off. */
+  maxInFlight: number
+  maxEventLoopDelayMs: number
+  maxEventLoopUtilizationPercent: number
+  pressureSampleIntervalMs: number
+  /** Connections the kernel may queue for accept (capped by net.core.somaxconn). */
+  listenBacklog: number
+  /** Open connections at most; 0: no cap. Also what the file-descriptor check at start plans for. */
+  maxConnections: number
 }
 
 /** false: the socket's peer is the client; true: every hop; a number: that many hops; a list: those proxies. */
@@ -109,6 +118,12 @@ export const settings: readonly Setting[] = [
   { key: 'loginThrottleWindowSeconds', env: 'TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS', flag: 'login-throttle-window-seconds', kind: 'int', defaultValue: '900', min: 1, max: 604800, description: 'The counting window, from a key\'s first failure; when it ends the count starts again from zero.' },
   { key: 'loginThrottleBaseDelaySeconds', env: 'TOLLBOOTH_LOGIN_THROTTLE_BASE_DELAY_SECONDS', flag: 'login-throttle-base-delay-seconds', kind: 'int', defaultValue: '1', min: 1, max: 604800, description: 'The wait after the last free failure, doubled by each further failure.' },
   { key: 'loginThrottleMaxDelaySeconds', env: 'TOLLBOOTH_LOGIN_THROTTLE_MAX_DELAY_SECONDS', flag: 'login-throttle-max-delay-seconds', kind: 'int', defaultValue: '900', min: 1, max: 604800, description: 'The longest wait; at most the window.' },
+  { key: 'maxInFlight', env: 'TOLLBOOTH_MAX_IN_FLIGHT', flag: 'max-in-flight', kind: 'int', defaultValue: '256', min: 0, max: 1000000, description: 'API requests in flight at once (the hash routes, with their own admission, are counted apart); the next one is answered 503 SERVICE_OVERLOADED with Retry-After at once. 0: no cap.' },
+  { key: 'maxEventLoopDelayMs', env: 'TOLLBOOTH_MAX_EVENT_LOOP_DELAY_MS', flag: 'max-event-loop-delay-ms', kind: 'int', defaultValue: '100', min: 0, max: 60000, description: 'Mean event-loop delay over a sample interval past which every API request is answered 503 SERVICE_OVERLOADED until the next sample. 0: not checked.' },
+  { key: 'maxEventLoopUtilizationPercent', env: 'TOLLBOOTH_MAX_EVENT_LOOP_UTILIZATION_PERCENT', flag: 'max-event-loop-utilization-percent', kind: 'int', defaultValue: '0', min: 0, max: 100, description: 'The same on event-loop utilisation, in percent. 0: not checked.' },
+  { key: 'pressureSampleIntervalMs', env: 'TOLLBOOTH_PRESSURE_SAMPLE_INTERVAL_MS', flag: 'pressure-sample-interval-ms', kind: 'int', defaultValue: '1000', min: 10, max: 60000, description: 'How often the event loop is sampled for load shedding.' },
+  { key: 'listenBacklog', env: 'TOLLBOOTH_LISTEN_BACKLOG', flag: 'listen-backlog', kind: 'int', defaultValue: '4096', min: 1, max: 65535, description: 'Connections the kernel may queue before the service accepts them (the listen backlog; Linux caps it at net.core.somaxconn).' },
+  { key: 'maxConnections', env: 'TOLLBOOTH_MAX_CONNECTIONS', flag: 'max-connections', kind: 'int', defaultValue: '10000', min: 0, max: 1000000, description: 'Open client connections at most; one more is closed at once. The start warns when the file-descriptor limit cannot hold this many. 0: no cap.' },
   { key: 'trustProxy', env: 'TOLLBOOTH_TRUST_PROXY', flag: 'trust-proxy', kind: 'string', defaultValue: 'false', description: 'Which proxies\' X-Forwarded-For gives the client address: false (the peer is the client), true (any), a hop count, or a comma-separated list of addresses and CIDRs.' },
 ]
 

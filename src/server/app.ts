@@ -24,6 +24,7 @@ import { authRoutes } from './routes/auth.js'
 import { healthRoutes } from './routes/health.js'
 import { labRoutes } from './routes/lab.js'
 import { postRoutes } from './routes/posts.js'
+import { installShedding, shedReasons, type SheddingOptions } from './shedding.js'
 
 export interface AppOptions {
   config: Config
@@ -72,6 +73,23 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
     windowMs: config.loginThrottleWindowSeconds * 1000,
     baseDelayMs: config.loginThrottleBaseDelaySeconds * 1000,
     maxDelayMs: config.loginThrottleMaxDelaySeconds * 1000,
+  }
+}
+
+/** The API routes whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
+export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register'])
+
+export function sheddingOptions (config: Config, metrics: Metrics): SheddingOptions {
+  // The seeds' strategies reproduce the articles' services, which shed nothing.
+  const on = config.hashStrategy === 'tollbooth'
+  return {
+    maxEventLoopDelayMs: on ? config.maxEventLoopDelayMs : 0,
+    maxEventLoopUtilization: on ? config.maxEventLoopUtilizationPercent / 100 : 0,
+    sampleIntervalMs: config.pressureSampleIntervalMs,
+    maxInFlight: on ? config.maxInFlight : 0,
+    ownAdmissionRoutes,
+    retryAfterSeconds: 1,
+    onShed: (reason) => { metrics.observeShed(reason) },
   }
 }
 
@@ -139,6 +157,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   const metrics = createMetrics(engine, {
     info: { version: packageVersion, strategy: config.hashStrategy },
     clusterWorker: config.hashStrategy === 'cluster',
+    shedReasons,
   })
   app.decorate('auth', auth)
   app.decorate('metrics', metrics)
@@ -169,20 +188,26 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   })
 
   await app.register(healthRoutes, { db, engine, metrics })
-  await app.register(authRoutes, {
-    prefix: '/api/v1',
-    auth,
-    accessTokens,
-    engine,
-    pacer,
-    loginDeadlineMs: config.loginDeadlineMs,
-    registerDeadlineMs: config.registerDeadlineMs,
+  // The API in a context of its own: shedding's hooks apply to these routes alone, never to
+  // /healthz, /readyz, /metrics or /openapi.json, registered outside it.
+  await app.register(async (api) => {
+    const shedding = await installShedding(api, sheddingOptions(config, metrics))
+    metrics.readInFlight(() => ({ capped: shedding.inFlight, ownAdmission: shedding.inFlightOwnAdmission }))
+    await api.register(authRoutes, {
+      prefix: '/api/v1',
+      auth,
+      accessTokens,
+      engine,
+      pacer,
+      loginDeadlineMs: config.loginDeadlineMs,
+      registerDeadlineMs: config.registerDeadlineMs,
+    })
+    await api.register(postRoutes, { prefix: '/api/v1', db, accessTokens })
+    if (config.labDiagnostics) {
+      api.log.warn('lab diagnostics are on: /api/v1/lab/login skips the password check in two of its variants')
+      await api.register(labRoutes, { prefix: '/api/v1', db, auth, accessTokens })
+    }
   })
-  await app.register(postRoutes, { prefix: '/api/v1', db, accessTokens })
-  if (config.labDiagnostics) {
-    app.log.warn('lab diagnostics are on: /api/v1/lab/login skips the password check in two of its variants')
-    await app.register(labRoutes, { prefix: '/api/v1', db, auth, accessTokens })
-  }
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 

@@ -21,6 +21,10 @@ export interface Metrics {
   /** The exposition text: this process's registry, or every cluster worker's, aggregated. */
   render (): Promise<string>
   observeRequest (method: string, route: string, status: number, seconds: number): void
+  /** One API request refused by load shedding (shedding.ts), by reason. */
+  observeShed (reason: string): void
+  /** Where the API requests in flight are read at each scrape (shedding.ts); 0 until set. */
+  readInFlight (read: () => { capped: number, ownAdmission: number }): void
   close (): void
 }
 
@@ -30,6 +34,8 @@ export interface MetricsOptions {
   /** This process is one of the `cluster` strategy's workers: /metrics aggregates them all. */
   clusterWorker?: boolean
   canaryIntervalMs?: number
+  /** The reasons load shedding refuses for, each exported from the start (0 until it happens). */
+  shedReasons?: readonly string[]
 }
 
 const hashBucketsSeconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -125,6 +131,37 @@ export function createMetrics (engine: PasswordEngine, options: MetricsOptions):
     }
   })
 
+  const shed = new client.Counter({
+    name: 'tollbooth_requests_shed_total',
+    help: 'API requests refused at once with 503 SERVICE_OVERLOADED by load shedding, before their body was read: event-loop delay or utilisation over its bound, or requests in flight at the cap',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  })
+  // Children made once: counting a refusal must not cost a label lookup each time.
+  const shedByReason = new Map<string, client.Counter.Internal>()
+  const shedChild = (reason: string): client.Counter.Internal => {
+    let child = shedByReason.get(reason)
+    if (child === undefined) {
+      child = shed.labels({ reason })
+      shedByReason.set(reason, child)
+    }
+    return child
+  }
+  for (const reason of options.shedReasons ?? []) shedChild(reason).inc(0)
+  let readInFlight: () => { capped: number, ownAdmission: number } = () => ({ capped: 0, ownAdmission: 0 })
+  new client.Gauge({
+    name: 'tollbooth_api_requests_in_flight',
+    help: 'API requests in flight: under the in-flight cap (capped), or on the hash routes, which have an admission of their own and are counted apart (own_admission)',
+    labelNames: ['counted'] as const,
+    registers: [registry],
+    aggregator: 'sum',
+    collect () {
+      const now = readInFlight()
+      this.set({ counted: 'capped' }, now.capped)
+      this.set({ counted: 'own_admission' }, now.ownAdmission)
+    },
+  })
+
   const canary = new client.Histogram({
     name: 'tollbooth_libuv_canary_seconds',
     help: 'Latency of a tiny libuv-pool-bound operation (crypto.randomBytes(16, cb)) sampled every second: high values mean the shared pool is starved',
@@ -167,6 +204,12 @@ export function createMetrics (engine: PasswordEngine, options: MetricsOptions):
     render: options.clusterWorker === true ? clusterMetrics : async () => await registry.metrics(),
     observeRequest (method, route, status, seconds) {
       httpDuration.observe({ method, route, status: String(status) }, seconds)
+    },
+    observeShed (reason) {
+      shedChild(reason).inc()
+    },
+    readInFlight (read) {
+      readInFlight = read
     },
     close () {
       clearInterval(canaryTimer)

@@ -39,6 +39,56 @@ export function persistedJwtSecret (dataDir: string): string {
   return secret
 }
 
+/** The soft RLIMIT_NOFILE from the text of /proc/<pid>/limits; Infinity when unlimited, undefined when absent. */
+export function openFilesLimit (limits: string): number | undefined {
+  const match = /^Max open files\s+(\S+)/m.exec(limits)
+  if (match?.[1] === undefined) return undefined
+  return match[1] === 'unlimited' ? Infinity : Number(match[1])
+}
+
+/** Descriptors the process needs besides client connections: its database pool, threads' pipes, logs, the listener (a margin). */
+export const reservedFileDescriptors = 256
+
+export interface ConnectionLimitCheck {
+  /** Soft limit on open files (Node raises it to the hard limit at start), or undefined when unknown. */
+  openFiles: number | undefined
+  /** net.core.somaxconn, the kernel's cap on the listen backlog, or undefined when unknown. */
+  somaxconn: number | undefined
+  warnings: string[]
+}
+
+function readOrUndefined (file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8')
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * What the kernel allows against what the settings plan for: a file descriptor per connection
+ * (TOLLBOOTH_MAX_CONNECTIONS) plus the process's own, and a listen backlog that somaxconn
+ * silently caps. Short of either, connections fail under a crowd (EMFILE: accepted and closed
+ * at once; a full accept queue: SYNs dropped, clients wait out retransmissions or time out).
+ */
+export function checkConnectionLimits (config: Pick<Config, 'maxConnections' | 'listenBacklog' | 'databasePoolSize'>, read: (file: string) => string | undefined = readOrUndefined): ConnectionLimitCheck {
+  const limits = read('/proc/self/limits')
+  const openFiles = limits === undefined ? undefined : openFilesLimit(limits)
+  const somaxconnText = read('/proc/sys/net/core/somaxconn')
+  const somaxconn = somaxconnText === undefined ? undefined : Number(somaxconnText.trim())
+  const warnings: string[] = []
+  if (config.maxConnections > 0 && openFiles !== undefined) {
+    const needed = config.maxConnections + config.databasePoolSize + reservedFileDescriptors
+    if (openFiles < needed) {
+      warnings.push(`the open-files limit (RLIMIT_NOFILE) is ${openFiles}, below the ${needed} that TOLLBOOTH_MAX_CONNECTIONS=${config.maxConnections} needs (one per connection, plus ${config.databasePoolSize + reservedFileDescriptors} for the database pool and the process): raise it (ulimit -n, systemd LimitNOFILE=, docker --ulimit nofile=) or lower TOLLBOOTH_MAX_CONNECTIONS`)
+    }
+  }
+  if (somaxconn !== undefined && Number.isFinite(somaxconn) && somaxconn < config.listenBacklog) {
+    warnings.push(`the listen backlog is capped at ${somaxconn} by net.core.somaxconn, below TOLLBOOTH_LISTEN_BACKLOG=${config.listenBacklog}: a burst of new connections past it is dropped (raise it with sysctl -w net.core.somaxconn=${config.listenBacklog})`)
+  }
+  return { openFiles, somaxconn, warnings }
+}
+
 export interface StartServiceOptions {
   logger?: pino.Logger
   listeningMessage?: string
@@ -95,7 +145,12 @@ export async function startService (config: Config, options: StartServiceOptions
 
     const jwtSecret = config.jwtSecret ?? persistedJwtSecret(config.dataDir)
     const app = await buildApp({ config, db, engine, jwtSecret, logger: log })
-    const url = await app.listen({ host: config.host, port: config.port })
+    const limits = checkConnectionLimits(config)
+    for (const warning of limits.warnings) log.warn({ openFiles: limits.openFiles, somaxconn: limits.somaxconn }, warning)
+    // Past it, Node closes a new connection at once: better than running out of descriptors,
+    // which would also fail the database pool's next connection.
+    if (config.maxConnections > 0) app.server.maxConnections = config.maxConnections
+    const url = await app.listen({ host: config.host, port: config.port, backlog: config.listenBacklog })
     log.info({ url, version: packageVersion, strategy: config.hashStrategy }, options.listeningMessage ?? 'tollbooth is listening')
 
     const runningDb = db

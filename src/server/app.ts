@@ -158,6 +158,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     info: { version: packageVersion, strategy: config.hashStrategy },
     clusterWorker: config.hashStrategy === 'cluster',
     shedReasons,
+    pacing: () => ({ held: pacer.held, heldTotal: pacer.heldTotal }),
   })
   app.decorate('auth', auth)
   app.decorate('metrics', metrics)

@@ -36,6 +36,8 @@ export interface MetricsOptions {
   canaryIntervalMs?: number
   /** The reasons load shedding refuses for, each exported from the start (0 until it happens). */
   shedReasons?: readonly string[]
+  /** Paced refusals (pacing.ts): held now, and held since the start. */
+  pacing?: () => { held: number, heldTotal: number }
 }
 
 const hashBucketsSeconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -159,6 +161,25 @@ export function createMetrics (engine: PasswordEngine, options: MetricsOptions):
       const now = readInFlight()
       this.set({ counted: 'capped' }, now.capped)
       this.set({ counted: 'own_admission' }, now.ownAdmission)
+    },
+  })
+
+  const pacing = options.pacing ?? (() => ({ held: 0, heldTotal: 0 }))
+  new client.Gauge({
+    name: 'tollbooth_refusals_held',
+    help: 'Requests held now because their client came back before its Retry-After and would be refused again (pacing)',
+    registers: [registry],
+    aggregator: 'sum',
+    collect () { this.set(pacing().held) },
+  })
+  new client.Counter({
+    name: 'tollbooth_refusals_held_total',
+    help: 'Requests held since the start because their client came back before its Retry-After (pacing)',
+    registers: [registry],
+    aggregator: 'sum',
+    collect () {
+      this.reset()
+      this.inc(pacing().heldTotal)
     },
   })
 

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { createError } from '../errors.js'
 import type { AccessTokens } from './tokens.js'
+import type { LoginContext } from './auth-service.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -22,6 +23,11 @@ export function clientGoneSignal (reply: FastifyReply): AbortSignal {
 /** When Fastify started on this request, in `performance.now()` time: deadlines count from here. */
 export function requestReceivedAt (reply: FastifyReply): number {
   return performance.now() - reply.elapsedTime
+}
+
+/** What the auth service needs of a request: when it arrived, its client, and a signal for when that client leaves. */
+export function requestContext (request: FastifyRequest, reply: FastifyReply): LoginContext {
+  return { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply), client: request.ip }
 }
 
 /** The user id of a valid `Authorization: Bearer <jwt>`; throws AUTH_TOKEN_MISSING / AUTH_TOKEN_INVALID. */

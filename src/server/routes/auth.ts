@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { bearerAuth, errors, LoginBody, RefreshBody, RegisterBody } from '../schemas.js'
-import type { FastifyReply, FastifyRequest, preValidationAsyncHookHandler } from 'fastify'
-import { clientGoneSignal, requestReceivedAt, requireUser } from '../request-context.js'
-import { normaliseEmail, type AuthService, type LoginContext } from '../auth-service.js'
+import type { preValidationAsyncHookHandler } from 'fastify'
+import { requestContext, requireUser } from '../request-context.js'
+import { normaliseEmail, type AuthService } from '../auth-service.js'
 import type { AccessTokens } from '../tokens.js'
 import type { PasswordEngine } from '../../hashing/types.js'
 import type { RefusalPacer } from '../pacing.js'
@@ -16,10 +16,6 @@ export interface AuthRoutesOptions {
   pacer: RefusalPacer
   loginDeadlineMs: number
   registerDeadlineMs: number
-}
-
-function requestContext (request: FastifyRequest, reply: FastifyReply): LoginContext {
-  return { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply), client: request.ip }
 }
 
 /**

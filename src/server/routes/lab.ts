@@ -10,7 +10,7 @@ import { Type } from '@sinclair/typebox'
 import { createError } from '../../errors.js'
 import { findUserByEmail } from '../../db/users.js'
 import { normaliseEmail, type AuthService } from '../auth-service.js'
-import { clientGoneSignal, requestReceivedAt } from '../request-context.js'
+import { requestContext } from '../request-context.js'
 import { trimEmail } from './auth.js'
 import { errors, LoginBody } from '../schemas.js'
 import type { AccessTokens } from '../tokens.js'
@@ -35,7 +35,7 @@ export const labRoutes: FastifyPluginAsyncTypebox<LabRoutesOptions> = async (app
   }, async (request, reply) => {
     const variant = request.query.hash
     if (variant === 'full') {
-      const result = await auth.login(request.body, { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply), client: request.ip })
+      const result = await auth.login(request.body, requestContext(request, reply))
       return { variant, userId: result.user.id, accessToken: result.accessToken }
     }
     const user = await findUserByEmail(db, normaliseEmail(request.body.email))

@@ -127,7 +127,11 @@ export class RefusalPacer {
   }
 }
 
-/** Resolves after `ms`, rejects when `signal` aborts first. */
+/**
+ * Resolves after `ms`, rejects when `signal` aborts first. Global setTimeout rather than
+ * node:timers/promises: under Node 20's mock timers a promise timer created after the clock
+ * moved never fires, and the pacing tests run on mock timers.
+ */
 function hold (ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     const onAbort = (): void => {

@@ -51,7 +51,15 @@ export class TollboothError extends Error {
   readonly field: string | undefined
 
   constructor (code: ErrorCode, message?: string, options: TollboothErrorOptions = {}) {
-    super(message ?? errorRegistry[code].message, options.cause === undefined ? undefined : { cause: options.cause })
+    // An answer to the client (a 4xx, an overload 503) is not a fault: its stack is never logged, and capturing one
+    // costs ten times the rest of the object. Under a storm of refusals that is CPU the hashes need.
+    const stackTraceLimit = Error.stackTraceLimit
+    if (errorRegistry[code].status < 500 || options.retryAfterSeconds !== undefined) Error.stackTraceLimit = 0
+    try {
+      super(message ?? errorRegistry[code].message, options.cause === undefined ? undefined : { cause: options.cause })
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit
+    }
     this.name = 'TollboothError'
     this.code = code
     this.statusCode = errorRegistry[code].status

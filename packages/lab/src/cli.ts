@@ -6,12 +6,12 @@
 import path from 'node:path'
 import fs from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { createError } from '../errors.js'
-import { allStrategies, labCompare, type ClientKind, labKnee, labRun, type KneeOptions, type LabOptions, type LoadOptions } from '../lab/lab.js'
-import { renderText, writeReports } from '../lab/report/index.js'
-import type { LabResult, SecondSample, ServerSample } from '../lab/result.js'
-import { builtInScenarios } from '../lab/scenarios/index.js'
-import { parseDurationMs, parseFraction, parseStages } from '../lab/schedule.js'
+import { createError } from './errors.js'
+import { allStrategies, labCompare, type ClientKind, labKnee, labRun, type KneeOptions, type LabOptions, type LoadOptions } from './lab.js'
+import { renderText, writeReports } from './report/index.js'
+import type { LabResult, SecondSample, ServerSample } from './result.js'
+import { builtInScenarios } from './scenarios/index.js'
+import { parseDurationMs, parseFraction, parseStages } from './schedule.js'
 
 const loadFlags = `Load (closed model: virtual users; open model: an arrival rate):
   --duration D             how long the load runs (default 30s; auth-path: per phase)

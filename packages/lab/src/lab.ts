@@ -6,7 +6,7 @@
  * starts what it measures and stops it after.
  */
 import { randomBytes } from 'node:crypto'
-import { createError } from '../errors.js'
+import { createError } from './errors.js'
 import { HttpTarget } from './http.js'
 import { defaultKneeCriteria, judgeStep, kneeOf } from './knee.js'
 import { startLocalDatabase, startLocalService, type LocalDatabase } from './local-service.js'

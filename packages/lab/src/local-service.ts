@@ -1,15 +1,12 @@
 /**
- * Services the lab starts itself when no --target is given: one embedded
- * PostgreSQL for the whole command (a scratch folder, removed after), and a
- * tollbooth process per run on it, started the way a user would start one
- * (`bin/tollbooth.js serve`), so the lab measures exactly what ships.
+ * Services the lab starts itself when no --target is given, through the service package's
+ * launcher API (tollbooth/launcher, docs/reference/launcher.md): one embedded PostgreSQL
+ * for the whole command (a scratch folder, removed after), and a `tollbooth serve` process
+ * per run on it, started the way a user would start one, so the lab measures exactly what
+ * ships. Its URL comes from the service's ready file, not from its logs.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import fs from 'node:fs'
-import path from 'node:path'
-import { scratchClusterDir, startEmbeddedPostgres } from '../db/embedded.js'
-import { packageRoot } from '../paths.js'
+import { startDatabase, startServe } from 'tollbooth/launcher'
 
 export interface LocalDatabase {
   url: string
@@ -18,15 +15,7 @@ export interface LocalDatabase {
 
 /** An embedded PostgreSQL in a scratch folder, deleted on stop. */
 export async function startLocalDatabase (): Promise<LocalDatabase> {
-  const clusterDir = scratchClusterDir('lab')
-  const database = await startEmbeddedPostgres({ clusterDir, databaseName: 'tollbooth_lab' })
-  return {
-    url: database.url,
-    async stop () {
-      await database.stop()
-      fs.rmSync(path.dirname(clusterDir), { recursive: true, force: true })
-    },
-  }
+  return await startDatabase({ name: 'tollbooth_lab', label: 'lab' })
 }
 
 export interface LocalServiceOptions {
@@ -44,8 +33,6 @@ export interface LocalService {
   stop (): Promise<void>
 }
 
-const tailLines = 40
-
 /** A secret shared by the services of one lab command, so tokens stay valid across them. */
 export const labJwtSecret = randomBytes(32).toString('base64url')
 
@@ -62,54 +49,11 @@ export async function startLocalService (options: LocalServiceOptions): Promise<
     DATABASE_URL: options.databaseUrl,
     TOLLBOOTH_JWT_SECRET: labJwtSecret,
   }
-  const child: ChildProcess = spawn(process.execPath, [path.join(packageRoot, 'bin', 'tollbooth.js'), 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  const tail: string[] = []
-  let partial = ''
-  let onListening: ((url: string) => void) | undefined
-  const onData = (chunk: Buffer): void => {
-    partial += chunk.toString()
-    const lines = partial.split('\n')
-    partial = lines.pop() ?? ''
-    for (const line of lines) {
-      tail.push(line)
-      if (tail.length > tailLines) tail.shift()
-      if (onListening !== undefined && line.includes('tollbooth is listening')) {
-        try {
-          const entry = JSON.parse(line) as { url?: string }
-          if (entry.url !== undefined) onListening(entry.url)
-        } catch {}
-      }
-    }
-  }
-  child.stdout?.on('data', onData)
-  child.stderr?.on('data', onData)
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => { resolve(code) }))
-
-  const startTimeoutMs = options.startTimeoutMs ?? 120_000
-  let timer: NodeJS.Timeout | undefined
-  const url = await new Promise<string>((resolve, reject) => {
-    const fail = (why: string): void => {
-      if (onListening === undefined) return // started already: a later exit is the normal stop
-      child.kill('SIGKILL')
-      reject(new Error(`the service (${options.env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'}) ${why}:\n${tail.join('\n')}`))
-    }
-    onListening = resolve
-    timer = setTimeout(() => { fail(`did not start within ${startTimeoutMs} ms`) }, startTimeoutMs)
-    void exited.then((code) => { fail(`exited with code ${String(code)} before listening`) })
-  }).finally(() => {
-    clearTimeout(timer)
-    onListening = undefined
-  })
-  return {
-    url,
-    pid: child.pid ?? 0,
-    logTail: () => tail.join('\n'),
-    async stop () {
-      if (child.exitCode !== null) return
-      child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
-      await exited
-      clearTimeout(timer)
-    },
+  const strategy = options.env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'
+  try {
+    const service = await startServe({ env, ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }) })
+    return { url: service.url, pid: service.pid, logTail: service.logTail, stop: async () => { await service.stop() } }
+  } catch (err) {
+    throw new Error(`the service (${strategy}): ${(err as Error).message}`, { cause: err })
   }
 }

@@ -6,7 +6,7 @@
  * Stages follow k6: each stage moves its target linearly from the previous
  * stage's target (or the start value) to its own over its duration.
  */
-import { createError } from '../errors.js'
+import { createError } from './errors.js'
 import type { Stage } from './result.js'
 
 const durationUnitsMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }

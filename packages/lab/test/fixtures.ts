@@ -6,7 +6,7 @@
 import {
   labResultSchema, type EndpointStats, type ErrorCounts, type KneeStep, type LabResult, type LatencySummary, type LoadSpec,
   type MachineInfo, type ReferenceFigures, type RunResult, type ScenarioInfo, type SecondSample, type ServerSample,
-} from '../../src/lab/result.js'
+} from '../src/result.js'
 
 const mebibyte = 1048576
 

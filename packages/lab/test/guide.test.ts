@@ -2,12 +2,12 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import { labUsage } from '../../src/cli/lab.js'
-import { allStrategies } from '../../src/lab/lab.js'
-import { builtInScenarios } from '../../src/lab/scenarios/index.js'
-import { packageRoot } from '../../src/paths.js'
+import { labUsage } from '../src/cli.js'
+import { allStrategies } from '../src/lab.js'
+import { builtInScenarios } from '../src/scenarios/index.js'
+import { repoRoot } from './helpers/paths.js'
 
-const guide = fs.readFileSync(path.join(packageRoot, 'docs', 'guides', 'load-lab.md'), 'utf8')
+const guide = fs.readFileSync(path.join(repoRoot, 'docs', 'guides', 'load-lab.md'), 'utf8')
 
 describe('docs/guides/load-lab.md stays in step with the lab', () => {
   it('documents every flag of `tollbooth lab --help`', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { defaultKneeCriteria, judgeStep, kneeOf, type MeasuredStep } from '../../src/lab/knee.js'
-import { kneeRates } from '../../src/lab/schedule.js'
-import type { KneeCriteria, LatencySummary } from '../../src/lab/result.js'
+import { defaultKneeCriteria, judgeStep, kneeOf, type MeasuredStep } from '../src/knee.js'
+import { kneeRates } from '../src/schedule.js'
+import type { KneeCriteria, LatencySummary } from '../src/result.js'
 
 const criteria: KneeCriteria = { ...defaultKneeCriteria, startRate: 100 }
 

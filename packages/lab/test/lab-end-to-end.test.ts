@@ -9,12 +9,12 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { labCompare, labKnee, labRun } from '../../src/lab/lab.js'
-import { renderText, writeReports } from '../../src/lab/report/index.js'
-import { labResultSchema, type LabResult } from '../../src/lab/result.js'
-import { packageRoot } from '../../src/paths.js'
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
-import { startTestService, type TestService } from '../helpers/service.js'
+import { labCompare, labKnee, labRun } from '../src/lab.js'
+import { renderText, writeReports } from '../src/report/index.js'
+import { labResultSchema, type LabResult } from '../src/result.js'
+import { tollboothBin } from 'tollbooth/launcher'
+import { createTestDatabase, type TestDatabase } from './helpers/database.js'
+import { startTestService, type TestService } from './helpers/service.js'
 
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-lab-e2e-'))
 const quiet = { log: () => {} }
@@ -104,7 +104,7 @@ describe('the load lab against a real service', () => {
 
 describe('lab compare: the service started once per strategy on one database', () => {
   let database: TestDatabase
-  before(async () => { database = await createTestDatabase({ migrate: false }) })
+  before(async () => { database = await createTestDatabase() })
   after(async () => { await database.drop() })
 
   it('measures each strategy with the same load, and reads each one\'s whole process tree', async () => {
@@ -131,7 +131,7 @@ describe('lab compare: the service started once per strategy on one database', (
 
 describe('lab compare with polite and naive clients', () => {
   let database: TestDatabase
-  before(async () => { database = await createTestDatabase({ migrate: false }) })
+  before(async () => { database = await createTestDatabase() })
   after(async () => { await database.drop() })
 
   it('measures each strategy once per kind of client, in one run', async () => {
@@ -157,7 +157,7 @@ describe('tollbooth lab on the command line', () => {
   after(async () => { await service.close() })
 
   const cli = async (args: string[]): Promise<{ code: number | null, stdout: string, stderr: string }> => {
-    const child = spawn(process.execPath, [path.join(packageRoot, 'bin', 'tollbooth.js'), 'lab', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [tollboothBin, 'lab', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })

@@ -11,8 +11,8 @@ import type { AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { LoadSession } from '../../src/lab/load-session.js'
-import type { SecondSample } from '../../src/lab/result.js'
+import { LoadSession } from '../src/load-session.js'
+import type { SecondSample } from '../src/result.js'
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-loadgen-'))
 /** Each iteration sends one GET carrying its virtual user's id. */

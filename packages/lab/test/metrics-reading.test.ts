@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { MetricsSnapshot, parsePrometheusText } from '../../src/lab/prometheus.js'
-import { serverSample } from '../../src/lab/scraper.js'
+import { MetricsSnapshot, parsePrometheusText } from '../src/prometheus.js'
+import { serverSample } from '../src/scraper.js'
 
 const exposition = (cpu: number, waitSum: number, waitCount: number, rejected: number | null, canaryPending = 0, canaries = 2): string => `
 # HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { csvField, renderCsv } from '../../src/lab/report/csv.js'
+import { csvField, renderCsv } from '../src/report/csv.js'
 import { compareFixture, kneeFixture, runAt, runFixture } from './fixtures.js'
 
 /** A strict RFC 4180 reader: CRLF records, quoted fields with doubled quotes. */

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { formatCores, formatCount, formatMiB, formatMs, formatPercent, formatRate } from '../../src/lab/report/format.js'
-import { renderComparisonMarkdown, renderText } from '../../src/lab/report/text.js'
-import type { LabResult } from '../../src/lab/result.js'
+import { formatCores, formatCount, formatMiB, formatMs, formatPercent, formatRate } from '../src/report/format.js'
+import { renderComparisonMarkdown, renderText } from '../src/report/text.js'
+import type { LabResult } from '../src/result.js'
 import { compareFixture, kneeFixture, runAt, runFixture } from './fixtures.js'
 
 /** The lines of a section, from its title to the next blank line. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { EndpointStats, LatencySummary } from '../../src/lab/result.js'
-import { EndpointAccumulator, EndpointMap, errorTotal, type RequestOutcome } from '../../src/lab/stats.js'
+import type { EndpointStats, LatencySummary } from '../src/result.js'
+import { EndpointAccumulator, EndpointMap, errorTotal, type RequestOutcome } from '../src/stats.js'
 
 const outcome = (status: number | null, latencyMs: number, extra: Partial<RequestOutcome> = {}): RequestOutcome =>
   ({ endpoint: 'POST /auth/login', status, failure: null, retryAfter: false, latencyMs, ...extra })

@@ -3,11 +3,11 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
-import { resolveLoad } from '../../src/lab/lab.js'
-import { builtInScenarios, loadScenario, scenarioRef } from '../../src/lab/scenarios/index.js'
-import { declarativeScenario } from '../../src/lab/scenarios/declarative.js'
-import type { LabRequest, LabResponse } from '../../src/lab/http.js'
-import type { VirtualUser } from '../../src/lab/scenario.js'
+import { resolveLoad } from '../src/lab.js'
+import { builtInScenarios, loadScenario, scenarioRef } from '../src/scenarios/index.js'
+import { declarativeScenario } from '../src/scenarios/declarative.js'
+import type { LabRequest, LabResponse } from '../src/http.js'
+import type { VirtualUser } from '../src/scenario.js'
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-scenarios-'))
 after(() => { fs.rmSync(dir, { recursive: true, force: true }) })

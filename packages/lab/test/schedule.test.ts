@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { arrivalTimes, kneeRates, parseDurationMs, parseFraction, parseStages, shareOf, targetAt, totalDurationMs, vusAt } from '../../src/lab/schedule.js'
+import { arrivalTimes, kneeRates, parseDurationMs, parseFraction, parseStages, shareOf, targetAt, totalDurationMs, vusAt } from '../src/schedule.js'
 
 const close = (actual: number, expected: number, tolerance = 1e-6): void => {
   assert.ok(Math.abs(actual - expected) <= tolerance, `${actual} ≈ ${expected}`)

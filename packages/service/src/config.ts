@@ -65,6 +65,8 @@ interface FlatConfig {
   logLevel: string
   /** Exposes the load lab's diagnostic routes (never on by default). */
   labDiagnostics: boolean
+  /** Where to write `{ url, pid, version, strategy }` once listening (src/cli/ready-file.ts); undefined: nowhere. */
+  readyFile: string | undefined
   loginThrottleAccountFailures: number
   loginThrottleAddressFailures: number
   loginThrottleWindowSeconds: number
@@ -113,6 +115,7 @@ export const settings: readonly Setting[] = [
   { key: 'bodyLimitBytes', env: 'TOLLBOOTH_BODY_LIMIT_BYTES', flag: 'body-limit-bytes', kind: 'int', defaultValue: '16384', min: 1024, max: 10485760, description: 'Largest accepted request body; larger ones get 413.' },
   { key: 'logLevel', env: 'TOLLBOOTH_LOG_LEVEL', flag: 'log-level', kind: 'enum', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], defaultValue: 'info', description: 'pino log level.' },
   { key: 'labDiagnostics', env: 'TOLLBOOTH_LAB_DIAGNOSTICS', flag: 'lab-diagnostics', kind: 'bool', defaultValue: 'false', description: 'Expose the load lab\'s diagnostic login variants under /api/v1/lab (never in production).' },
+  { key: 'readyFile', env: 'TOLLBOOTH_READY_FILE', flag: 'ready-file', kind: 'string', defaultValue: undefined, description: 'Once the service listens, it writes {"url", "pid", "version", "strategy"} as JSON to this file (renamed into place, so never half-written), for programs that start it (docs/reference/launcher.md). Unset: no file.' },
   { key: 'loginThrottleAccountFailures', env: 'TOLLBOOTH_LOGIN_THROTTLE_ACCOUNT_FAILURES', flag: 'login-throttle-account-failures', kind: 'int', defaultValue: '5', min: 1, max: 1000000, description: 'Failed logins one account (email, known or not) may have in a window before each further login, the right password included, waits (429 TOO_MANY_ATTEMPTS).' },
   { key: 'loginThrottleAddressFailures', env: 'TOLLBOOTH_LOGIN_THROTTLE_ADDRESS_FAILURES', flag: 'login-throttle-address-failures', kind: 'int', defaultValue: '100', min: 1, max: 1000000, description: 'The same for one client address (IPv6 by /64), over all accounts.' },
   { key: 'loginThrottleWindowSeconds', env: 'TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS', flag: 'login-throttle-window-seconds', kind: 'int', defaultValue: '900', min: 1, max: 604800, description: 'The counting window, from a key\'s first failure; when it ends the count starts again from zero.' },

@@ -14,7 +14,7 @@
  *     ]
  *   }
  */
-import { createError } from '../../errors.js'
+import { createError } from '../errors.js'
 import type { LabRequest } from '../http.js'
 import { rampThenHold, type Account, type Scenario, type VirtualUser } from '../scenario.js'
 import { parseDurationMs } from '../schedule.js'

@@ -6,7 +6,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { createError } from '../../errors.js'
+import { createError } from '../errors.js'
 import { rampThenHold, type Scenario, type ScenarioRef } from '../scenario.js'
 import { authPath } from './auth-path.js'
 import { declarativeScenario } from './declarative.js'

@@ -9,13 +9,14 @@ import { packageVersion } from '../paths.js'
 import { redactPaths } from '../server/app.js'
 import { clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../server/cluster.js'
 import { handleSignals, startService } from '../server/start.js'
-import { labMain } from './lab.js'
+import { runLabCommand } from './lab-command.js'
+import { clearReadyFile, writeReadyFile } from './ready-file.js'
 
 const usage = `tollbooth ${packageVersion}: an authentication service that keeps answering when a crowd logs in at once
 
 Usage:
   tollbooth [serve] [flags]     run the service (embedded PostgreSQL unless DATABASE_URL is set)
-  tollbooth lab ...             the load lab: run, knee, compare (tollbooth lab --help)
+  tollbooth lab ...             the load lab, when @tollbooth/lab is installed: run, knee, compare (tollbooth lab --help)
   tollbooth --help | --version
 
 Every flag has an environment variable; flags win. See docs/reference/config.md.
@@ -35,8 +36,10 @@ async function serve (argv: string[]): Promise<void> {
   }
   const config = loadConfig({ argv })
   const log = logger(config.logLevel)
+  clearReadyFile(config.readyFile)
   const service = config.hashStrategy === 'cluster' ? await startClusterPrimary(config, log) : await startService(config, { logger: log })
   handleSignals(service, log)
+  writeReadyFile(config.readyFile, { url: service.url, pid: process.pid, version: packageVersion, strategy: config.hashStrategy })
 }
 
 async function main (argv: string[]): Promise<void> {
@@ -51,7 +54,10 @@ async function main (argv: string[]): Promise<void> {
   }
   if (command === undefined || command.startsWith('-')) return await serve(argv)
   if (command === 'serve') return await serve(rest)
-  if (command === 'lab') return await labMain(rest)
+  if (command === 'lab') {
+    process.exitCode = await runLabCommand(rest)
+    return
+  }
   process.stderr.write(`tollbooth: unknown command "${command}"\n\n${usage}`)
   process.exitCode = 2
 }

@@ -6,7 +6,8 @@ import { loadConfig, settings } from '../../src/config.js'
 import { errorRegistry } from '../../src/errors.js'
 import { packageRoot } from '../../src/paths.js'
 
-const read = (file: string): string => fs.readFileSync(path.join(packageRoot, file), 'utf8')
+// docs/ lives at the workspace root, two folders above this package.
+const read = (file: string): string => fs.readFileSync(path.join(packageRoot, '..', '..', file), 'utf8')
 
 describe('reference docs stay in step with the code', () => {
   it('docs/reference/config.md documents every setting with its flag, default, choices and range', () => {

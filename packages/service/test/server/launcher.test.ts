@@ -91,7 +91,7 @@ describe('TOLLBOOTH_READY_FILE', () => {
   it('holds the URL the service listens on, its pid, version and strategy, once it listens', async () => {
     const file = path.join(dir, 'ready.json')
     fs.writeFileSync(file, JSON.stringify({ url: 'http://127.0.0.1:1', pid: 1 }))
-    const started = await startCli(serviceEnv(database.url, { TOLLBOOTH_READY_FILE: file }), ['serve'])
+    const started = await startCli(serviceEnv(database.url, { TOLLBOOTH_READY_FILE: file }), ['serve'], 120_000)
     try {
       const ready = await readyFileFor(file, started.url)
       assert.deepEqual(ready, { url: started.url, pid: started.child.pid, version: serviceVersion, strategy: 'tollbooth' })

@@ -2,10 +2,11 @@
 // message names the right API (the hashing rules keep slow work off the event loop and libuv's pool).
 import neostandard from 'neostandard'
 
-const hashOnEventLoop = 'Password hashing runs only in src/hashing worker threads: call the PasswordEngine instead.'
+const hashOnEventLoop = 'Password hashing runs only in the service\'s src/hashing worker threads: call the PasswordEngine instead.'
+const labThroughHttp = 'The lab talks to the service through HTTP, /metrics and tollbooth/launcher only (docs/reference/launcher.md).'
 
 export default [
-  ...neostandard({ ts: true, ignores: ['dist/**', 'node_modules/**', '.tollbooth/**', 'lab-results/**', 'examples/k6/**'] }),
+  ...neostandard({ ts: true, ignores: ['**/dist/**', '**/node_modules/**', '**/.tollbooth/**', '**/lab-results/**', 'examples/k6/**'] }),
   {
     rules: {
       // `void promise` marks a deliberately floating promise.
@@ -14,16 +15,16 @@ export default [
   },
   {
     // prom-client metrics register themselves in the registry their constructor is given.
-    files: ['src/server/metrics.ts'],
+    files: ['packages/service/src/server/metrics.ts'],
     rules: { 'no-new': 'off' },
   },
   {
     // TypeBox's idiom: a schema and its static type share one name.
-    files: ['src/server/schemas.ts'],
+    files: ['packages/service/src/server/schemas.ts'],
     rules: { '@typescript-eslint/no-redeclare': 'off' },
   },
   {
-    files: ['src/server/**/*.ts', 'src/db/**/*.ts', 'src/lab/**/*.ts', 'src/cli/**/*.ts'],
+    files: ['packages/service/src/server/**/*.ts', 'packages/service/src/db/**/*.ts', 'packages/service/src/cli/**/*.ts', 'packages/lab/src/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', {
         paths: [
@@ -37,6 +38,26 @@ export default [
         { selector: 'CallExpression[callee.name=/^(scrypt|scryptSync|pbkdf2|pbkdf2Sync)$/]', message: hashOnEventLoop },
         { selector: 'CallExpression[callee.property.name=/^(scrypt|scryptSync|pbkdf2|pbkdf2Sync)$/]', message: hashOnEventLoop },
       ],
+    },
+  },
+  {
+    // The lab is a client of the service: no service internals, no database driver.
+    files: ['packages/lab/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: [
+          { name: '@node-rs/bcrypt', message: hashOnEventLoop },
+          { name: '@node-rs/argon2', message: hashOnEventLoop },
+          { name: 'bcrypt', message: hashOnEventLoop },
+          { name: 'bcryptjs', message: hashOnEventLoop },
+          { name: 'pg', message: labThroughHttp },
+          { name: 'tollbooth', message: labThroughHttp },
+        ],
+        patterns: [
+          { group: ['**/service/**', '**/src/hashing/**', '**/src/db/**', '**/src/server/**'], message: labThroughHttp },
+          { regex: '^tollbooth/(?!launcher$)', message: labThroughHttp },
+        ],
+      }],
     },
   },
 ]

@@ -1,13 +1,18 @@
 /**
  * `npm test`: one real PostgreSQL for the whole run (the embedded one, or the
- * server at DATABASE_URL), then node's test runner over dist/test. Each test
- * file makes its own database on that server, so files never share state.
+ * server at DATABASE_URL), then node's test runner over every package's
+ * dist/test (packages/service, packages/lab). Each test file makes its own
+ * database on that server, so files never share state.
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { scratchClusterDir, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.js'
-import { packageRoot } from '../src/paths.js'
+import { fileURLToPath } from 'node:url'
+import { startDatabase, type LaunchedDatabase } from 'tollbooth/launcher'
+
+/** The workspace root, from dist/scripts/. */
+const workspaceRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+const packages = ['service', 'lab']
 
 function testFiles (dir: string): string[] {
   if (!fs.existsSync(dir)) return []
@@ -20,19 +25,18 @@ function testFiles (dir: string): string[] {
 
 async function main (): Promise<number> {
   const filters = process.argv.slice(2)
-  let files = testFiles(path.join(packageRoot, 'dist', 'test'))
+  let files = packages.flatMap((name) => testFiles(path.join(workspaceRoot, 'packages', name, 'dist', 'test')))
   if (filters.length > 0) files = files.filter((file) => filters.some((filter) => file.includes(filter)))
   if (files.length === 0) {
     process.stderr.write('no test files matched\n')
     return 1
   }
 
-  let embedded: EmbeddedDatabase | undefined
+  let embedded: LaunchedDatabase | undefined
   let adminUrl = process.env.DATABASE_URL
   if (adminUrl === undefined || adminUrl === '') {
-    const clusterDir = scratchClusterDir('test')
-    process.stdout.write(`# starting an embedded PostgreSQL for the tests in ${clusterDir}\n`)
-    embedded = await startEmbeddedPostgres({ clusterDir, databaseName: 'tollbooth_test_admin' })
+    process.stdout.write('# starting an embedded PostgreSQL for the tests\n')
+    embedded = await startDatabase({ name: 'tollbooth_test_admin', label: 'test' })
     adminUrl = embedded.url
   } else {
     process.stdout.write('# using the PostgreSQL server at DATABASE_URL for the tests\n')
@@ -47,10 +51,7 @@ async function main (): Promise<number> {
       child.on('exit', (code, signal) => { resolve(code ?? (signal === null ? 1 : 128)) })
     })
   } finally {
-    if (embedded !== undefined) {
-      await embedded.stop()
-      fs.rmSync(path.dirname(embedded.dataDir), { recursive: true, force: true })
-    }
+    await embedded?.stop()
   }
 }
 

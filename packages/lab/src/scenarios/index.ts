@@ -1,0 +1,70 @@
+/**
+ * The built-in scenarios, and loading a user's own from a JSON or JS file.
+ * Load-generator threads call `loadScenario` too: a scenario travels to them as
+ * a name or a path, never as code.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { createError } from '../errors.js'
+import { rampThenHold, type Scenario, type ScenarioRef } from '../scenario.js'
+import { authPath } from './auth-path.js'
+import { declarativeScenario } from './declarative.js'
+import { devnest } from './devnest.js'
+import { loginStorm } from './login-storm.js'
+import { registration } from './registration.js'
+import { stress } from './stress.js'
+
+export const builtInScenarios: Readonly<Record<string, Scenario<any>>> = {
+  'login-storm': loginStorm,
+  devnest,
+  registration,
+  stress,
+  'auth-path': authPath,
+}
+
+/** A name of a built-in scenario, or a path to a .json / .js / .mjs file. */
+export function scenarioRef (nameOrPath: string): ScenarioRef {
+  if (Object.hasOwn(builtInScenarios, nameOrPath)) return { builtin: nameOrPath }
+  if (/\.(json|js|mjs)$/.test(nameOrPath)) return { file: path.resolve(nameOrPath) }
+  throw createError('CONFIG_INVALID', `unknown scenario "${nameOrPath}": use one of ${Object.keys(builtInScenarios).join(', ')}, or a path to a .json or .js file`, { field: 'scenario' })
+}
+
+function checkModule (file: string, value: unknown): Scenario {
+  const scenario = value as Partial<Scenario>
+  if (typeof scenario !== 'object' || scenario === null) throw createError('CONFIG_INVALID', `scenario ${file}: the default export must be a scenario object`)
+  if (typeof scenario.name !== 'string' || scenario.name === '') throw createError('CONFIG_INVALID', `scenario ${file}: name must be a non-empty string`)
+  if (typeof scenario.iteration !== 'function') throw createError('CONFIG_INVALID', `scenario ${file}: iteration must be an async function (vu, data)`)
+  if (scenario.setup !== undefined && typeof scenario.setup !== 'function') throw createError('CONFIG_INVALID', `scenario ${file}: setup must be a function`)
+  if (scenario.endpoints !== undefined && !Array.isArray(scenario.endpoints)) throw createError('CONFIG_INVALID', `scenario ${file}: endpoints must be an array of names`)
+  return {
+    name: scenario.name,
+    description: scenario.description ?? `Scenario from ${file}`,
+    endpoints: scenario.endpoints ?? [],
+    ...(scenario.phases === undefined ? {} : { phases: scenario.phases }),
+    ...(scenario.needsLabDiagnostics === undefined ? {} : { needsLabDiagnostics: scenario.needsLabDiagnostics }),
+    defaults: { model: 'closed', stages: rampThenHold(10, 0.2), thinkTimeMs: 0, rate: 10, accounts: 0, ...scenario.defaults },
+    ...(scenario.setup === undefined ? {} : { setup: scenario.setup }),
+    iteration: scenario.iteration,
+  }
+}
+
+export async function loadScenario (ref: ScenarioRef): Promise<Scenario<any>> {
+  if ('builtin' in ref) {
+    const scenario = builtInScenarios[ref.builtin]
+    if (scenario === undefined) throw createError('CONFIG_INVALID', `unknown scenario "${ref.builtin}"`, { field: 'scenario' })
+    return scenario
+  }
+  if (!fs.existsSync(ref.file)) throw createError('CONFIG_INVALID', `scenario file ${ref.file} does not exist`, { field: 'scenario' })
+  if (ref.file.endsWith('.json')) {
+    let raw: unknown
+    try {
+      raw = JSON.parse(fs.readFileSync(ref.file, 'utf8'))
+    } catch (err) {
+      throw createError('CONFIG_INVALID', `scenario ${ref.file} is not valid JSON: ${(err as Error).message}`, { field: 'scenario' })
+    }
+    return declarativeScenario(ref.file, raw)
+  }
+  const module = await import(pathToFileURL(ref.file).href) as { default?: unknown }
+  return checkModule(ref.file, module.default)
+}

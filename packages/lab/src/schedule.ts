@@ -1,0 +1,126 @@
+/**
+ * Load schedules as pure functions of time, so they can be tested without a
+ * clock: how many virtual users a closed model wants at time t, when each
+ * arrival of an open model is due, and the rates of a knee search.
+ *
+ * Stages follow k6: each stage moves its target linearly from the previous
+ * stage's target (or the start value) to its own over its duration.
+ */
+import { createError } from './errors.js'
+import type { Stage } from './result.js'
+
+const durationUnitsMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/** "500ms", "30s", "1.5m", "1h", "1m30s", or a bare number of seconds. Throws CONFIG_INVALID. */
+export function parseDurationMs (text: string, what = 'duration'): number {
+  const trimmed = text.trim()
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000)
+  const parts = [...trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)]
+  if (parts.length === 0 || parts.map((part) => part[0]).join('') !== trimmed) {
+    throw createError('CONFIG_INVALID', `${what} must look like 500ms, 30s, 2m or 1m30s, got "${text}"`, { field: what })
+  }
+  return Math.round(parts.reduce((sum, part) => sum + Number(part[1]) * (durationUnitsMs[part[2] ?? 's'] ?? 1000), 0))
+}
+
+/** "30s:100,60s:100" (k6's stages: duration:target). Throws CONFIG_INVALID. */
+export function parseStages (text: string, what = 'stages'): Stage[] {
+  const stages = text.split(',').map((item) => item.trim()).filter((item) => item !== '').map((item) => {
+    const [duration, target, ...rest] = item.split(':')
+    if (duration === undefined || target === undefined || rest.length > 0 || !/^\d+(\.\d+)?$/.test(target.trim())) {
+      throw createError('CONFIG_INVALID', `${what}: each stage is duration:target, like 30s:100, got "${item}"`, { field: what })
+    }
+    return { durationMs: parseDurationMs(duration, what), target: Number(target) }
+  })
+  if (stages.length === 0) throw createError('CONFIG_INVALID', `${what} must have at least one stage`, { field: what })
+  if (stages.some((stage) => stage.durationMs <= 0)) throw createError('CONFIG_INVALID', `${what}: every stage needs a duration above 0`, { field: what })
+  return stages
+}
+
+/** "10%" or "0.1" -> 0.1. */
+export function parseFraction (text: string, what: string): number {
+  const trimmed = text.trim()
+  const value = trimmed.endsWith('%') ? Number(trimmed.slice(0, -1)) / 100 : Number(trimmed)
+  if (!Number.isFinite(value) || value < 0) throw createError('CONFIG_INVALID', `${what} must be a fraction like 10% or 0.1, got "${text}"`, { field: what })
+  return value
+}
+
+export function totalDurationMs (stages: readonly Stage[]): number {
+  return stages.reduce((sum, stage) => sum + stage.durationMs, 0)
+}
+
+/** The stage's target at `tMs` after the start, interpolated linearly from `start`; the last target after the end. */
+export function targetAt (stages: readonly Stage[], tMs: number, start = 0): number {
+  let from = start
+  let stageStart = 0
+  for (const stage of stages) {
+    if (tMs < stageStart + stage.durationMs) {
+      const progress = Math.max(0, tMs - stageStart) / stage.durationMs
+      return from + (stage.target - from) * progress
+    }
+    from = stage.target
+    stageStart += stage.durationMs
+  }
+  return from
+}
+
+/** Virtual users wanted at `tMs`, ramping from `startVus` (k6's ramping-vus rounds down). */
+export function vusAt (stages: readonly Stage[], tMs: number, startVus = 0): number {
+  return Math.floor(targetAt(stages, tMs, startVus) + 1e-9)
+}
+
+/**
+ * Of `total` virtual users numbered 0..total-1, how many belong to shard `shard`
+ * of `shards` when user i goes to shard i mod shards.
+ */
+export function shareOf (total: number, shard: number, shards: number): number {
+  return total <= shard ? 0 : Math.floor((total - shard - 1) / shards) + 1
+}
+
+/**
+ * Intended arrival times (ms from the start) of an open model whose rate moves
+ * linearly through the stages. Within a stage of duration d going from rate r0
+ * to r1, arrivals so far are N(t) = r0·t + (r1 − r0)·t²/(2d) (t in seconds); the
+ * k-th arrival is due when the running count reaches k, so a constant 10/s gives
+ * arrivals at 0, 100, 200 ... ms and a ramp packs them ever closer.
+ */
+export function * arrivalTimes (startRate: number, stages: readonly Stage[]): Generator<number> {
+  let stageStartMs = 0
+  let rateFrom = startRate
+  // Arrivals due before this stage, and the (fractional) count at its start.
+  let countAtStageStart = 0
+  let next = 0
+  for (const stage of stages) {
+    const d = stage.durationMs / 1000
+    const r0 = rateFrom
+    const r1 = stage.target
+    const a = (r1 - r0) / (2 * d)
+    const countAtStageEnd = countAtStageStart + r0 * d + a * d * d
+    while (next < countAtStageEnd - 1e-9) {
+      const k = next - countAtStageStart
+      // Solve a·t² + r0·t − k = 0 for the smallest t >= 0.
+      let t: number
+      if (Math.abs(a) < 1e-12) {
+        t = r0 > 0 ? k / r0 : d
+      } else {
+        const disc = r0 * r0 + 4 * a * k
+        t = (-r0 + Math.sqrt(Math.max(0, disc))) / (2 * a)
+      }
+      yield stageStartMs + Math.min(d, Math.max(0, t)) * 1000
+      next++
+    }
+    countAtStageStart = countAtStageEnd
+    stageStartMs += stage.durationMs
+    rateFrom = r1
+  }
+}
+
+/** The offered rates of a knee search: start, then × (1 + step) each step, at most `maxSteps` and never above `maxRate`. */
+export function kneeRates (startRate: number, stepFactor: number, maxSteps: number, maxRate = Number.POSITIVE_INFINITY): number[] {
+  const rates: number[] = []
+  let rate = startRate
+  for (let i = 0; i < maxSteps && rate <= maxRate + 1e-9; i++) {
+    rates.push(Math.round(rate * 100) / 100)
+    rate *= 1 + stepFactor
+  }
+  return rates
+}

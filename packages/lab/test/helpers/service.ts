@@ -1,0 +1,62 @@
+/**
+ * A real tollbooth for the lab's tests, started as users start it: `tollbooth serve` through
+ * the service package's launcher API (tollbooth/launcher), on a fresh database, with cheap
+ * hashes and 2 hash threads. The lab's tests see the service only as the lab does: HTTP and
+ * /metrics.
+ */
+import { startServe } from 'tollbooth/launcher'
+import { createTestDatabase, type TestDatabase } from './database.js'
+
+export interface TestService {
+  url: string
+  pid: number
+  db: TestDatabase
+  close (): Promise<void>
+}
+
+export interface TestServiceOptions {
+  config?: { labDiagnostics?: boolean }
+  /** More settings, as environment variables. */
+  env?: Record<string, string>
+}
+
+/** Cheap parameters: functional tests must not wait on real-strength hashes. */
+export const cheapHashEnv: Record<string, string> = {
+  TOLLBOOTH_HASH_ALGORITHM: 'argon2id',
+  TOLLBOOTH_ARGON2_MEMORY_KIB: '1024',
+  TOLLBOOTH_ARGON2_TIME_COST: '1',
+  TOLLBOOTH_BCRYPT_COST: '4',
+  TOLLBOOTH_SCRYPT_N: '1024',
+}
+
+export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
+  const db = await createTestDatabase()
+  try {
+    const service = await startServe({
+      env: {
+        ...process.env,
+        ...cheapHashEnv,
+        TOLLBOOTH_HASH_THREADS: '2',
+        TOLLBOOTH_LOG_LEVEL: 'warn',
+        TOLLBOOTH_LAB_DIAGNOSTICS: String(options.config?.labDiagnostics === true),
+        ...options.env,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        DATABASE_URL: db.url,
+        TOLLBOOTH_JWT_SECRET: 'test-secret-that-is-at-least-32-characters-long',
+      },
+    })
+    return {
+      url: service.url,
+      pid: service.pid,
+      db,
+      async close () {
+        await service.stop()
+        await db.drop()
+      },
+    }
+  } catch (err) {
+    await db.drop()
+    throw err
+  }
+}

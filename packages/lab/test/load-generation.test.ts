@@ -1,0 +1,168 @@
+/**
+ * The load generators against a real HTTP server on a real socket, in real
+ * worker threads: per-second counting, the split over threads, the open model's
+ * latency from the intended send time (no coordinated omission), drops beyond
+ * the in-flight bound.
+ */
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { LoadSession } from '../src/load-session.js'
+import type { SecondSample } from '../src/result.js'
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-loadgen-'))
+/** Each iteration sends one GET carrying its virtual user's id. */
+const scenarioFile = path.join(dir, 'ping.mjs')
+fs.writeFileSync(scenarioFile, `export default {
+  name: 'ping',
+  endpoints: ['GET /ping'],
+  async iteration (vu) {
+    const response = await vu.request('GET /ping', { method: 'GET', path: '/ping', headers: { 'x-vu': String(vu.id) } })
+    return response.ok
+  },
+}
+`)
+
+interface TestServer {
+  url: string
+  vus: Set<string>
+  requests: number
+  /** Nothing is answered before this (epoch ms). */
+  holdUntil: number
+  /** Stall for 1 s once, this many ms after the first request (null: never). */
+  stallAfterMs: number | null
+  firstRequestAt: number
+  reset (): void
+  close (): Promise<void>
+}
+
+/** Answers 200 at once, except while `holdUntil` (epoch ms) is in the future: then when it passes. */
+async function startServer (): Promise<TestServer> {
+  const state: TestServer = {
+    url: '',
+    vus: new Set(),
+    requests: 0,
+    holdUntil: 0,
+    stallAfterMs: null,
+    firstRequestAt: 0,
+    reset () {
+      this.vus.clear()
+      this.requests = 0
+      this.holdUntil = 0
+      this.stallAfterMs = null
+      this.firstRequestAt = 0
+    },
+    close: async () => {},
+  }
+  const server = http.createServer((req, res) => {
+    const now = Date.now()
+    state.requests++
+    state.vus.add(String(req.headers['x-vu']))
+    if (state.firstRequestAt === 0) state.firstRequestAt = now
+    if (state.stallAfterMs !== null && now - state.firstRequestAt >= state.stallAfterMs) {
+      state.stallAfterMs = null
+      state.holdUntil = now + 1000
+    }
+    const respond = (): void => {
+      if (Date.now() < state.holdUntil) {
+        setTimeout(respond, 10)
+        return
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
+    }
+    respond()
+  })
+  server.keepAliveTimeout = 60_000
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  state.close = async () => {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+  return state
+}
+
+async function session (url: string, workers: number, connections: number, seconds: SecondSample[]): Promise<LoadSession> {
+  return await LoadSession.start({
+    url,
+    workers,
+    connections,
+    requestTimeoutMs: 10_000,
+    scenario: { file: scenarioFile },
+    data: undefined,
+    runId: 'test',
+    endpointOrder: ['GET /ping'],
+    onSecond: (sample) => seconds.push(sample),
+  })
+}
+
+describe('load generation', () => {
+  let server: TestServer
+  before(async () => { server = await startServer() })
+  after(async () => {
+    await server.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('runs a closed crowd split over two worker threads and counts every request once, second by second', async () => {
+    server.reset()
+    const seconds: SecondSample[] = []
+    const load = await session(server.url, 2, 4, seconds)
+    const segment = await load.runSegment(undefined, { model: 'closed', startVus: 4, stages: [{ durationMs: 2000, target: 4 }], thinkTimeMs: 20, honourRetryAfter: true })
+    await load.close()
+    assert.deepEqual([...server.vus].sort(), ['0', '1', '2', '3'], 'four virtual users, ids 0..3 across both threads')
+    assert.equal(segment.all.requests, server.requests, 'the segment counted what the server saw')
+    assert.equal(segment.all.ok, segment.all.requests)
+    const perSecond = seconds.reduce((sum, sample) => sum + sample.all.requests, 0)
+    assert.equal(perSecond, server.requests, 'the seconds add up to the whole')
+    assert.equal(load.totals.all().requests, server.requests)
+    assert.ok(seconds.length >= 2, `at least 2 seconds (${seconds.length})`)
+    assert.deepEqual(seconds.map((s) => s.t), seconds.map((_, i) => i + 1), 'seconds come in order, none missing')
+    const inside = seconds.filter((s) => s.t > segment.startT && s.t < segment.endT)
+    assert.ok(inside.length >= 1 && inside.every((s) => s.vus === 4), `four VUs held inside the segment: ${JSON.stringify(seconds.map((s) => [s.t, s.vus]))}`)
+    // 4 VUs with 20 ms think time: ~40 iterations each per second at most (generous bounds).
+    assert.ok(segment.achieved > 20 && segment.achieved <= 4 * 2 * 50 + 4, `achieved ${segment.achieved}`)
+  })
+
+  it('open model: a stalled server shows in the latency of every arrival it delayed; a closed model hides it', async () => {
+    // Open: 40 arrivals/s for 3 s; the server answers nothing for 1 s from 0.5 s after the first request.
+    server.reset()
+    server.stallAfterMs = 500
+    let load = await session(server.url, 1, 200, [])
+    const open = await load.runSegment(undefined, { model: 'open', startRate: 40, stages: [{ durationMs: 3000, target: 40 }], maxInFlight: 200 })
+    await load.close()
+    assert.equal(open.offered, 120)
+    assert.equal(open.dropped, 0)
+    // A third of the arrivals fell in the stall, waiting 0 to 1000 ms from their intended time: p90 is ~700 ms.
+    assert.ok((open.all.latency.p90Ms ?? 0) >= 400, `open p90 ${open.all.latency.p90Ms} ms`)
+    assert.ok((open.all.latency.maxMs ?? 0) >= 800, `open max ${open.all.latency.maxMs} ms`)
+
+    // Closed: one virtual user in the same situation sends one request into the stall and waits.
+    server.reset()
+    server.stallAfterMs = 500
+    load = await session(server.url, 1, 1, [])
+    const closed = await load.runSegment(undefined, { model: 'closed', startVus: 1, stages: [{ durationMs: 3000, target: 1 }], thinkTimeMs: 0, honourRetryAfter: true })
+    await load.close()
+    assert.ok((closed.all.latency.maxMs ?? 0) >= 800, 'the one request in the stall waited')
+    assert.ok((closed.all.latency.p90Ms ?? Infinity) < 100, `closed p90 ${closed.all.latency.p90Ms} ms: the stall is one sample among many`)
+  })
+
+  it('open model: arrivals beyond the in-flight bound are not sent but counted as dropped', async () => {
+    server.reset()
+    server.holdUntil = Date.now() + 60_000
+    const load = await session(server.url, 1, 5, [])
+    // The five sent stay unanswered until well after the last arrival is due.
+    const resume = setTimeout(() => { server.holdUntil = 0 }, 3000)
+    const segment = await load.runSegment(undefined, { model: 'open', startRate: 50, stages: [{ durationMs: 1000, target: 50 }], maxInFlight: 5 })
+    clearTimeout(resume)
+    await load.close()
+    assert.equal(segment.offered, 50)
+    assert.equal(segment.started, 5)
+    assert.equal(segment.dropped, 45)
+    assert.equal(segment.started + segment.dropped, segment.offered)
+  })
+})

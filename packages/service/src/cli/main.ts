@@ -1,0 +1,73 @@
+/**
+ * `tollbooth [serve] [flags]` and `tollbooth --help`. The CLI only wires the
+ * library parts together; each command lives in its own module.
+ */
+import pino from 'pino'
+import { configHelp, loadConfig } from '../config.js'
+import { isTollboothError } from '../errors.js'
+import { packageVersion } from '../paths.js'
+import { redactPaths } from '../server/app.js'
+import { clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../server/cluster.js'
+import { handleSignals, startService } from '../server/start.js'
+import { runLabCommand } from './lab-command.js'
+import { clearReadyFile, writeReadyFile } from './ready-file.js'
+
+const usage = `tollbooth ${packageVersion}: an authentication service that keeps answering when a crowd logs in at once
+
+Usage:
+  tollbooth [serve] [flags]     run the service (embedded PostgreSQL unless DATABASE_URL is set)
+  tollbooth lab ...             the load lab, when @tollbooth/lab is installed: run, knee, compare (tollbooth lab --help)
+  tollbooth --help | --version
+
+Every flag has an environment variable; flags win. See docs/reference/config.md.
+
+Flags:
+${configHelp()}
+`
+
+function logger (level: string): pino.Logger {
+  return pino({ level, redact: { paths: redactPaths, censor: '[redacted]' } })
+}
+
+async function serve (argv: string[]): Promise<void> {
+  if (isClusterWorker()) {
+    await startClusterWorker(logger(clusterWorkerConfig().logLevel))
+    return
+  }
+  const config = loadConfig({ argv })
+  const log = logger(config.logLevel)
+  clearReadyFile(config.readyFile)
+  const service = config.hashStrategy === 'cluster' ? await startClusterPrimary(config, log) : await startService(config, { logger: log })
+  handleSignals(service, log)
+  writeReadyFile(config.readyFile, { url: service.url, pid: process.pid, version: packageVersion, strategy: config.hashStrategy })
+}
+
+async function main (argv: string[]): Promise<void> {
+  const [command, ...rest] = argv
+  if (command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(usage)
+    return
+  }
+  if (command === '--version' || command === '-v') {
+    process.stdout.write(`${packageVersion}\n`)
+    return
+  }
+  if (command === undefined || command.startsWith('-')) return await serve(argv)
+  if (command === 'serve') return await serve(rest)
+  if (command === 'lab') {
+    process.exitCode = await runLabCommand(rest)
+    return
+  }
+  process.stderr.write(`tollbooth: unknown command "${command}"\n\n${usage}`)
+  process.exitCode = 2
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (isTollboothError(err, 'CONFIG_INVALID')) {
+    process.stderr.write(`tollbooth: invalid configuration: ${err.message}\nRun "tollbooth --help" for the settings.\n`)
+    process.exit(2)
+  }
+  process.stderr.write(`tollbooth: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
+  if (err instanceof Error && err.cause !== undefined) process.stderr.write(`caused by: ${String(err.cause)}\n`)
+  process.exit(1)
+})

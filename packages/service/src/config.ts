@@ -1,0 +1,287 @@
+/**
+ * Environment variables + command-line flags -> one validated, typed config.
+ * Every setting is declared once in `settings` below; docs/reference/config.md
+ * documents each one (a test keeps the two in step).
+ */
+import net from 'node:net'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { createError, isTollboothError } from './errors.js'
+import { validatePolicy } from './hashing/index.js'
+import type { HashAlgorithm, HashPolicy, HashStrategy } from './hashing/types.js'
+
+/** `cluster` is not an executor: it forks one process per CPU, each with a plain Piscina pool. */
+export type ServiceStrategy = HashStrategy | 'cluster'
+
+/** The hash settings arrive flat (one variable each) and leave grouped as a HashPolicy. */
+type FlatHashSettings = 'hashAlgorithm' | 'bcryptCost' | 'argon2MemoryKiB' | 'argon2TimeCost' | 'argon2Parallelism' | 'scryptN' | 'scryptR' | 'scryptP'
+
+export type Config = Omit<FlatConfig, FlatHashSettings> & { hashPolicy: HashPolicy }
+
+type Kind = 'string' | 'int' | 'bool' | 'enum'
+
+interface Setting {
+  key: keyof FlatConfig
+  env: string
+  flag: string
+  kind: Kind
+  defaultValue: string | undefined
+  description: string
+  min?: number
+  max?: number
+  choices?: readonly string[]
+}
+
+/** The config as flat settings, one per variable, before grouping into `Config`. */
+interface FlatConfig {
+  host: string
+  port: number
+  /** Undefined: start the embedded PostgreSQL in `dataDir`. */
+  databaseUrl: string | undefined
+  dataDir: string
+  databasePoolSize: number
+  /** The deadline on getting a pooled connection (waiting or connecting). */
+  databaseAcquireTimeoutMs: number
+  hashAlgorithm: HashAlgorithm
+  bcryptCost: number
+  argon2MemoryKiB: number
+  argon2TimeCost: number
+  argon2Parallelism: number
+  scryptN: number
+  scryptR: number
+  scryptP: number
+  hashStrategy: ServiceStrategy
+  /** Undefined: size the pool to the CPU budget. */
+  hashThreads: number | undefined
+  hashMaxQueue: number | undefined
+  hashThreadNice: number
+  loginDeadlineMs: number
+  registerDeadlineMs: number
+  /** Undefined in embedded mode: generated once and kept in the data folder. */
+  jwtSecret: string | undefined
+  accessTokenTtlSeconds: number
+  refreshTokenTtlSeconds: number
+  bodyLimitBytes: number
+  logLevel: string
+  /** Exposes the load lab's diagnostic routes (never on by default). */
+  labDiagnostics: boolean
+  /** Where to write `{ url, pid, version, strategy }` once listening (src/cli/ready-file.ts); undefined: nowhere. */
+  readyFile: string | undefined
+  loginThrottleAccountFailures: number
+  loginThrottleAddressFailures: number
+  loginThrottleWindowSeconds: number
+  loginThrottleBaseDelaySeconds: number
+  loginThrottleMaxDelaySeconds: number
+  /** Fastify's `trustProxy`: which hops' X-Forwarded-For to believe for the client address. */
+  trustProxy: TrustProxy
+  /** Load shedding of the API routes (src/server/shedding.ts); 0 turns a check off. */
+  maxInFlight: number
+  maxEventLoopDelayMs: number
+  maxEventLoopUtilizationPercent: number
+  pressureSampleIntervalMs: number
+  /** Connections the kernel may queue for accept (capped by net.core.somaxconn). */
+  listenBacklog: number
+  /** Open connections at most; 0: no cap. Also what the file-descriptor check at start plans for. */
+  maxConnections: number
+}
+
+/** false: the socket's peer is the client; true: every hop; a number: that many hops; a list: those proxies. */
+export type TrustProxy = boolean | number | string[]
+
+export const settings: readonly Setting[] = [
+  { key: 'host', env: 'HOST', flag: 'host', kind: 'string', defaultValue: '127.0.0.1', description: 'Address the HTTP server listens on.' },
+  { key: 'port', env: 'PORT', flag: 'port', kind: 'int', defaultValue: '3000', min: 0, max: 65535, description: 'TCP port of the HTTP server (0 picks a free one).' },
+  { key: 'databaseUrl', env: 'DATABASE_URL', flag: 'database-url', kind: 'string', defaultValue: undefined, description: 'PostgreSQL connection string. Unset: tollbooth starts its embedded PostgreSQL in the data folder.' },
+  { key: 'dataDir', env: 'TOLLBOOTH_DATA_DIR', flag: 'data-dir', kind: 'string', defaultValue: './.tollbooth', description: 'Folder for the embedded database and the generated JWT key.' },
+  { key: 'databasePoolSize', env: 'TOLLBOOTH_DB_POOL_SIZE', flag: 'db-pool-size', kind: 'int', defaultValue: '10', min: 1, max: 200, description: 'Connections in the PostgreSQL client pool.' },
+  { key: 'databaseAcquireTimeoutMs', env: 'TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS', flag: 'db-acquire-timeout-ms', kind: 'int', defaultValue: '1000', min: 10, max: 60000, description: 'How long a request may wait for a database connection (behind busy ones, or connecting a new one) before it is answered 503: SERVICE_OVERLOADED when every connection is busy, DATABASE_UNAVAILABLE when the database does not answer.' },
+  { key: 'hashAlgorithm', env: 'TOLLBOOTH_HASH_ALGORITHM', flag: 'hash-algorithm', kind: 'enum', choices: ['argon2id', 'bcrypt', 'scrypt'], defaultValue: 'argon2id', description: 'Algorithm for new password hashes; stored hashes of the others keep verifying and are re-hashed on login.' },
+  { key: 'bcryptCost', env: 'TOLLBOOTH_BCRYPT_COST', flag: 'bcrypt-cost', kind: 'int', defaultValue: '10', min: 4, max: 16, description: 'bcrypt cost (log2 rounds).' },
+  { key: 'argon2MemoryKiB', env: 'TOLLBOOTH_ARGON2_MEMORY_KIB', flag: 'argon2-memory-kib', kind: 'int', defaultValue: '19456', min: 1024, max: 262144, description: 'argon2id memory in KiB (OWASP: 19456).' },
+  { key: 'argon2TimeCost', env: 'TOLLBOOTH_ARGON2_TIME_COST', flag: 'argon2-time-cost', kind: 'int', defaultValue: '2', min: 1, max: 16, description: 'argon2id iterations (OWASP: 2).' },
+  { key: 'argon2Parallelism', env: 'TOLLBOOTH_ARGON2_PARALLELISM', flag: 'argon2-parallelism', kind: 'int', defaultValue: '1', min: 1, max: 16, description: 'argon2id lanes (OWASP: 1).' },
+  { key: 'scryptN', env: 'TOLLBOOTH_SCRYPT_N', flag: 'scrypt-n', kind: 'int', defaultValue: '32768', min: 1024, max: 1048576, description: 'scrypt CPU/memory cost N, a power of two, with 128·N·r at most 256 MiB (N at most 262144 at r=8).' },
+  { key: 'scryptR', env: 'TOLLBOOTH_SCRYPT_R', flag: 'scrypt-r', kind: 'int', defaultValue: '8', min: 1, max: 32, description: 'scrypt block size r.' },
+  { key: 'scryptP', env: 'TOLLBOOTH_SCRYPT_P', flag: 'scrypt-p', kind: 'int', defaultValue: '1', min: 1, max: 16, description: 'scrypt parallelism p.' },
+  { key: 'hashStrategy', env: 'TOLLBOOTH_HASH_STRATEGY', flag: 'hash-strategy', kind: 'enum', choices: ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina', 'cluster'], defaultValue: 'tollbooth', description: 'Where hashing runs. `tollbooth` (the default) is the CPU-budgeted worker pool with deadlines and admission; the others reproduce the seed articles for the load lab (see docs/guides/load-lab.md); `cluster` forks one process per CPU, each with a default Piscina pool.' },
+  { key: 'hashThreads', env: 'TOLLBOOTH_HASH_THREADS', flag: 'hash-threads', kind: 'int', defaultValue: undefined, min: 1, max: 256, description: 'Hash worker threads. Unset: the CPU this process really has (cgroup quota, affinity, cores).' },
+  { key: 'hashMaxQueue', env: 'TOLLBOOTH_HASH_MAX_QUEUE', flag: 'hash-max-queue', kind: 'int', defaultValue: undefined, min: 1, max: 1000000, description: 'Hard cap on queued hash requests. Unset: the engine default (64 per thread).' },
+  { key: 'hashThreadNice', env: 'TOLLBOOTH_HASH_THREAD_NICE', flag: 'hash-thread-nice', kind: 'int', defaultValue: '10', min: 0, max: 19, description: 'Nice value of the hash threads (Linux): they yield a core to the event loop and PostgreSQL whenever those need it, and use every cycle left. 0: the same priority as the rest.' },
+  { key: 'loginDeadlineMs', env: 'TOLLBOOTH_LOGIN_DEADLINE_MS', flag: 'login-deadline-ms', kind: 'int', defaultValue: '2000', min: 1, max: 600000, description: 'When the answer to a login is due, from its arrival: one that cannot get a hash thread in time to finish by then is answered 503 with Retry-After at once.' },
+  { key: 'registerDeadlineMs', env: 'TOLLBOOTH_REGISTER_DEADLINE_MS', flag: 'register-deadline-ms', kind: 'int', defaultValue: '5000', min: 1, max: 600000, description: 'The same for registration.' },
+  { key: 'jwtSecret', env: 'TOLLBOOTH_JWT_SECRET', flag: 'jwt-secret', kind: 'string', defaultValue: undefined, description: 'HMAC key for access tokens (at least 32 characters). Unset with the embedded database: generated once and kept in the data folder; unset with DATABASE_URL: refused.' },
+  { key: 'accessTokenTtlSeconds', env: 'TOLLBOOTH_ACCESS_TOKEN_TTL_SECONDS', flag: 'access-token-ttl-seconds', kind: 'int', defaultValue: '900', min: 10, max: 86400, description: 'Lifetime of an access token.' },
+  { key: 'refreshTokenTtlSeconds', env: 'TOLLBOOTH_REFRESH_TOKEN_TTL_SECONDS', flag: 'refresh-token-ttl-seconds', kind: 'int', defaultValue: '2592000', min: 60, max: 31536000, description: 'Lifetime of a refresh token (30 days).' },
+  { key: 'bodyLimitBytes', env: 'TOLLBOOTH_BODY_LIMIT_BYTES', flag: 'body-limit-bytes', kind: 'int', defaultValue: '16384', min: 1024, max: 10485760, description: 'Largest accepted request body; larger ones get 413.' },
+  { key: 'logLevel', env: 'TOLLBOOTH_LOG_LEVEL', flag: 'log-level', kind: 'enum', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], defaultValue: 'info', description: 'pino log level.' },
+  { key: 'labDiagnostics', env: 'TOLLBOOTH_LAB_DIAGNOSTICS', flag: 'lab-diagnostics', kind: 'bool', defaultValue: 'false', description: 'Expose the load lab\'s diagnostic login variants under /api/v1/lab (never in production).' },
+  { key: 'readyFile', env: 'TOLLBOOTH_READY_FILE', flag: 'ready-file', kind: 'string', defaultValue: undefined, description: 'Once the service listens, it writes {"url", "pid", "version", "strategy"} as JSON to this file (renamed into place, so never half-written), for programs that start it (docs/reference/launcher.md). Unset: no file.' },
+  { key: 'loginThrottleAccountFailures', env: 'TOLLBOOTH_LOGIN_THROTTLE_ACCOUNT_FAILURES', flag: 'login-throttle-account-failures', kind: 'int', defaultValue: '5', min: 1, max: 1000000, description: 'Failed logins one account (email, known or not) may have in a window before each further login, the right password included, waits (429 TOO_MANY_ATTEMPTS).' },
+  { key: 'loginThrottleAddressFailures', env: 'TOLLBOOTH_LOGIN_THROTTLE_ADDRESS_FAILURES', flag: 'login-throttle-address-failures', kind: 'int', defaultValue: '100', min: 1, max: 1000000, description: 'The same for one client address (IPv6 by /64), over all accounts.' },
+  { key: 'loginThrottleWindowSeconds', env: 'TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS', flag: 'login-throttle-window-seconds', kind: 'int', defaultValue: '900', min: 1, max: 604800, description: 'The counting window, from a key\'s first failure; when it ends the count starts again from zero.' },
+  { key: 'loginThrottleBaseDelaySeconds', env: 'TOLLBOOTH_LOGIN_THROTTLE_BASE_DELAY_SECONDS', flag: 'login-throttle-base-delay-seconds', kind: 'int', defaultValue: '1', min: 1, max: 604800, description: 'The wait after the last free failure, doubled by each further failure.' },
+  { key: 'loginThrottleMaxDelaySeconds', env: 'TOLLBOOTH_LOGIN_THROTTLE_MAX_DELAY_SECONDS', flag: 'login-throttle-max-delay-seconds', kind: 'int', defaultValue: '900', min: 1, max: 604800, description: 'The longest wait; at most the window.' },
+  { key: 'maxInFlight', env: 'TOLLBOOTH_MAX_IN_FLIGHT', flag: 'max-in-flight', kind: 'int', defaultValue: '128', min: 0, max: 1000000, description: 'API requests in flight at once (the hash routes, with their own admission, are counted apart); the next one is answered 503 SERVICE_OVERLOADED with Retry-After at once. 0: no cap.' },
+  { key: 'maxEventLoopDelayMs', env: 'TOLLBOOTH_MAX_EVENT_LOOP_DELAY_MS', flag: 'max-event-loop-delay-ms', kind: 'int', defaultValue: '100', min: 0, max: 60000, description: 'Mean event-loop delay over a sample interval past which every API request is answered 503 SERVICE_OVERLOADED until the next sample. 0: not checked.' },
+  { key: 'maxEventLoopUtilizationPercent', env: 'TOLLBOOTH_MAX_EVENT_LOOP_UTILIZATION_PERCENT', flag: 'max-event-loop-utilization-percent', kind: 'int', defaultValue: '0', min: 0, max: 100, description: 'The same on event-loop utilisation, in percent. 0: not checked.' },
+  { key: 'pressureSampleIntervalMs', env: 'TOLLBOOTH_PRESSURE_SAMPLE_INTERVAL_MS', flag: 'pressure-sample-interval-ms', kind: 'int', defaultValue: '1000', min: 10, max: 60000, description: 'How often the event loop is sampled for load shedding.' },
+  { key: 'listenBacklog', env: 'TOLLBOOTH_LISTEN_BACKLOG', flag: 'listen-backlog', kind: 'int', defaultValue: '4096', min: 1, max: 65535, description: 'Connections the kernel may queue before the service accepts them (the listen backlog; Linux caps it at net.core.somaxconn).' },
+  { key: 'maxConnections', env: 'TOLLBOOTH_MAX_CONNECTIONS', flag: 'max-connections', kind: 'int', defaultValue: '10000', min: 0, max: 1000000, description: 'Open client connections at most; one more is closed at once. The start warns when the file-descriptor limit cannot hold this many. 0: no cap.' },
+  { key: 'trustProxy', env: 'TOLLBOOTH_TRUST_PROXY', flag: 'trust-proxy', kind: 'string', defaultValue: 'false', description: 'Which proxies\' X-Forwarded-For gives the client address: false (the peer is the client), true (any), a hop count, or a comma-separated list of addresses and CIDRs.' },
+]
+
+function parseValue (setting: Setting, raw: string, origin: string): unknown {
+  const where = `${origin} (${setting.env} / --${setting.flag})`
+  switch (setting.kind) {
+    case 'string':
+      if (raw.length === 0) throw createError('CONFIG_INVALID', `${where} must not be empty`)
+      return raw
+    case 'bool':
+      if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true
+      if (['0', 'false', 'no', 'off', ''].includes(raw.toLowerCase())) return false
+      throw createError('CONFIG_INVALID', `${where} must be true or false, got "${raw}"`)
+    case 'enum':
+      if (setting.choices?.includes(raw) !== true) {
+        throw createError('CONFIG_INVALID', `${where} must be one of ${setting.choices?.join(', ')}, got "${raw}"`)
+      }
+      return raw
+    case 'int': {
+      if (!/^-?\d+$/.test(raw.trim())) throw createError('CONFIG_INVALID', `${where} must be a whole number, got "${raw}"`)
+      const value = Number(raw)
+      if ((setting.min !== undefined && value < setting.min) || (setting.max !== undefined && value > setting.max)) {
+        throw createError('CONFIG_INVALID', `${where} must be between ${setting.min} and ${setting.max}, got ${value}`)
+      }
+      return value
+    }
+  }
+}
+
+export interface LoadConfigInput {
+  env?: NodeJS.ProcessEnv
+  argv?: string[]
+  /** Values that win over env and flags (tests, the lab). */
+  overrides?: Partial<FlatConfig>
+}
+
+/** Parses flags (which win over env) and env into a validated Config; throws CONFIG_INVALID. */
+export function loadConfig ({ env = process.env, argv = [], overrides = {} }: LoadConfigInput = {}): Config {
+  const options: Record<string, { type: 'string' | 'boolean' }> = {}
+  for (const setting of settings) options[setting.flag] = { type: setting.kind === 'bool' ? 'boolean' : 'string' }
+  let parsed: ReturnType<typeof parseArgs>
+  try {
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false })
+  } catch (err) {
+    throw createError('CONFIG_INVALID', (err as Error).message)
+  }
+
+  const flat: Record<string, unknown> = {}
+  for (const setting of settings) {
+    const fromFlag = parsed.values[setting.flag]
+    const fromEnv = env[setting.env]
+    if (fromFlag !== undefined) {
+      flat[setting.key] = parseValue(setting, String(fromFlag), 'flag')
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      flat[setting.key] = parseValue(setting, fromEnv, 'environment variable')
+    } else if (setting.defaultValue !== undefined) {
+      flat[setting.key] = parseValue(setting, setting.defaultValue, 'default')
+    }
+  }
+  Object.assign(flat, overrides)
+  const c = flat as unknown as FlatConfig
+
+  if (c.jwtSecret !== undefined && c.jwtSecret.length < 32) {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_JWT_SECRET must be at least 32 characters')
+  }
+  if (c.databaseUrl !== undefined) {
+    try {
+      const url = new URL(c.databaseUrl)
+      if (!['postgres:', 'postgresql:'].includes(url.protocol)) throw new Error('not postgres')
+    } catch {
+      throw createError('CONFIG_INVALID', 'DATABASE_URL must be a postgres:// or postgresql:// URL')
+    }
+    if (c.jwtSecret === undefined) {
+      throw createError('CONFIG_INVALID', 'TOLLBOOTH_JWT_SECRET is required with DATABASE_URL (instances behind one load balancer must share it)')
+    }
+  }
+
+  c.trustProxy = parseTrustProxy(c.trustProxy)
+  if (c.loginThrottleMaxDelaySeconds > c.loginThrottleWindowSeconds) {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_LOGIN_THROTTLE_MAX_DELAY_SECONDS (${c.loginThrottleMaxDelaySeconds}) must not exceed TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS (${c.loginThrottleWindowSeconds}): a wait never outlasts the window it counts in`)
+  }
+
+  const { hashAlgorithm, bcryptCost, argon2MemoryKiB, argon2TimeCost, argon2Parallelism, scryptN, scryptR, scryptP, ...rest } = c
+  const hashPolicy: HashPolicy = {
+    algorithm: hashAlgorithm,
+    argon2: { memoryKiB: argon2MemoryKiB, timeCost: argon2TimeCost, parallelism: argon2Parallelism },
+    bcrypt: { cost: bcryptCost },
+    scrypt: { N: scryptN, r: scryptR, p: scryptP },
+  }
+  checkPolicy(hashPolicy)
+  return { ...rest, dataDir: path.resolve(c.dataDir), hashPolicy }
+}
+
+/** proxy-addr's names for address ranges, accepted in a trust list as Fastify does. */
+const trustProxyNames = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+function isAddressOrCidr (entry: string): boolean {
+  if (trustProxyNames.has(entry)) return true
+  const [address = '', prefix, ...rest] = entry.split('/')
+  const family = net.isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  if (prefix === undefined) return true
+  // A prefix length, or (IPv4 only) a dotted netmask, as proxy-addr takes.
+  if (/^\d{1,3}$/.test(prefix)) return Number(prefix) <= (family === 4 ? 32 : 128)
+  return family === 4 && net.isIPv4(prefix)
+}
+
+/** TOLLBOOTH_TRUST_PROXY as text (or a value already typed, from overrides) -> Fastify's `trustProxy`. */
+export function parseTrustProxy (raw: unknown): TrustProxy {
+  if (typeof raw === 'boolean' || (typeof raw === 'number' && Number.isInteger(raw) && raw >= 0)) return raw
+  if (Array.isArray(raw) && raw.every((entry) => typeof entry === 'string' && isAddressOrCidr(entry))) return raw as string[]
+  const text = String(raw).trim()
+  if (['true', 'false'].includes(text.toLowerCase())) return text.toLowerCase() === 'true'
+  if (/^\d+$/.test(text)) return Number(text)
+  const entries = text.split(',').map((entry) => entry.trim())
+  const bad = entries.find((entry) => !isAddressOrCidr(entry))
+  if (bad !== undefined) {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_TRUST_PROXY / --trust-proxy must be true, false, a hop count, or a comma-separated list of addresses and CIDRs; "${bad}" is none of these`, { field: 'TOLLBOOTH_TRUST_PROXY' })
+  }
+  return entries
+}
+
+/** Each policy field and the setting it comes from, so a refusal names what the operator set. */
+const policySettings: Record<string, keyof FlatConfig> = {
+  'policy.algorithm': 'hashAlgorithm',
+  'policy.argon2.memoryKiB': 'argon2MemoryKiB',
+  'policy.argon2.timeCost': 'argon2TimeCost',
+  'policy.argon2.parallelism': 'argon2Parallelism',
+  'policy.bcrypt.cost': 'bcryptCost',
+  'policy.scrypt.N': 'scryptN',
+  'policy.scrypt.r': 'scryptR',
+  'policy.scrypt.p': 'scryptP',
+}
+
+/**
+ * The engine's own policy check, at load time: combinations each range allows alone (scrypt
+ * N=2^20 at r=8 is 1 GiB a verify) stop the start here, before PostgreSQL is started.
+ */
+function checkPolicy (policy: HashPolicy): void {
+  try {
+    validatePolicy(policy)
+  } catch (err) {
+    if (!isTollboothError(err, 'CONFIG_INVALID') || err.field === undefined) throw err
+    const setting = settings.find((s) => s.key === policySettings[err.field ?? ''])
+    if (setting === undefined) throw err
+    const message = err.message.startsWith(err.field) ? err.message.slice(err.field.length).trimStart() : err.message
+    throw createError('CONFIG_INVALID', `${setting.env} / --${setting.flag} ${message}`, { field: setting.env })
+  }
+}
+
+export function configHelp (): string {
+  const lines = settings.map((s) => {
+    const def = s.defaultValue === undefined ? '' : ` (default ${s.defaultValue})`
+    const choices = s.choices === undefined ? '' : ` [${s.choices.join(' | ')}]`
+    return `  --${s.flag.padEnd(26)} ${s.env}${choices}${def}\n      ${s.description}`
+  })
+  return lines.join('\n')
+}

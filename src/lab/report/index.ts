@@ -11,8 +11,7 @@ import { renderHtml, type HtmlAssets } from './html.js'
 
 export { renderCsv, csvField } from './csv.js'
 export { renderHtml, contentSecurityPolicy, type HtmlAssets } from './html.js'
-export { renderComparisonMarkdown, renderText } from './text.js'
-export { chartPlan, type ChartGroup, type ChartPanel } from './charts/plan.js'
+export { renderText } from './text.js'
 
 /**
  * Chart.js's minified UMD build from the installed package. The package's `exports` map does

@@ -8,6 +8,7 @@ import fs from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { createError } from './errors.js'
 import { allStrategies, labCompare, type ClientKind, labKnee, labRun, type KneeOptions, type LabOptions, type LoadOptions } from './lab.js'
+import { formatMs } from './report/format.js'
 import { renderText, writeReports } from './report/index.js'
 import type { LabResult, SecondSample, ServerSample } from './result.js'
 import { builtInScenarios } from './scenarios/index.js'
@@ -144,11 +145,6 @@ function serviceEnvOf (values: Values): Record<string, string> {
   return env
 }
 
-function formatMs (ms: number | null | undefined): string {
-  if (ms === null || ms === undefined) return '—'
-  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`
-}
-
 /** One line per second: on a terminal it rewrites itself; in a log, one line every 5 s. */
 function progressPrinter (quiet: boolean): { onSecond: NonNullable<LabOptions['onSecond']>, log: (line: string) => void, end: () => void } {
   const tty = process.stderr.isTTY
@@ -166,10 +162,10 @@ function progressPrinter (quiet: boolean): { onSecond: NonNullable<LabOptions['o
         sample.vus === null || sample.vus === 0 ? `offered ${sample.offered}/s` : `vus ${sample.vus}`,
         `ok ${sample.achieved}/s`,
         `req ${sample.all.requests}/s`,
-        `p95 ${formatMs(sample.all.latency.p95Ms)}`,
+        `p95 ${formatMs(sample.all.latency.p95Ms)} ms`,
         `errors ${errors}`,
         `in flight ${sample.inFlight}`,
-        ...(sample.healthz === null ? [] : [`healthz p99 ${formatMs(sample.healthz.p99Ms)}`]),
+        ...(sample.healthz === null ? [] : [`healthz p99 ${formatMs(sample.healthz.p99Ms)} ms`]),
         ...(server?.cpuCores == null ? [] : [`cpu ${(server.processTreeCpuCores ?? server.cpuCores).toFixed(2)}`]),
       ]
       const line = parts.join('  ')

@@ -225,7 +225,6 @@ export class LoadGenerator {
           eventLoopUtilisation: elu.utilization,
         },
       })
-      bucket.endpoints.destroy()
     }
   }
 
@@ -310,8 +309,6 @@ export class LoadGenerator {
         firstIterationError: segment.firstIterationError,
       },
     })
-    segment.endpoints.destroy()
-    segment.sendLag.destroy()
   }
 
   /** Virtual users i = shard, shard + shards ... each loop over the scenario while the stages want them. */

@@ -3,6 +3,7 @@
  * recorded in microseconds, 3 significant digits, up to 10 minutes, so a
  * percentile is exact to 0.1 % whatever the spread of a run. Load-generator
  * threads send theirs to the main thread encoded, where they are merged.
+ * Plain JS histograms (not WebAssembly): the garbage collector frees them, no destroy().
  */
 import hdr from 'hdr-histogram-js'
 import type { LatencySummary } from './result.js'
@@ -25,9 +26,7 @@ export function encodeHistogram (histogram: LatencyHistogram): string {
 
 /** Adds an encoded histogram (from another thread) into `into`. */
 export function addEncoded (into: LatencyHistogram, encoded: string): void {
-  const decoded = hdr.decodeFromCompressedBase64(encoded)
-  into.add(decoded)
-  decoded.destroy()
+  into.add(hdr.decodeFromCompressedBase64(encoded))
 }
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000

@@ -4,7 +4,7 @@
  * of the offered rate by a margin) or when p99 or the error rate breaks its
  * limit. The knee is the last rate that held. Pure: the steps come in measured.
  */
-import type { KneeCriteria, KneeStep } from './result.js'
+import type { KneeCriteria, KneeResult, KneeStep } from './result.js'
 
 export type MeasuredStep = Omit<KneeStep, 'held' | 'failedBecause'>
 
@@ -41,4 +41,30 @@ export function kneeOf (steps: readonly KneeStep[]): number | null {
     knee = step.offeredPerSecond
   }
   return knee
+}
+
+/**
+ * The search: steps from `criteria.startRate`, × (1 + stepFactor) each, until one does not
+ * hold, `maxSteps` ran, or the next rate passes `maxRate`. Each step is pushed into `steps` as
+ * it is judged, so a caller that stops waiting (Ctrl-C) still has the steps so far.
+ */
+export async function searchKnee (
+  criteria: KneeCriteria,
+  maxRate: number,
+  measureStep: (offeredPerSecond: number, index: number) => Promise<MeasuredStep>,
+  steps: KneeStep[] = [],
+  log: (line: string) => void = () => {}
+): Promise<KneeResult> {
+  const done = (stoppedBecause: string): KneeResult => ({ criteria, steps, kneePerSecond: kneeOf(steps), stoppedBecause })
+  let rate = criteria.startRate
+  for (let index = 0; index < criteria.maxSteps; index++) {
+    if (rate > maxRate) return done(`reached the highest rate asked for (${maxRate}/s) without falling behind`)
+    const offered = Math.round(rate * 100) / 100
+    const step = judgeStep(await measureStep(offered, index), criteria)
+    steps.push(step)
+    log(`step ${index + 1}: offered ${offered}/s, achieved ${step.achievedPerSecond}/s, p99 ${step.latency.p99Ms ?? '—'} ms, errors ${(step.errorRate * 100).toFixed(1)} %: ${step.held ? 'held' : `fell behind (${step.failedBecause.join('; ')})`}`)
+    if (!step.held) return done(`step ${index + 1} (${offered}/s) did not hold: ${step.failedBecause.join('; ')}`)
+    rate *= 1 + criteria.stepFactor
+  }
+  return done(`reached ${criteria.maxSteps} steps without falling behind`)
 }

@@ -8,12 +8,12 @@
 import { randomBytes } from 'node:crypto'
 import { createError } from './errors.js'
 import { HttpTarget } from './http.js'
-import { defaultKneeCriteria, judgeStep, kneeOf } from './knee.js'
+import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
 import { startLocalDatabase, startLocalService, type LocalDatabase } from './local-service.js'
 import { machineInfo } from './machine.js'
 import { MetricsSnapshot } from './prometheus.js'
 import { referencesFor } from './references.js'
-import { labResultSchema, type KneeCriteria, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type RunResult, type SecondSample, type ServerSample, type ServiceInfo, type Stage } from './result.js'
+import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type RunResult, type SecondSample, type ServerSample, type ServiceInfo, type Stage } from './result.js'
 import { LabRun, segmentLoadOf } from './runner.js'
 import type { Scenario, ScenarioRef } from './scenario.js'
 import { loadScenario, scenarioRef } from './scenarios/index.js'
@@ -307,39 +307,24 @@ export async function labKnee (options: KneeOptions): Promise<LabResult> {
   const criteria: KneeCriteria = { ...defaultKneeCriteria, startRate: load.startRate, ...options.criteria }
   for (const field of ['startRate', 'stepFactor', 'stepDurationMs', 'maxSteps'] as const) positive(criteria[field], field)
   const maxRate = options.criteria?.maxRate ?? Number.POSITIVE_INFINITY
-  const log = options.log ?? (() => {})
   const steps: KneeStep[] = []
-  let stoppedBecause = `reached ${criteria.maxSteps} steps without falling behind`
+  let search: KneeResult | undefined
   const service = await acquire(options, scenario)
   try {
     const { run, warnings } = await measure(service.info.strategy ?? 'knee', service, scenario, ref, load, options, randomBytes(6).toString('hex'), async (labRun) => {
-      let rate = criteria.startRate
-      for (let index = 0; index < criteria.maxSteps; index++) {
-        if (rate > maxRate) {
-          stoppedBecause = `reached the highest rate asked for (${maxRate}/s) without falling behind`
-          return
-        }
-        const offered = Math.round(rate * 100) / 100
+      search = await searchKnee(criteria, maxRate, async (offered, index) => {
         const segment = await labRun.segment(undefined, { model: 'open', startRate: offered, stages: [{ durationMs: criteria.stepDurationMs, target: offered }], maxInFlight: load.maxInFlight })
-        const errors = errorTotal(segment.all.errors)
-        const step = judgeStep({
+        return {
           index,
           offeredPerSecond: offered,
           achievedPerSecond: Math.round((segment.achievedInWindow / (criteria.stepDurationMs / 1000)) * 100) / 100,
           latency: segment.all.latency,
-          errorRate: segment.all.requests === 0 ? 0 : errors / segment.all.requests,
+          errorRate: segment.all.requests === 0 ? 0 : errorTotal(segment.all.errors) / segment.all.requests,
           dropped: segment.dropped,
           startT: segment.startT,
           endT: segment.endT,
-        }, criteria)
-        steps.push(step)
-        log(`step ${index + 1}: offered ${offered}/s, achieved ${step.achievedPerSecond}/s, p99 ${step.latency.p99Ms ?? '—'} ms, errors ${(step.errorRate * 100).toFixed(1)} %: ${step.held ? 'held' : `fell behind (${step.failedBecause.join('; ')})`}`)
-        if (!step.held) {
-          stoppedBecause = `step ${index + 1} (${offered}/s) did not hold: ${step.failedBecause.join('; ')}`
-          return
         }
-        rate *= 1 + criteria.stepFactor
-      }
+      }, steps, options.log)
     })
     result.runs.push(run)
     result.warnings.push(...warnings)
@@ -353,7 +338,7 @@ export async function labKnee (options: KneeOptions): Promise<LabResult> {
     startRate: first?.offeredPerSecond ?? criteria.startRate,
     stages: last === undefined ? [] : [{ durationMs: steps.length * criteria.stepDurationMs, target: last.offeredPerSecond }],
   }
-  result.knee = { criteria, steps, kneePerSecond: kneeOf(steps), stoppedBecause }
+  result.knee = search ?? { criteria, steps, kneePerSecond: kneeOf(steps), stoppedBecause: `interrupted after ${steps.length} steps` }
   return result
 }
 

@@ -199,7 +199,6 @@ export class LoadSession {
       healthz: null,
     }
     this.totals.add(endpoints)
-    endpoints.destroy()
     this.seconds.push(sample)
     this.options.onSecond?.(sample)
   }
@@ -255,8 +254,6 @@ export class LoadSession {
     result.endpoints = endpoints.toStats(this.options.endpointOrder)
     result.all = endpoints.all().toStats()
     result.sendLag = sendLag.totalCount === 0 ? null : summarise(sendLag)
-    endpoints.destroy()
-    sendLag.destroy()
     return result
   }
 
@@ -292,7 +289,6 @@ export class LoadSession {
     })
     await Promise.all(closing)
     await Promise.all(this.shards.map(async (shard) => await shard.worker.terminate()))
-    for (const pending of this.pendingSeconds.values()) pending.endpoints.destroy()
     this.pendingSeconds.clear()
   }
 }

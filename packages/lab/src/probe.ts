@@ -80,10 +80,4 @@ export class HealthzProbe {
     await Promise.all(this.inFlight)
     await this.target.close()
   }
-
-  destroy (): void {
-    this.total.destroy()
-    for (const histogram of this.perSecond.values()) histogram.destroy()
-    this.perSecond.clear()
-  }
 }

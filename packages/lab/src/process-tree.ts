@@ -5,10 +5,23 @@
  * that already exited count too: the kernel adds a reaped child's CPU to its
  * parent's cutime/cstime.
  */
+import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 
-const clockTicksPerSecond = 100
-const pageBytes = 4096
+let systemUnits: { clockTicksPerSecond: number, pageBytes: number } | null | undefined
+
+/** /proc counts CPU in clock ticks and memory in pages: their sizes, asked of the system once (null: unknown). */
+export function procUnits (): { clockTicksPerSecond: number, pageBytes: number } | null {
+  if (systemUnits !== undefined) return systemUnits
+  const getconf = (name: string): number => Number(execFileSync('getconf', [name], { encoding: 'utf8' }).trim())
+  try {
+    const units = { clockTicksPerSecond: getconf('CLK_TCK'), pageBytes: getconf('PAGESIZE') }
+    systemUnits = units.clockTicksPerSecond > 0 && units.pageBytes > 0 ? units : null
+  } catch {
+    systemUnits = null
+  }
+  return systemUnits
+}
 
 export interface ProcessTreeUsage {
   /** utime + stime + cutime + cstime of every live process of the tree, in seconds. */
@@ -36,9 +49,11 @@ function readStat (pid: string): ProcStat | undefined {
   }
 }
 
-/** Null when /proc is not there or the process is gone. */
+/** Null when /proc is not there, the process is gone, or the system did not say its units. */
 export function processTreeUsage (rootPid: number): ProcessTreeUsage | null {
   let entries: string[]
+  const units = procUnits()
+  if (units === null) return null
   try {
     entries = fs.readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))
   } catch {
@@ -69,5 +84,5 @@ export function processTreeUsage (rootPid: number): ProcessTreeUsage | null {
     processes++
     queue.push(...(children.get(pid) ?? []))
   }
-  return { cpuSeconds: cpuTicks / clockTicksPerSecond, rssBytes: rssPages * pageBytes, processes }
+  return { cpuSeconds: cpuTicks / units.clockTicksPerSecond, rssBytes: rssPages * units.pageBytes, processes }
 }

@@ -142,8 +142,6 @@ export class LabRun {
       generator,
     }
     const run: RunResult = { ...collected, summary: summariseRun(collected) }
-    this.session.totals.destroy()
-    this.probe.destroy()
     return { run, warnings }
   }
 

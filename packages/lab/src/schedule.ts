@@ -113,14 +113,3 @@ export function * arrivalTimes (startRate: number, stages: readonly Stage[]): Ge
     rateFrom = r1
   }
 }
-
-/** The offered rates of a knee search: start, then × (1 + step) each step, at most `maxSteps` and never above `maxRate`. */
-export function kneeRates (startRate: number, stepFactor: number, maxSteps: number, maxRate = Number.POSITIVE_INFINITY): number[] {
-  const rates: number[] = []
-  let rate = startRate
-  for (let i = 0; i < maxSteps && rate <= maxRate + 1e-9; i++) {
-    rates.push(Math.round(rate * 100) / 100)
-    rate *= 1 + stepFactor
-  }
-  return rates
-}

@@ -66,8 +66,6 @@ export interface ScraperOptions {
 
 export class MetricsScraper {
   readonly samples: ServerSample[] = []
-  /** The first successful /metrics, for the service's info series. */
-  firstMetrics: MetricsSnapshot | null = null
   failedScrapes = 0
   private readonly target: HttpTarget
   private previous: Reading | undefined
@@ -110,7 +108,6 @@ export class MetricsScraper {
 
   private async tick (t: number): Promise<void> {
     const reading = await this.read()
-    if (reading.metrics !== null) this.firstMetrics ??= reading.metrics
     if (this.previous !== undefined && t >= 1) this.samples.push(serverSample(t, reading, this.previous))
     this.previous = reading
   }

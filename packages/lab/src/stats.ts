@@ -103,11 +103,6 @@ export class EndpointAccumulator {
   toStats (): EndpointStats {
     return { requests: this.requests, ok: this.ok, latency: summarise(this.histogram), okLatency: summarise(this.okHistogram), errors: structuredClone(this.errors) }
   }
-
-  destroy (): void {
-    this.histogram.destroy()
-    this.okHistogram.destroy()
-  }
 }
 
 /** Accumulators by endpoint name, created on first use. */
@@ -145,10 +140,5 @@ export class EndpointMap {
   toStats (order: readonly string[] = []): Record<string, EndpointStats> {
     const names = [...order.filter((name) => this.byName.has(name)), ...[...this.byName.keys()].filter((name) => !order.includes(name))]
     return Object.fromEntries(names.map((name) => [name, this.get(name).toStats()]))
-  }
-
-  destroy (): void {
-    for (const accumulator of this.byName.values()) accumulator.destroy()
-    this.byName.clear()
   }
 }

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { defaultKneeCriteria, judgeStep, kneeOf, type MeasuredStep } from '../src/knee.js'
-import { kneeRates } from '../src/schedule.js'
+import { defaultKneeCriteria, judgeStep, kneeOf, searchKnee, type MeasuredStep } from '../src/knee.js'
 import type { KneeCriteria, LatencySummary } from '../src/result.js'
 
 const criteria: KneeCriteria = { ...defaultKneeCriteria, startRate: 100 }
@@ -31,19 +30,26 @@ function measureSynthetic (offered: number, index: number): MeasuredStep {
 }
 
 describe('knee detection', () => {
-  it('finds the last rate that held on a service that tops out at 250/s', () => {
-    const steps = []
-    for (const [index, rate] of kneeRates(100, 0.1, 40).entries()) {
-      const step = judgeStep(measureSynthetic(rate, index), criteria)
-      steps.push(step)
-      if (!step.held) break
-    }
+  it('finds the last rate that held on a service that tops out at 250/s', async () => {
+    const knee = await searchKnee(criteria, Number.POSITIVE_INFINITY, async (offered, index) => measureSynthetic(offered, index))
     // 100, 110, 121, 133.1, 146.41, 161.05, 177.16, 194.87, 214.36, 235.79, 259.37 ...
-    assert.equal(kneeOf(steps), 235.79)
-    const last = steps.at(-1)
+    assert.equal(knee.kneePerSecond, 235.79)
+    const last = knee.steps.at(-1)
+    assert.equal(knee.steps.length, 11)
     assert.equal(last?.offeredPerSecond, 259.37)
     assert.equal(last?.held, false)
     assert.ok(last?.failedBecause.some((reason) => reason.startsWith('p99')), 'p99 over the limit is named')
+    assert.match(knee.stoppedBecause, /^step 11 \(259\.37\/s\) did not hold: p99/)
+  })
+
+  it('stops at the step count, or before a rate above the highest asked for', async () => {
+    const byCount = await searchKnee({ ...criteria, maxSteps: 4 }, Number.POSITIVE_INFINITY, async (offered, index) => measureSynthetic(offered, index))
+    assert.deepEqual(byCount.steps.map((step) => step.offeredPerSecond), [100, 110, 121, 133.1])
+    assert.equal(byCount.stoppedBecause, 'reached 4 steps without falling behind')
+    const byRate = await searchKnee({ ...criteria, startRate: 10, stepFactor: 1 }, 50, async (offered, index) => measureSynthetic(offered, index))
+    assert.deepEqual(byRate.steps.map((step) => step.offeredPerSecond), [10, 20, 40])
+    assert.equal(byRate.kneePerSecond, 40)
+    assert.equal(byRate.stoppedBecause, 'reached the highest rate asked for (50/s) without falling behind')
   })
 
   it('fails a step that falls behind by more than the margin, naming the numbers', () => {

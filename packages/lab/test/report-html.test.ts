@@ -8,8 +8,9 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { chartPlan, contentSecurityPolicy, loadHtmlAssets, renderHtml, writeReports, type HtmlAssets } from '../src/report/index.js'
+import { contentSecurityPolicy, loadHtmlAssets, renderHtml, writeReports, type HtmlAssets } from '../src/report/index.js'
 import { jsonForScriptElement } from '../src/report/html-escape.js'
+import { comparisonBarCharts, comparisonOverTimeCharts, strategyCharts } from '../src/report/charts/plan.js'
 import type { LabResult } from '../src/result.js'
 import { launchChromium, openReport, type Chromium, type PageActivity } from './helpers/chromium.js'
 import { compareFixture, kneeFixture, runAt, runFixture } from './fixtures.js'
@@ -138,7 +139,7 @@ describe('HTML report in headless Chromium', () => {
     assertCleanLoad(activity)
     assert.deepEqual(text.h2, ['Comparison', 'Strategies side by side', 'Every strategy over time', 'Each strategy over time', 'Services'])
     assertEveryChartDrawn(canvases, text, 7 + 7 + 2 * result.runs.length)
-    const planned = chartPlan(result).flatMap((group) => group.panels.map((panel) => panel.id))
+    const planned = [comparisonBarCharts(result), comparisonOverTimeCharts(result), ...strategyCharts(result)].flatMap((group) => group.panels.map((panel) => panel.id))
     assert.deepEqual(canvases.map((canvas) => canvas.id), planned)
   })
 

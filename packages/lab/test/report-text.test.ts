@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { formatCores, formatCount, formatMiB, formatMs, formatPercent, formatRate } from '../src/report/format.js'
-import { renderComparisonMarkdown, renderText } from '../src/report/text.js'
+import { renderText } from '../src/report/text.js'
 import type { LabResult } from '../src/result.js'
 import { compareFixture, kneeFixture, runAt, runFixture } from './fixtures.js'
 
@@ -140,21 +140,5 @@ describe('terminal report: knee', () => {
     result.knee.kneePerSecond = null
     result.knee.stoppedBecause = 'step 1 failed'
     assert.match(renderText(result), /^knee: none, even the first step failed \(stopped because step 1 failed\)$/m)
-  })
-})
-
-describe('markdown comparison', () => {
-  it('is a GitHub table with a row per strategy, then the articles\' figures labelled as theirs', () => {
-    const result = compareFixture()
-    const run = runAt(result, 0)
-    run.label = 'event|loop'
-    const markdown = renderComparisonMarkdown(result)
-    const [table = '', , theirs = ''] = markdown.split('\n\n')
-    const lines = table.split('\n')
-    assert.equal(lines.length, 2 + result.runs.length)
-    assert.match(lines[1] ?? '', /^\| --- \| ---: \|/)
-    assert.match(lines[2] ?? '', /^\| event\\\|loop \| /)
-    assert.equal(lines[8]?.split(' | ')[0], '| tollbooth')
-    assert.equal(theirs, '**Their figures (from the articles), not measured here:**')
   })
 })

@@ -85,15 +85,16 @@ describe('scenarios', () => {
 
   it('refuses malformed JSON scenarios with a message naming the field', () => {
     const cases: Array<[unknown, RegExp]> = [
-      [[], /must be a JSON object/],
+      [[], /the scenario must be a JSON object/],
+      [{ steps: [{ method: 'GET', path: '/a' }] }, /name must be a non-empty string/],
       [{ name: 'x', steps: [] }, /steps must be a non-empty array/],
       [{ name: 'x', steps: [{ method: 'FETCH', path: '/a' }] }, /steps\[0\]\.method/],
       [{ name: 'x', steps: [{ method: 'GET', path: 'a' }] }, /steps\[0\]\.path/],
-      [{ name: 'x', steps: [{ method: 'GET', path: '/a', bogus: 1 }] }, /steps\[0\]\.bogus is not a step field/],
+      [{ name: 'x', steps: [{ method: 'GET', path: '/a', bogus: 1 }] }, /steps\[0\]\.bogus is not a field here \(endpoint, method/],
       [{ name: 'x', steps: [{ method: 'GET', path: '/a/{{nope}}' }] }, /\{\{nope\}\}/],
       [{ name: 'x', steps: [{ method: 'GET', path: '/a/{{account.email}}' }] }, /set "accounts"/],
-      [{ name: 'x', vus: -1, steps: [{ method: 'GET', path: '/a' }] }, /vus must be a number/],
-      [{ name: 'x', colour: 'red', steps: [{ method: 'GET', path: '/a' }] }, /"colour" is not a scenario field/],
+      [{ name: 'x', vus: -1, steps: [{ method: 'GET', path: '/a' }] }, /vus must be a number >= 0/],
+      [{ name: 'x', colour: 'red', steps: [{ method: 'GET', path: '/a' }] }, /colour is not a field here \(name, description/],
     ]
     for (const [raw, message] of cases) {
       assert.throws(() => declarativeScenario('s.json', raw), (err: { code?: string, message: string }) => err.code === 'CONFIG_INVALID' && message.test(err.message), message.source)

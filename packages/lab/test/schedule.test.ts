@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { arrivalTimes, kneeRates, parseDurationMs, parseFraction, parseStages, shareOf, targetAt, totalDurationMs, vusAt } from '../src/schedule.js'
+import { arrivalTimes, parseDurationMs, parseFraction, parseStages, shareOf, targetAt, totalDurationMs, vusAt } from '../src/schedule.js'
 
 const close = (actual: number, expected: number, tolerance = 1e-6): void => {
   assert.ok(Math.abs(actual - expected) <= tolerance, `${actual} ≈ ${expected}`)
@@ -93,12 +93,5 @@ describe('open model: intended arrival times', () => {
 
   it('gives no arrivals at rate 0', () => {
     assert.deepEqual([...arrivalTimes(0, [{ durationMs: 5000, target: 0 }])], [])
-  })
-})
-
-describe('knee rates', () => {
-  it('grows by the step factor, stops at the step count or the highest rate', () => {
-    assert.deepEqual(kneeRates(100, 0.1, 4), [100, 110, 121, 133.1])
-    assert.deepEqual(kneeRates(10, 1, 10, 50), [10, 20, 40])
   })
 })

@@ -1,9 +1,6 @@
 /**
- * Number formatting shared by every report. Unmeasured values (null) show as an em dash.
- *
- * The HTML report also ships these functions into the page for chart ticks and tooltips
- * (see charts/bundle.ts), so this module holds only self-contained `export function`
- * declarations: no imports, no module-level constants.
+ * Number formatting shared by every report, and by the page's chart ticks and tooltips.
+ * Unmeasured values (null) show as an em dash.
  */
 
 /** 1234567 -> "1,234,567", whatever the locale. */

@@ -4,7 +4,6 @@
  * rendered here; charts are drawn in the page from the embedded result by the chart modules.
  */
 import type { LabResult, RunResult } from '../result.js'
-import { chartScriptSource } from './charts/bundle.js'
 import { comparisonBarCharts, comparisonOverTimeCharts, kneeCharts, runOverTimeCharts, serverCharts, strategyCharts, type ChartGroup } from './charts/plan.js'
 import {
   describeErrors, describeGenerator, describeLatency, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
@@ -17,6 +16,8 @@ import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle,
 export interface HtmlAssets {
   /** Chart.js's UMD build (chart.umd.min.js), inlined as is. */
   chartJs: string
+  /** The compiled chart code (charts/page.ts) with its module loader. */
+  pageScript: string
 }
 
 export const contentSecurityPolicy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
@@ -148,7 +149,7 @@ ${body(result).join('\n')}
 <footer>${escapeHtml(`${result.schema}, created ${result.createdAt}. Every figure above is a pure function of the embedded result.json; the articles' figures are theirs.`)}</footer>
 <script type="application/json" id="lab-result">${jsonForScriptElement(result)}</script>
 <script>${scriptForInlineElement(assets.chartJs)}</script>
-<script>${scriptForInlineElement(chartScriptSource())}</script>
+<script>${scriptForInlineElement(assets.pageScript)}</script>
 </body>
 </html>
 `

@@ -11,18 +11,37 @@ import { renderHtml, type HtmlAssets } from './html.js'
 
 export { renderCsv, csvField } from './csv.js'
 export { renderHtml, contentSecurityPolicy, type HtmlAssets } from './html.js'
-export { renderComparisonMarkdown, renderText } from './text.js'
-export { chartPlan, type ChartGroup, type ChartPanel } from './charts/plan.js'
+export { renderText } from './text.js'
 
 /**
- * Chart.js's minified UMD build from the installed package. The package's `exports` map does
- * not expose dist/ files, so resolve its CommonJS entry (dist/chart.cjs) and take the build
- * beside it. The source-map comment goes: a report opened with devtools must not ask for it.
+ * The page's scripts, read from built files. Chart.js: its minified UMD build from the installed
+ * package (the `exports` map hides dist/, so resolve the CommonJS entry and take the build beside
+ * it), without its source-map comment: a report opened with devtools must not ask for it.
+ * The chart code: charts/page.ts and its imports, compiled by `npm run build`
+ * (charts/tsconfig.page.json) into one file of AMD modules, run here by a loader of a few lines.
  */
 export async function loadHtmlAssets (): Promise<HtmlAssets> {
   const entry = createRequire(import.meta.url).resolve('chart.js')
   const chartJs = await fs.readFile(path.join(path.dirname(entry), 'chart.umd.min.js'), 'utf8')
-  return { chartJs: chartJs.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n') }
+  const modules = await fs.readFile(new URL('./page.js', import.meta.url), 'utf8')
+  const pageScript = `(() => {
+'use strict'
+const factories = new Map()
+const loaded = new Map()
+const define = (name, deps, factory) => { factories.set(name, { deps, factory }) }
+const load = (name) => {
+  if (loaded.has(name)) return loaded.get(name)
+  const { deps, factory } = factories.get(name)
+  const exports = {}
+  loaded.set(name, exports)
+  factory(...deps.map((dep) => dep === 'require' ? load : dep === 'exports' ? exports : load(dep)))
+  return exports
+}
+${modules}
+load('report/charts/page')
+})()
+`
+  return { chartJs: chartJs.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n'), pageScript }
 }
 
 /** Writes result.json, every CSV and report.html into `outDir` (created if need be); returns the paths written. */

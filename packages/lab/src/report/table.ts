@@ -1,6 +1,6 @@
 /**
  * A table as data (headers and already formatted cells), and its three renderings:
- * aligned plain text for the terminal, GitHub markdown, and an HTML <table>.
+ * aligned plain text for the terminal and an HTML <table>.
  */
 import { escapeHtml } from './html-escape.js'
 
@@ -67,18 +67,6 @@ export function renderTextTable (table: Table): string {
     for (let lineIndex = 0; lineIndex < height; lineIndex++) out.push(line(cells.map((lines) => lines[lineIndex] ?? '')))
   })
   return out.join('\n')
-}
-
-function markdownCell (text: string): string {
-  return text.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/\r?\n/g, ' ')
-}
-
-/** A GitHub-flavoured markdown table. */
-export function renderMarkdownTable (table: Table): string {
-  const header = `| ${table.columns.map((column) => markdownCell(column.header)).join(' | ')} |`
-  const rule = `|${table.columns.map((column) => column.align === 'right' ? ' ---: ' : ' --- ').join('|')}|`
-  const rows = table.rows.map((row) => `| ${table.columns.map((_, index) => markdownCell(row[index] ?? '')).join(' | ')} |`)
-  return [header, rule, ...rows].join('\n')
 }
 
 /** An HTML table in a scrollable wrapper (narrow screens), numbers right-aligned. */

@@ -1,6 +1,6 @@
 /**
- * Every table of the reports, built once from a LabResult; text.ts, html.ts and the markdown
- * comparison only choose how to draw them.
+ * Every table of the reports, built once from a LabResult; text.ts and html.ts only choose
+ * how to draw them.
  */
 import type { EndpointStats, KneeResult, LabResult, ReferenceFigures, RunResult } from '../result.js'
 import { describeSettings } from './describe.js'
@@ -121,7 +121,7 @@ export function orderedReferences (result: LabResult): ReferenceFigures[] {
 export const referencesTitle = 'Their figures (from the articles), not measured here'
 
 /**
- * `wide` (HTML, markdown): setup and note in columns of their own; `narrow` (terminal): one
+ * `wide` (HTML): setup and note in columns of their own; `narrow` (terminal): one
  * wrapped column, so lines stay short.
  */
 export function referenceTable (result: LabResult, layout: 'wide' | 'narrow'): Table {

@@ -5,7 +5,7 @@ import type { LabResult, RunResult } from '../result.js'
 import {
   describeErrors, describeGenerator, describeLatency, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'
-import { renderMarkdownTable, renderTextTable, tableLegend, wrapWords, type Table } from './table.js'
+import { renderTextTable, tableLegend, wrapWords, type Table } from './table.js'
 import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable } from './tables.js'
 
 const lineWidthChars = 150
@@ -92,21 +92,6 @@ export function renderText (result: LabResult): string {
     ...body,
     ...referenceSection(result),
     ...warningSection(result),
-    '',
-  ].join('\n')
-}
-
-/** The comparison (and the articles' figures, labelled as theirs) as GitHub markdown, for the README. */
-export function renderComparisonMarkdown (result: LabResult): string {
-  const references = result.references.length === 0
-    ? []
-    : ['', `**${referencesTitle}:**`, '', renderMarkdownTable(referenceTable(result, 'wide'))]
-  return [
-    renderMarkdownTable(comparisonTable(result)),
-    '',
-    `${result.scenario.name}; ${result.machine.cpuModel}, ${result.machine.cores} cores; Node ${result.machine.node}; tollbooth ${result.machine.tollboothVersion}. ` +
-      'Latency in ms; CPU in cores (mean); RSS peak in MiB; 503s are refusals with Retry-After.',
-    ...references,
     '',
   ].join('\n')
 }

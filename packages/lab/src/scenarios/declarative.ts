@@ -14,6 +14,8 @@
  *     ]
  *   }
  */
+import { Type, type Static } from '@sinclair/typebox'
+import { Value, ValueErrorType } from '@sinclair/typebox/value'
 import { createError } from '../errors.js'
 import type { LabRequest } from '../http.js'
 import { rampThenHold, type Account, type Scenario, type VirtualUser } from '../scenario.js'
@@ -23,14 +25,33 @@ const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 const builtInVariables = ['account.email', 'account.password', 'unique', 'vu', 'iteration']
 const placeholder = /\{\{\s*([\w.-]+)\s*\}\}/g
 
-interface Step {
+const stringMap = (description: string) => Type.Optional(Type.Record(Type.String(), Type.String(), { description }))
+const count = Type.Optional(Type.Number({ minimum: 0, description: 'must be a number >= 0' }))
+
+/** Each schema's description is the message a file that breaks it gets, after the field's path. */
+const StepFile = Type.Object({
+  endpoint: Type.Optional(Type.String({ minLength: 1, description: 'must be a non-empty string' })),
+  method: Type.Union(methods.map((method) => Type.Literal(method)), { description: `must be one of ${methods.join(', ')}` }),
+  path: Type.String({ pattern: '^/', description: 'must be a string starting with /' }),
+  body: Type.Optional(Type.Unknown()),
+  token: Type.Optional(Type.String({ description: 'must be a string' })),
+  headers: stringMap('must map names to strings'),
+  save: stringMap('must map variable names to response paths'),
+}, { additionalProperties: false, description: 'must be an object' })
+
+const ScenarioFile = Type.Object({
+  name: Type.String({ minLength: 1, description: 'must be a non-empty string' }),
+  description: Type.Optional(Type.String({ description: 'must be a string' })),
+  model: Type.Optional(Type.Union([Type.Literal('closed'), Type.Literal('open')], { description: 'must be "closed" or "open"' })),
+  vus: count,
+  rate: count,
+  accounts: count,
+  thinkTime: Type.Optional(Type.String({ description: 'must be a duration string like "500ms"' })),
+  steps: Type.Array(StepFile, { minItems: 1, description: 'must be a non-empty array' }),
+}, { additionalProperties: false, description: 'must be a JSON object' })
+
+interface Step extends Static<typeof StepFile> {
   endpoint: string
-  method: LabRequest['method']
-  path: string
-  body?: unknown
-  token?: string
-  headers?: Record<string, string>
-  /** variable -> dotted path into the JSON response body. */
   save: Record<string, string>
 }
 
@@ -38,78 +59,52 @@ function invalid (file: string, message: string): never {
   throw createError('CONFIG_INVALID', `scenario ${file}: ${message}`)
 }
 
-function isRecord (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
+/** The first thing wrong with the file, as "steps[0].method must be one of ...". */
+function check (file: string, raw: unknown): Static<typeof ScenarioFile> {
+  const error = Value.Errors(ScenarioFile, raw).First()
+  if (error === undefined) return raw as Static<typeof ScenarioFile>
+  const where = error.path.slice(1).split('/').map((key) => (/^\d+$/.test(key) ? `[${key}]` : `.${key}`)).join('').replace(/^\./, '')
+  if (error.type === ValueErrorType.ObjectAdditionalProperties) {
+    invalid(file, `${where} is not a field here (${Object.keys((error.schema as typeof StepFile).properties).join(', ')})`)
+  }
+  invalid(file, `${where === '' ? 'the scenario' : where} ${String(error.schema.description ?? error.message)}`)
 }
 
 function placeholdersIn (value: unknown): string[] {
   if (typeof value === 'string') return [...value.matchAll(placeholder)].map((match) => match[1] ?? '')
   if (Array.isArray(value)) return value.flatMap(placeholdersIn)
-  if (isRecord(value)) return Object.values(value).flatMap(placeholdersIn)
+  if (typeof value === 'object' && value !== null) return Object.values(value).flatMap(placeholdersIn)
   return []
 }
 
 function substitute (value: unknown, variables: (name: string) => string): unknown {
   if (typeof value === 'string') {
-    // A string that is exactly one placeholder keeps the variable's own text; others are templates.
+    // Every placeholder becomes text, even one that is the whole string: a saved number is sent as its digits.
     return value.replace(placeholder, (_match, name: string) => variables(name))
   }
   if (Array.isArray(value)) return value.map((item) => substitute(item, variables))
-  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substitute(item, variables)]))
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substitute(item, variables)]))
   return value
 }
 
 function pluck (body: unknown, dottedPath: string): unknown {
   let current = body
   for (const key of dottedPath.split('.')) {
-    if (!isRecord(current) && !Array.isArray(current)) return undefined
+    if (typeof current !== 'object' || current === null) return undefined
     current = (current as Record<string, unknown>)[key]
   }
   return current
 }
 
-function parseStep (file: string, raw: unknown, index: number): Step {
-  const at = `steps[${index}]`
-  if (!isRecord(raw)) invalid(file, `${at} must be an object`)
-  const known = ['endpoint', 'method', 'path', 'body', 'token', 'headers', 'save']
-  for (const key of Object.keys(raw)) if (!known.includes(key)) invalid(file, `${at}.${key} is not a step field (${known.join(', ')})`)
-  const { method, path, endpoint, token, headers, save } = raw
-  if (typeof method !== 'string' || !(methods as readonly string[]).includes(method)) invalid(file, `${at}.method must be one of ${methods.join(', ')}`)
-  if (typeof path !== 'string' || !path.startsWith('/')) invalid(file, `${at}.path must be a string starting with /`)
-  if (endpoint !== undefined && (typeof endpoint !== 'string' || endpoint === '')) invalid(file, `${at}.endpoint must be a non-empty string`)
-  if (token !== undefined && typeof token !== 'string') invalid(file, `${at}.token must be a string`)
-  if (headers !== undefined && (!isRecord(headers) || Object.values(headers).some((v) => typeof v !== 'string'))) invalid(file, `${at}.headers must map names to strings`)
-  if (save !== undefined && (!isRecord(save) || Object.values(save).some((v) => typeof v !== 'string'))) invalid(file, `${at}.save must map variable names to response paths`)
-  return {
-    endpoint: (endpoint as string | undefined) ?? `${method} ${path.replace(/^\/api\/v1/, '').split('?')[0] ?? path}`,
-    method: method as LabRequest['method'],
-    path,
-    ...(raw.body === undefined ? {} : { body: raw.body }),
-    ...(token === undefined ? {} : { token }),
-    ...(headers === undefined ? {} : { headers: headers as Record<string, string> }),
-    save: (save ?? {}) as Record<string, string>,
-  }
-}
-
-function positiveNumber (file: string, value: unknown, field: string, fallback: number): number {
-  if (value === undefined) return fallback
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) invalid(file, `${field} must be a number >= 0`)
-  return value
-}
-
 /** Validates a parsed JSON scenario (CONFIG_INVALID naming the field) and returns it as a Scenario. */
 export function declarativeScenario (file: string, raw: unknown): Scenario<{ accounts: Account[] }> {
-  if (!isRecord(raw)) invalid(file, 'must be a JSON object')
-  const known = ['name', 'description', 'model', 'vus', 'rate', 'thinkTime', 'accounts', 'steps']
-  for (const key of Object.keys(raw)) if (!known.includes(key)) invalid(file, `"${key}" is not a scenario field (${known.join(', ')})`)
-  if (typeof raw.name !== 'string' || raw.name === '') invalid(file, 'name must be a non-empty string')
-  if (!Array.isArray(raw.steps) || raw.steps.length === 0) invalid(file, 'steps must be a non-empty array')
-  if (raw.model !== undefined && raw.model !== 'closed' && raw.model !== 'open') invalid(file, 'model must be "closed" or "open"')
-  if (raw.thinkTime !== undefined && typeof raw.thinkTime !== 'string') invalid(file, 'thinkTime must be a duration string like "500ms"')
-  const steps = raw.steps.map((step, index) => parseStep(file, step, index))
-  const accounts = positiveNumber(file, raw.accounts, 'accounts', 0)
-  const vus = positiveNumber(file, raw.vus, 'vus', 10)
-  const rate = positiveNumber(file, raw.rate, 'rate', 10)
+  const scenario = check(file, raw)
+  const steps: Step[] = scenario.steps.map((step) => ({
+    ...step,
+    endpoint: step.endpoint ?? `${step.method} ${step.path.replace(/^\/api\/v1/, '').split('?')[0] ?? step.path}`,
+    save: step.save ?? {},
+  }))
+  const accounts = scenario.accounts ?? 0
 
   const saved = new Set(steps.flatMap((step) => Object.keys(step.save)))
   for (const [index, step] of steps.entries()) {
@@ -120,17 +115,17 @@ export function declarativeScenario (file: string, raw: unknown): Scenario<{ acc
       if (name.startsWith('account.') && accounts === 0) invalid(file, `steps[${index}] uses {{${name}}}: set "accounts" to register some in setup`)
     }
   }
-  const name = raw.name
+  const name = scenario.name
 
   return {
     name,
-    description: typeof raw.description === 'string' ? raw.description : `Steps from ${file}`,
+    description: scenario.description ?? `Steps from ${file}`,
     endpoints: [...new Set(steps.map((step) => step.endpoint))],
     defaults: {
-      model: raw.model === 'open' ? 'open' : 'closed',
-      stages: rampThenHold(vus, 0.2),
-      thinkTimeMs: raw.thinkTime === undefined ? 0 : parseDurationMs(raw.thinkTime, `scenario ${file}: thinkTime`),
-      rate,
+      model: scenario.model ?? 'closed',
+      stages: rampThenHold(scenario.vus ?? 10, 0.2),
+      thinkTimeMs: scenario.thinkTime === undefined ? 0 : parseDurationMs(scenario.thinkTime, `scenario ${file}: thinkTime`),
+      rate: scenario.rate ?? 10,
       accounts,
     },
     async setup (context) {

@@ -1,10 +1,6 @@
 /**
- * Chart.js configuration helpers shared by every chart.
- *
- * Runs in the report page as well as in Node: charts/bundle.ts ships every exported function of
- * the chart modules into the page as source text. So these modules hold only `export function`
- * declarations, import only types and functions of other shipped modules (under their own
- * names), and keep constants inside functions.
+ * Chart.js configuration helpers shared by every chart. The chart modules run in Node (which
+ * charts have data: charts/plan.ts) and in the page (charts/page.ts, compiled on its own).
  */
 import type { Chart, ChartConfiguration, ChartDataset, ChartOptions, ChartType, Plugin, Scale, ScaleOptions, TooltipItem } from 'chart.js'
 import { formatDecimal, groupDigits } from '../format.js'
@@ -25,25 +21,27 @@ export interface ReferenceLine {
 }
 
 /** Okabe-Ito colours (distinguishable with colour blindness), one per strategy in run order. */
+const seriesColours = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00', '#8c6d1f', '#555555']
+
 export function seriesColour (index: number): string {
-  const colours = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00', '#8c6d1f', '#555555']
-  return colours[index % colours.length] ?? '#555555'
+  return seriesColours[index % seriesColours.length] ?? '#555555'
 }
 
-export function namedColour (name: 'p50' | 'p95' | 'p99' | 'healthz' | 'offered' | 'achieved' | 'failed' | 'dropped' | 'vus' | 'limit'): string {
-  const colours = {
-    p50: '#0072b2',
-    p95: '#e69f00',
-    p99: '#d55e00',
-    healthz: '#009e73',
-    offered: '#777777',
-    achieved: '#0072b2',
-    failed: '#d55e00',
-    dropped: '#cc79a7',
-    vus: '#009e73',
-    limit: '#b00020',
-  }
-  return colours[name]
+const namedColours = {
+  p50: '#0072b2',
+  p95: '#e69f00',
+  p99: '#d55e00',
+  healthz: '#009e73',
+  offered: '#777777',
+  achieved: '#0072b2',
+  failed: '#d55e00',
+  dropped: '#cc79a7',
+  vus: '#009e73',
+  limit: '#b00020',
+} as const
+
+export function namedColour (name: keyof typeof namedColours): string {
+  return namedColours[name]
 }
 
 export function lineDataset (label: string, points: XY[], colour: string, style: { dashed?: boolean, rightAxis?: boolean } = {}): ChartDataset<'line', XY[]> {

@@ -1,6 +1,6 @@
 /**
  * Comparison charts: one bar (or group of bars) per strategy, and every strategy over time on
- * one chart. Shipped into the report page (see common.ts for the rules this module keeps).
+ * one chart.
  */
 import type { ChartDataset } from 'chart.js'
 import type { ErrorCounts, LabResult, RunResult } from '../../result.js'

@@ -1,8 +1,7 @@
 /**
- * The page's entry: finds every `<canvas data-chart>` the HTML laid out, builds its Chart.js
- * configuration from the embedded result, and draws it. Shipped into the report page (see
- * common.ts for the rules this module keeps); the DOM is typed here by the little it uses,
- * because the project compiles without the DOM library.
+ * Finds every `<canvas data-chart>` the HTML laid out, builds its Chart.js configuration from
+ * the embedded result, and draws it (run by charts/page.ts). The DOM is typed here by the little
+ * it uses, because the project compiles without the DOM library.
  */
 import type { ChartConfiguration } from 'chart.js'
 import type { LabResult } from '../../result.js'

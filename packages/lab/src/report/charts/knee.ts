@@ -1,7 +1,4 @@
-/**
- * Knee-search charts: latency and achieved throughput against the offered rate, the knee marked.
- * Shipped into the report page (see common.ts for the rules this module keeps).
- */
+/** Knee-search charts: latency and achieved throughput against the offered rate, the knee marked. */
 import type { ChartDataset } from 'chart.js'
 import type { KneeResult, KneeStep } from '../../result.js'
 import { formatMs, formatRate } from '../format.js'

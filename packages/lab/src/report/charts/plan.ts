@@ -91,12 +91,3 @@ export function comparisonOverTimeCharts (result: LabResult): ChartGroup {
 export function strategyCharts (result: LabResult): ChartGroup[] {
   return result.runs.map((run, index) => group(result, run.label, ['latency', 'throughput'], index))
 }
-
-/** Every chart of the page, in page order. */
-export function chartPlan (result: LabResult): ChartGroup[] {
-  switch (result.command) {
-    case 'run': return [runOverTimeCharts(result), serverCharts(result)]
-    case 'knee': return [kneeCharts(result), runOverTimeCharts(result), serverCharts(result)]
-    case 'compare': return [comparisonBarCharts(result), comparisonOverTimeCharts(result), ...strategyCharts(result)]
-  }
-}

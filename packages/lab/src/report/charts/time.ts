@@ -1,7 +1,4 @@
-/**
- * Charts of one run over time: latency, throughput and the service's own signals. Shipped into
- * the report page (see common.ts for the rules this module keeps).
- */
+/** Charts of one run over time: latency, throughput and the service's own signals. */
 import type { ChartDataset } from 'chart.js'
 import type { LabResult, RunResult, SecondSample, ServerSample } from '../../result.js'
 import { lineDataset, namedColour, seriesColour, timeLineConfig, type AxisSpec, type LineConfig, type ReferenceLine, type XY } from './common.js'

@@ -19,9 +19,10 @@ import { createError } from '../errors.js'
 import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
-import { createAccessTokens } from './tokens.js'
+import { openAccessTokens } from './access-tokens.js'
 import { authRoutes } from './routes/auth.js'
 import { healthRoutes } from './routes/health.js'
+import { jwksRoutes } from './routes/jwks.js'
 import { labRoutes } from './routes/lab.js'
 import { postRoutes } from './routes/posts.js'
 import { installShedding, shedReasons, type SheddingOptions } from './shedding.js'
@@ -30,8 +31,9 @@ export interface AppOptions {
   config: Config
   db: pg.Pool
   engine: PasswordEngine
-  jwtSecret: string
-  /** Wall-clock time in epoch ms for login throttling; default Date.now (tests move it on). */
+  /** The HS256 secret; unused with TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256 (keys from the key ring). */
+  jwtSecret?: string
+  /** Wall-clock time in epoch ms for login throttling and the signing keys' schedule; default Date.now (tests move it on). */
   now?: () => number
   /** A pino logger config or instance; false silences logs (tests). */
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
@@ -47,6 +49,9 @@ export const redactPaths = [
   '*.refreshToken',
   '*.accessToken',
   '*.jwtSecret',
+  '*.keyEncryptionKey',
+  '*.privateKey',
+  '*.privatePem',
   '*.databaseUrl',
 ]
 
@@ -142,7 +147,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     if (closing) throw createError('SHUTTING_DOWN', undefined, { retryAfterSeconds: 1 })
   })
 
-  const accessTokens = createAccessTokens(options.jwtSecret, config.accessTokenTtlSeconds)
+  const { accessTokens, keyRing } = await openAccessTokens({ config, db, jwtSecret: options.jwtSecret, log: app.log, now: options.now ?? Date.now })
   const auth = new AuthService({
     db,
     engine,
@@ -168,6 +173,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
   })
   app.addHook('onClose', async () => {
+    keyRing?.close()
     metrics.close()
     await Promise.allSettled([...auth.pendingRehashes])
   })
@@ -189,6 +195,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   })
 
   await app.register(healthRoutes, { db, engine, metrics })
+  await app.register(jwksRoutes, { keyRing, maxAgeSeconds: config.jwksMaxAgeSeconds })
   // The API in a context of its own: shedding's hooks apply to these routes alone, never to
   // /healthz, /readyz, /metrics or /openapi.json, registered outside it.
   await app.register(async (api) => {

@@ -7,7 +7,7 @@ import type pg from 'pg'
 import { loadConfig } from '../../src/config.js'
 import { checkConnectionLimits, openFilesLimit, startService } from '../../src/server/start.js'
 import { createTestDatabase } from '../helpers/database.js'
-import { capturingLogger, registerUser, request, startTestService, testJwtSecret, type JsonResponse, type TestService } from '../helpers/service.js'
+import { capturingLogger, registerUser, request, startTestService, testJwtSecret, testKeyEncryptionKey, type JsonResponse, type TestService } from '../helpers/service.js'
 
 /** Polls `attempt` until `done` says its result is the one awaited; a bounded wait on a state, not a sleep. */
 async function until<T> (attempt: () => Promise<T>, done: (result: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
@@ -232,7 +232,7 @@ describe('connection limits at start', () => {
   it('listens with the configured backlog and connection cap, and logs the warning at start', async () => {
     const db = await createTestDatabase()
     const { logger, lines } = capturingLogger('warn')
-    const config = loadConfig({ env: {}, overrides: { databaseUrl: db.url, jwtSecret: testJwtSecret, port: 0, logLevel: 'warn', listenBacklog: 77, maxConnections: 50_000_000 } })
+    const config = loadConfig({ env: {}, overrides: { databaseUrl: db.url, jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, port: 0, logLevel: 'warn', listenBacklog: 77, maxConnections: 50_000_000 } })
     const service = await startService(config, { logger })
     try {
       assert.equal(service.app.server.maxConnections, 50_000_000)

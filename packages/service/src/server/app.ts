@@ -20,6 +20,7 @@ import { clientErrorHandler, connectHandler, frameworkErrorHandler, installError
 import { createMetrics, type Metrics } from './metrics.js'
 import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
 import { openAccessTokens } from './access-tokens.js'
+import type { KeyRing } from '../keys/key-ring.js'
 import { authRoutes } from './routes/auth.js'
 import { healthRoutes } from './routes/health.js'
 import { jwksRoutes } from './routes/jwks.js'
@@ -39,7 +40,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
 }
 
-export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics }
+/** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. */
+export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null }
 
 /** Secrets never reach the logs, whatever a future log line includes. */
 export const redactPaths = [
@@ -167,6 +169,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   })
   app.decorate('auth', auth)
   app.decorate('metrics', metrics)
+  app.decorate('keyRing', keyRing ?? null)
 
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: reply.elapsedTime }, 'request completed')

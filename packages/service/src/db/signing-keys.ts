@@ -59,7 +59,7 @@ export async function createSigningKeyIfNeeded (pool: pg.Pool, decide: (keys: St
     if (key === undefined) return undefined
     await client.query(
       'INSERT INTO signing_keys (kid, alg, public_jwk, private_key_sealed, created_at, activates_at) VALUES ($1, $2, $3, $4, $5, $6)',
-      [key.kid, key.alg, JSON.stringify(key.publicJwk), key.privateKeySealed, new Date(key.createdAtMs), new Date(key.activatesAtMs)],
+      [key.kid, key.alg, JSON.stringify(key.publicJwk), key.privateKeySealed, new Date(key.createdAtMs), new Date(key.activatesAtMs)]
     )
     return key
   })

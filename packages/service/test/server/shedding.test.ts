@@ -140,7 +140,7 @@ describe('the in-flight cap', () => {
       assert.ok(refusedMs < 2000, `refused at once (${refusedMs.toFixed(0)} ms), not after the held requests`)
       assertShed(await request(service, 'POST', '/api/v1/posts', { token, body: '{"title": ' }), 'malformed JSON at the cap')
       assert.equal(lookups.texts.length, queriesBefore, 'no query for a refused request')
-      for (const path of ['/healthz', '/readyz', '/metrics']) {
+      for (const path of ['/healthz', '/readyz', '/metrics', '/.well-known/jwks.json']) {
         assert.equal((await request(service, 'GET', path)).status, 200, `${path} is never shed`)
       }
       // Logins wait for hash threads behind an admission of their own: counted apart, never refused by this cap.

@@ -154,7 +154,7 @@ interface AcquiredService {
 
 /** Settings worth showing in a report: tollbooth's own variables, never secrets. */
 function visibleSettings (env: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).filter(([key]) => (key.startsWith('TOLLBOOTH_') || key === 'UV_THREADPOOL_SIZE') && !key.includes('SECRET')))
+  return Object.fromEntries(Object.entries(env).filter(([key]) => (key.startsWith('TOLLBOOTH_') || key === 'UV_THREADPOOL_SIZE') && !/SECRET|ENCRYPTION_KEY/.test(key)))
 }
 
 async function startService (database: LocalDatabase, env: Record<string, string>, log: (line: string) => void): Promise<AcquiredService> {

@@ -5,7 +5,7 @@
  * per run on it, started the way a user would start one, so the lab measures exactly what
  * ships. Its URL comes from the service's ready file, not from its logs.
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { startDatabase, startServe } from 'tollbooth/launcher'
 
 export interface LocalDatabase {
@@ -36,6 +36,13 @@ export interface LocalService {
 /** A secret shared by the services of one lab command, so tokens stay valid across them. */
 export const labJwtSecret = randomBytes(32).toString('base64url')
 
+/**
+ * Seals the signing keys of the lab's services in the lab's database. Not a secret: the lab's
+ * services and tokens are throwaway; a fixed value keeps a database given with
+ * --database-url usable by the next lab command. Set TOLLBOOTH_KEY_ENCRYPTION_KEY to use another.
+ */
+export const labKeyEncryptionKey = process.env.TOLLBOOTH_KEY_ENCRYPTION_KEY ?? createHash('sha256').update('tollbooth lab: not a secret').digest('base64')
+
 export async function startLocalService (options: LocalServiceOptions): Promise<LocalService> {
   const inherited = { ...process.env }
   // libuv reads this once: an inherited value would change what the libuv strategies measure.
@@ -48,6 +55,7 @@ export async function startLocalService (options: LocalServiceOptions): Promise<
     PORT: '0',
     DATABASE_URL: options.databaseUrl,
     TOLLBOOTH_JWT_SECRET: labJwtSecret,
+    TOLLBOOTH_KEY_ENCRYPTION_KEY: labKeyEncryptionKey,
   }
   const strategy = options.env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'
   try {

@@ -137,6 +137,8 @@ async function startTollbooth (databaseUrl: string, jwtSecret: string, env: Reco
     ...process.env,
     DATABASE_URL: databaseUrl,
     TOLLBOOTH_JWT_SECRET: jwtSecret,
+    // HS256 as the bare server: the comparison is of everything around the token check.
+    TOLLBOOTH_JWT_ALGORITHM: 'HS256',
     HOST: '127.0.0.1',
     PORT: '0',
     TOLLBOOTH_LOG_LEVEL: 'info',

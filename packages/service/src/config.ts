@@ -8,6 +8,7 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { createError, isTollboothError } from './errors.js'
 import { validatePolicy } from './hashing/index.js'
+import { parseKeyEncryptionKey } from './keys/sealing.js'
 import type { HashAlgorithm, HashPolicy, HashStrategy } from './hashing/types.js'
 
 /** `cluster` is not an executor: it forks one process per CPU, each with a plain Piscina pool. */
@@ -59,6 +60,17 @@ interface FlatConfig {
   registerDeadlineMs: number
   /** Undefined in embedded mode: generated once and kept in the data folder. */
   jwtSecret: string | undefined
+  /** How access tokens are signed: an asymmetric key from the key ring (src/keys/), or the HMAC secret. */
+  jwtAlgorithm: 'EdDSA' | 'ES256' | 'HS256'
+  /** Seals the private signing keys in PostgreSQL; undefined in embedded mode: generated into the data folder. */
+  keyEncryptionKey: string | undefined
+  keyEncryptionKeyFile: string | undefined
+  /** PEM files instead of keys in PostgreSQL: the one that signs, and older ones that still verify. */
+  signingKeyFile: string | undefined
+  verificationKeyFiles: string | undefined
+  signingKeyRotationSeconds: number
+  signingKeyReloadSeconds: number
+  jwksMaxAgeSeconds: number
   accessTokenTtlSeconds: number
   refreshTokenTtlSeconds: number
   bodyLimitBytes: number
@@ -110,6 +122,14 @@ export const settings: readonly Setting[] = [
   { key: 'loginDeadlineMs', env: 'TOLLBOOTH_LOGIN_DEADLINE_MS', flag: 'login-deadline-ms', kind: 'int', defaultValue: '2000', min: 1, max: 600000, description: 'When the answer to a login is due, from its arrival: one that cannot get a hash thread in time to finish by then is answered 503 with Retry-After at once.' },
   { key: 'registerDeadlineMs', env: 'TOLLBOOTH_REGISTER_DEADLINE_MS', flag: 'register-deadline-ms', kind: 'int', defaultValue: '5000', min: 1, max: 600000, description: 'The same for registration.' },
   { key: 'jwtSecret', env: 'TOLLBOOTH_JWT_SECRET', flag: 'jwt-secret', kind: 'string', defaultValue: undefined, description: 'HMAC key for access tokens (at least 32 characters). Unset with the embedded database: generated once and kept in the data folder; unset with DATABASE_URL: refused.' },
+  { key: 'jwtAlgorithm', env: 'TOLLBOOTH_JWT_ALGORITHM', flag: 'jwt-algorithm', kind: 'enum', choices: ['EdDSA', 'ES256', 'HS256'], defaultValue: 'EdDSA', description: 'How access tokens are signed. EdDSA (Ed25519) or ES256 (P-256): a private key shared by every replica, its public key published at /.well-known/jwks.json so other services verify tokens alone. HS256: the shared secret TOLLBOOTH_JWT_SECRET (the JWK Set is then empty).' },
+  { key: 'keyEncryptionKey', env: 'TOLLBOOTH_KEY_ENCRYPTION_KEY', flag: 'key-encryption-key', kind: 'string', defaultValue: undefined, description: 'Seals the private signing keys kept in PostgreSQL (AES-256-GCM): 32 random bytes as base64 or 64 hex digits (openssl rand -base64 32), the same for every replica. Unset with the embedded database: generated once into the data folder (mode 600, logged); unset with DATABASE_URL (and no key file): refused.' },
+  { key: 'keyEncryptionKeyFile', env: 'TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE', flag: 'key-encryption-key-file', kind: 'string', defaultValue: undefined, description: 'A file holding TOLLBOOTH_KEY_ENCRYPTION_KEY (a mounted secret); not with it.' },
+  { key: 'signingKeyFile', env: 'TOLLBOOTH_SIGNING_KEY_FILE', flag: 'signing-key-file', kind: 'string', defaultValue: undefined, description: 'A PEM private key (PKCS#8, Ed25519 or P-256, matching TOLLBOOTH_JWT_ALGORITHM) that signs access tokens, instead of keys kept in PostgreSQL. Nothing is stored or rotated; the key id is its JWK thumbprint.' },
+  { key: 'verificationKeyFiles', env: 'TOLLBOOTH_VERIFICATION_KEY_FILES', flag: 'verification-key-files', kind: 'string', defaultValue: undefined, description: 'With TOLLBOOTH_SIGNING_KEY_FILE: comma-separated PEM keys (private or public) that no longer sign but still verify and are published, until their last token has expired.' },
+  { key: 'signingKeyRotationSeconds', env: 'TOLLBOOTH_SIGNING_KEY_ROTATION_SECONDS', flag: 'signing-key-rotation-seconds', kind: 'int', defaultValue: '2592000', min: 0, max: 315360000, description: 'Age at which a key in PostgreSQL is replaced (30 days): a new key is created and published at once and signs a reload interval plus the JWK Set cache lifetime later; the old one verifies until its last token expires. 0: only when its algorithm changes or it is retired.' },
+  { key: 'signingKeyReloadSeconds', env: 'TOLLBOOTH_SIGNING_KEY_RELOAD_SECONDS', flag: 'signing-key-reload-seconds', kind: 'int', defaultValue: '60', min: 1, max: 3600, description: 'How often each replica re-reads the signing keys from PostgreSQL (and creates the next one when due); a token naming an unknown key also triggers a read, at most once a second.' },
+  { key: 'jwksMaxAgeSeconds', env: 'TOLLBOOTH_JWKS_MAX_AGE_SECONDS', flag: 'jwks-max-age-seconds', kind: 'int', defaultValue: '300', min: 0, max: 86400, description: 'Cache-Control max-age of /.well-known/jwks.json. A new key is published this long (plus a reload interval) before it signs.' },
   { key: 'accessTokenTtlSeconds', env: 'TOLLBOOTH_ACCESS_TOKEN_TTL_SECONDS', flag: 'access-token-ttl-seconds', kind: 'int', defaultValue: '900', min: 10, max: 86400, description: 'Lifetime of an access token.' },
   { key: 'refreshTokenTtlSeconds', env: 'TOLLBOOTH_REFRESH_TOKEN_TTL_SECONDS', flag: 'refresh-token-ttl-seconds', kind: 'int', defaultValue: '2592000', min: 60, max: 31536000, description: 'Lifetime of a refresh token (30 days).' },
   { key: 'bodyLimitBytes', env: 'TOLLBOOTH_BODY_LIMIT_BYTES', flag: 'body-limit-bytes', kind: 'int', defaultValue: '16384', min: 1024, max: 10485760, description: 'Largest accepted request body; larger ones get 413.' },
@@ -199,10 +219,14 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     } catch {
       throw createError('CONFIG_INVALID', 'DATABASE_URL must be a postgres:// or postgresql:// URL')
     }
-    if (c.jwtSecret === undefined) {
-      throw createError('CONFIG_INVALID', 'TOLLBOOTH_JWT_SECRET is required with DATABASE_URL (instances behind one load balancer must share it)')
+    if (c.jwtAlgorithm === 'HS256' && c.jwtSecret === undefined) {
+      throw createError('CONFIG_INVALID', 'TOLLBOOTH_JWT_SECRET is required with DATABASE_URL and TOLLBOOTH_JWT_ALGORITHM=HS256 (instances behind one load balancer must share it)')
+    }
+    if (c.jwtAlgorithm !== 'HS256' && c.signingKeyFile === undefined && c.keyEncryptionKey === undefined && c.keyEncryptionKeyFile === undefined) {
+      throw createError('CONFIG_INVALID', `TOLLBOOTH_KEY_ENCRYPTION_KEY (or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE) is required with DATABASE_URL and TOLLBOOTH_JWT_ALGORITHM=${c.jwtAlgorithm}: it seals the signing keys shared by every replica (or give the key as TOLLBOOTH_SIGNING_KEY_FILE, or set TOLLBOOTH_JWT_ALGORITHM=HS256 with TOLLBOOTH_JWT_SECRET)`, { field: 'TOLLBOOTH_KEY_ENCRYPTION_KEY' })
     }
   }
+  checkTokenSettings(c)
 
   c.trustProxy = parseTrustProxy(c.trustProxy)
   if (c.loginThrottleMaxDelaySeconds > c.loginThrottleWindowSeconds) {
@@ -218,6 +242,20 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   }
   checkPolicy(hashPolicy)
   return { ...rest, dataDir: path.resolve(c.dataDir), hashPolicy }
+}
+
+/** The token settings that only make sense together (the key material itself is read at start). */
+function checkTokenSettings (c: FlatConfig): void {
+  if (c.keyEncryptionKey !== undefined && c.keyEncryptionKeyFile !== undefined) {
+    throw createError('CONFIG_INVALID', 'set TOLLBOOTH_KEY_ENCRYPTION_KEY or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE, not both', { field: 'TOLLBOOTH_KEY_ENCRYPTION_KEY' })
+  }
+  if (c.keyEncryptionKey !== undefined) parseKeyEncryptionKey(c.keyEncryptionKey, 'TOLLBOOTH_KEY_ENCRYPTION_KEY')
+  if (c.jwtAlgorithm === 'HS256' && c.signingKeyFile !== undefined) {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_SIGNING_KEY_FILE needs TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256, not HS256', { field: 'TOLLBOOTH_SIGNING_KEY_FILE' })
+  }
+  if (c.verificationKeyFiles !== undefined && c.signingKeyFile === undefined) {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_VERIFICATION_KEY_FILES needs TOLLBOOTH_SIGNING_KEY_FILE', { field: 'TOLLBOOTH_VERIFICATION_KEY_FILES' })
+  }
 }
 
 /** proxy-addr's names for address ranges, accepted in a trust list as Fastify does. */

@@ -31,6 +31,7 @@ export const errorRegistry = {
   NOT_READY: { status: 503, message: 'The service is not ready' },
   SHUTTING_DOWN: { status: 503, message: 'The service is shutting down; retry, another instance will answer' },
   CONFIG_INVALID: { status: 500, message: 'The configuration is not valid' },
+  SIGNING_KEY_UNREADABLE: { status: 500, message: 'The access-token signing key cannot be used' },
   INTERNAL: { status: 500, message: 'Internal server error' },
 } as const satisfies Record<string, { status: number; message: string }>
 

@@ -44,6 +44,7 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
         PORT: '0',
         DATABASE_URL: db.url,
         TOLLBOOTH_JWT_SECRET: 'test-secret-that-is-at-least-32-characters-long',
+        TOLLBOOTH_KEY_ENCRYPTION_KEY: 'dGVzdCBrZXktZW5jcnlwdGlvbiBrZXksIDMyIGJ5dGU=',
       },
     })
     return {

@@ -19,9 +19,11 @@ import { createError } from '../errors.js'
 import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
-import { createAccessTokens } from './tokens.js'
+import { openAccessTokens } from './access-tokens.js'
+import type { KeyRing } from '../keys/key-ring.js'
 import { authRoutes } from './routes/auth.js'
 import { healthRoutes } from './routes/health.js'
+import { jwksRoutes } from './routes/jwks.js'
 import { labRoutes } from './routes/lab.js'
 import { postRoutes } from './routes/posts.js'
 import { installShedding, shedReasons, type SheddingOptions } from './shedding.js'
@@ -30,14 +32,16 @@ export interface AppOptions {
   config: Config
   db: pg.Pool
   engine: PasswordEngine
-  jwtSecret: string
-  /** Wall-clock time in epoch ms for login throttling; default Date.now (tests move it on). */
+  /** The HS256 secret; unused with TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256 (keys from the key ring). */
+  jwtSecret?: string
+  /** Wall-clock time in epoch ms for login throttling and the signing keys' schedule; default Date.now (tests move it on). */
   now?: () => number
   /** A pino logger config or instance; false silences logs (tests). */
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
 }
 
-export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics }
+/** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. */
+export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null }
 
 /** Secrets never reach the logs, whatever a future log line includes. */
 export const redactPaths = [
@@ -47,6 +51,9 @@ export const redactPaths = [
   '*.refreshToken',
   '*.accessToken',
   '*.jwtSecret',
+  '*.keyEncryptionKey',
+  '*.privateKey',
+  '*.privatePem',
   '*.databaseUrl',
 ]
 
@@ -142,7 +149,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     if (closing) throw createError('SHUTTING_DOWN', undefined, { retryAfterSeconds: 1 })
   })
 
-  const accessTokens = createAccessTokens(options.jwtSecret, config.accessTokenTtlSeconds)
+  const { accessTokens, keyRing } = await openAccessTokens({ config, db, jwtSecret: options.jwtSecret, log: app.log, now: options.now ?? Date.now })
   const auth = new AuthService({
     db,
     engine,
@@ -162,12 +169,14 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   })
   app.decorate('auth', auth)
   app.decorate('metrics', metrics)
+  app.decorate('keyRing', keyRing ?? null)
 
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: reply.elapsedTime }, 'request completed')
     metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
   })
   app.addHook('onClose', async () => {
+    keyRing?.close()
     metrics.close()
     await Promise.allSettled([...auth.pendingRehashes])
   })
@@ -189,6 +198,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   })
 
   await app.register(healthRoutes, { db, engine, metrics })
+  await app.register(jwksRoutes, { keyRing, maxAgeSeconds: config.jwksMaxAgeSeconds })
   // The API in a context of its own: shedding's hooks apply to these routes alone, never to
   // /healthz, /readyz, /metrics or /openapi.json, registered outside it.
   await app.register(async (api) => {

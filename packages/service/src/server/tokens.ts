@@ -1,11 +1,14 @@
 /**
- * Access tokens (short-lived HS256 JWTs, fast-jwt: synchronous node:crypto HMAC,
- * so signing never queues on libuv's pool) and refresh tokens (opaque random
- * strings; only their SHA-256 is stored).
+ * Access tokens (short-lived JWTs, fast-jwt: synchronous node:crypto calls, so
+ * signing never queues on libuv's pool) and refresh tokens (opaque random
+ * strings; only their SHA-256 is stored). Access tokens are signed with the key
+ * ring's current EdDSA or ES256 key, named by `kid` (other services verify them
+ * from /.well-known/jwks.json), or with a shared HMAC secret (HS256).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { createSigner, createVerifier } from 'fast-jwt'
 import { createError } from '../errors.js'
+import type { KeyRing, RingKey } from '../keys/key-ring.js'
 
 const issuer = 'tollbooth'
 /** User ids are PostgreSQL uuids; anything else in `sub` would fail the database cast (a 500). */
@@ -13,9 +16,19 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 export interface AccessTokens {
   sign (userId: string): string
-  /** Returns the user id (a uuid); throws AUTH_TOKEN_INVALID. */
-  verify (token: string): string
+  /**
+   * Returns the user id (a uuid); throws AUTH_TOKEN_INVALID. A promise only for a token
+   * naming a key this replica does not know yet (the key ring reloads first).
+   */
+  verify (token: string): string | Promise<string>
   ttlSeconds: number
+}
+
+function userIdOf (payload: unknown): string {
+  const sub = (payload as { sub?: unknown }).sub
+  // Signed by us but not naming a user id we issue (a leaked key, a token of another service).
+  if (typeof sub !== 'string' || !uuidPattern.test(sub)) throw createError('AUTH_TOKEN_INVALID')
+  return sub
 }
 
 export function createAccessTokens (secret: string, ttlSeconds: number): AccessTokens {
@@ -31,10 +44,71 @@ export function createAccessTokens (secret: string, ttlSeconds: number): AccessT
       } catch (err) {
         throw createError('AUTH_TOKEN_INVALID', undefined, { cause: err })
       }
-      const sub = (payload as { sub?: unknown }).sub
-      // Signed by us but not naming a user id we issue (a leaked key, a token of another service).
-      if (typeof sub !== 'string' || !uuidPattern.test(sub)) throw createError('AUTH_TOKEN_INVALID')
-      return sub
+      return userIdOf(payload)
+    },
+  }
+}
+
+/** The `kid` of a compact JWS's header, without looking further; undefined when there is none. */
+export function tokenKid (token: string): string | undefined {
+  const end = token.indexOf('.')
+  if (end <= 0 || end > 1024) return undefined
+  try {
+    const header: unknown = JSON.parse(Buffer.from(token.slice(0, end), 'base64url').toString('utf8'))
+    const kid = (header as { kid?: unknown } | null)?.kid
+    return typeof kid === 'string' ? kid : undefined
+  } catch {
+    return undefined
+  }
+}
+
+type Signer = (payload: { sub: string }) => string
+type Verifier = (token: string) => unknown
+
+/**
+ * Access tokens signed by the key ring's signing key. Verification picks the key by the
+ * token's `kid` and accepts that key's algorithm alone (so `alg: none`, or HS256 with the
+ * public key as the secret, never passes). Signers and verifiers are built once per key.
+ */
+export function createSignedAccessTokens (ring: KeyRing, ttlSeconds: number): AccessTokens {
+  const signers = new WeakMap<RingKey, Signer>()
+  const verifiers = new WeakMap<RingKey, Verifier>()
+  const verifyWith = (key: RingKey, token: string): string => {
+    let verifier = verifiers.get(key)
+    if (verifier === undefined) {
+      verifier = createVerifier({ key: key.publicPem, algorithms: [key.alg], allowedIss: issuer, cache: 1000 })
+      verifiers.set(key, verifier)
+    }
+    let payload: unknown
+    try {
+      payload = verifier(token)
+    } catch (err) {
+      throw createError('AUTH_TOKEN_INVALID', undefined, { cause: err })
+    }
+    return userIdOf(payload)
+  }
+  return {
+    ttlSeconds,
+    sign (userId) {
+      const key = ring.signing
+      let signer = signers.get(key)
+      if (signer === undefined) {
+        if (key.privatePem === undefined) throw createError('SIGNING_KEY_UNREADABLE', `signing key ${key.kid} has no private key`)
+        signer = createSigner({ key: key.privatePem, algorithm: key.alg, kid: key.kid, expiresIn: ttlSeconds * 1000, iss: issuer })
+        signers.set(key, signer)
+      }
+      return signer({ sub: userId })
+    },
+    verify (token) {
+      const kid = tokenKid(token)
+      if (kid === undefined) throw createError('AUTH_TOKEN_INVALID')
+      const key = ring.find(kid)
+      if (key !== undefined) return verifyWith(key, token)
+      return ring.reloadForUnknownKid(kid).then((known) => {
+        const reloaded = known ? ring.find(kid) : undefined
+        if (reloaded === undefined) throw createError('AUTH_TOKEN_INVALID')
+        return verifyWith(reloaded, token)
+      })
     },
   }
 }

@@ -11,6 +11,8 @@ import { cheapPolicy } from './policies.js'
 export { cheapPolicy, seedPolicy } from './policies.js'
 
 export const testJwtSecret = 'test-secret-that-is-at-least-32-characters-long'
+/** Seals the test services' signing keys (EdDSA, the default) in their databases. */
+export const testKeyEncryptionKey = 'dGVzdCBrZXktZW5jcnlwdGlvbiBrZXksIDMyIGJ5dGU='
 
 export interface TestService {
   app: TollboothApp
@@ -37,7 +39,7 @@ export interface TestServiceOptions {
 
 export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
   const db = options.db ?? await createTestDatabase()
-  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, databaseUrl: db.url, logLevel: 'silent', ...options.config } }) }
+  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, databaseUrl: db.url, logLevel: 'silent', ...options.config } }) }
   config.hashPolicy = options.policy ?? cheapPolicy
   const engine = await createPasswordEngine({
     policy: config.hashPolicy,

@@ -9,7 +9,7 @@ import { scratchClusterDir } from '../../src/db/embedded.js'
 import { packageRoot } from '../../src/paths.js'
 import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { createTestDatabase } from '../helpers/database.js'
-import { registerUser, request, testJwtSecret } from '../helpers/service.js'
+import { registerUser, request, testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
 
 const bin = path.join(packageRoot, 'bin', 'tollbooth.js')
 
@@ -135,6 +135,7 @@ describe('SIGTERM under load (`tollbooth` with DATABASE_URL)', () => {
         ...process.env,
         DATABASE_URL: database.url,
         TOLLBOOTH_JWT_SECRET: testJwtSecret,
+        TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
         PORT: '0',
         TOLLBOOTH_LOG_LEVEL: 'info',
         TOLLBOOTH_ARGON2_MEMORY_KIB: '1024',

@@ -36,7 +36,8 @@ async function waitFor (what: string, predicate: () => Promise<boolean> | boolea
 /** A service whose pool (ours, so the test can shape it) reaches the database at `url`. */
 async function serviceOn (database: TestDatabase, url: string, size: number, options: DatabasePoolOptions): Promise<{ service: TestService, pool: DatabasePool, close: () => Promise<void> }> {
   const pool = createDatabasePool(url, size, options)
-  const service = await startTestService({ db: { url, pool, drop: async () => {} } })
+  // HS256: a test below signs its own token with the shared secret.
+  const service = await startTestService({ db: { url, pool, drop: async () => {} }, config: { jwtAlgorithm: 'HS256' } })
   return {
     service,
     pool,

@@ -62,7 +62,12 @@ describe('configuration', () => {
       [{ TOLLBOOTH_SCRYPT_N: '262144', TOLLBOOTH_SCRYPT_R: '16' }, /TOLLBOOTH_SCRYPT_N.*at r=16/],
       [{ TOLLBOOTH_HASH_THREADS: '0' }, /TOLLBOOTH_HASH_THREADS/],
       [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
-      [{ DATABASE_URL: 'postgres://127.0.0.1/db' }, /TOLLBOOTH_JWT_SECRET is required/],
+      [{ DATABASE_URL: 'postgres://127.0.0.1/db', TOLLBOOTH_JWT_ALGORITHM: 'HS256' }, /TOLLBOOTH_JWT_SECRET is required/],
+      [{ DATABASE_URL: 'postgres://127.0.0.1/db' }, /TOLLBOOTH_KEY_ENCRYPTION_KEY .*is required with DATABASE_URL/],
+      [{ TOLLBOOTH_KEY_ENCRYPTION_KEY: 'a passphrase, not a key' }, /TOLLBOOTH_KEY_ENCRYPTION_KEY must be 32 random bytes/],
+      [{ TOLLBOOTH_KEY_ENCRYPTION_KEY: 'ab'.repeat(32), TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE: '/run/secrets/kek' }, /not both/],
+      [{ TOLLBOOTH_JWT_ALGORITHM: 'HS256', TOLLBOOTH_SIGNING_KEY_FILE: '/run/secrets/key.pem' }, /TOLLBOOTH_SIGNING_KEY_FILE needs/],
+      [{ TOLLBOOTH_JWT_ALGORITHM: 'RS256' }, /TOLLBOOTH_JWT_ALGORITHM/],
       [{ TOLLBOOTH_JWT_SECRET: 'short' }, /at least 32/],
       [{ TOLLBOOTH_LAB_DIAGNOSTICS: 'maybe' }, /true or false/],
     ]

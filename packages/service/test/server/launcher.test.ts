@@ -13,7 +13,7 @@ import { detectCpuBudget } from '../../src/hashing/cpu.js'
 import { machineFacts, serviceVersion, startServe, tollboothBin } from '../../src/launcher.js'
 import { startCli, stopCli } from '../helpers/cli.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
-import { testJwtSecret } from '../helpers/service.js'
+import { testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
 
 function serviceEnv (databaseUrl: string, more: Record<string, string> = {}): NodeJS.ProcessEnv {
   return {
@@ -22,6 +22,7 @@ function serviceEnv (databaseUrl: string, more: Record<string, string> = {}): No
     PORT: '0',
     DATABASE_URL: databaseUrl,
     TOLLBOOTH_JWT_SECRET: testJwtSecret,
+    TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
     TOLLBOOTH_LOG_LEVEL: 'info',
     TOLLBOOTH_ARGON2_MEMORY_KIB: '1024',
     TOLLBOOTH_ARGON2_TIME_COST: '1',

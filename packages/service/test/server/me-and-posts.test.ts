@@ -8,7 +8,8 @@ describe('GET /me and posts', () => {
   let token: string
   let userId: string
   before(async () => {
-    service = await startTestService()
+    // HS256: the tests below forge tokens with the shared secret (EdDSA tokens: access-tokens.test.ts).
+    service = await startTestService({ config: { jwtAlgorithm: 'HS256' } })
     const { body } = await registerUser(service, { name: 'Writer' })
     token = body.accessToken
     userId = body.user.id

@@ -7,7 +7,7 @@ import type pg from 'pg'
 import { loadConfig } from '../../src/config.js'
 import { checkConnectionLimits, openFilesLimit, startService } from '../../src/server/start.js'
 import { createTestDatabase } from '../helpers/database.js'
-import { capturingLogger, registerUser, request, startTestService, testJwtSecret, type JsonResponse, type TestService } from '../helpers/service.js'
+import { capturingLogger, registerUser, request, startTestService, testJwtSecret, testKeyEncryptionKey, type JsonResponse, type TestService } from '../helpers/service.js'
 
 /** Polls `attempt` until `done` says its result is the one awaited; a bounded wait on a state, not a sleep. */
 async function until<T> (attempt: () => Promise<T>, done: (result: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
@@ -140,7 +140,7 @@ describe('the in-flight cap', () => {
       assert.ok(refusedMs < 2000, `refused at once (${refusedMs.toFixed(0)} ms), not after the held requests`)
       assertShed(await request(service, 'POST', '/api/v1/posts', { token, body: '{"title": ' }), 'malformed JSON at the cap')
       assert.equal(lookups.texts.length, queriesBefore, 'no query for a refused request')
-      for (const path of ['/healthz', '/readyz', '/metrics']) {
+      for (const path of ['/healthz', '/readyz', '/metrics', '/.well-known/jwks.json']) {
         assert.equal((await request(service, 'GET', path)).status, 200, `${path} is never shed`)
       }
       // Logins wait for hash threads behind an admission of their own: counted apart, never refused by this cap.
@@ -232,7 +232,7 @@ describe('connection limits at start', () => {
   it('listens with the configured backlog and connection cap, and logs the warning at start', async () => {
     const db = await createTestDatabase()
     const { logger, lines } = capturingLogger('warn')
-    const config = loadConfig({ env: {}, overrides: { databaseUrl: db.url, jwtSecret: testJwtSecret, port: 0, logLevel: 'warn', listenBacklog: 77, maxConnections: 50_000_000 } })
+    const config = loadConfig({ env: {}, overrides: { databaseUrl: db.url, jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, port: 0, logLevel: 'warn', listenBacklog: 77, maxConnections: 50_000_000 } })
     const service = await startService(config, { logger })
     try {
       assert.equal(service.app.server.maxConnections, 50_000_000)

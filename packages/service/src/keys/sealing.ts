@@ -1,0 +1,79 @@
+/**
+ * Private signing keys at rest: AES-256-GCM under the key-encryption key (KEK) from
+ * TOLLBOOTH_KEY_ENCRYPTION_KEY or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE. The key id is the
+ * additional authenticated data, so a sealed key copied onto another row does not open.
+ * Layout: version (1 byte) | nonce (12) | tag (16) | ciphertext.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
+import { createError } from '../errors.js'
+
+const version = 1
+const nonceBytes = 12
+const tagBytes = 16
+export const keyEncryptionKeyBytes = 32
+
+/**
+ * A KEK as written in the environment or a file: 32 bytes as 64 hex digits or as base64
+ * (or base64url). Anything else is refused, never stretched: a passphrase is not a key.
+ */
+export function parseKeyEncryptionKey (text: string, source: string): Buffer {
+  const trimmed = text.trim()
+  const key = /^[0-9a-f]{64}$/i.test(trimmed)
+    ? Buffer.from(trimmed, 'hex')
+    : /^[A-Za-z0-9+/_-]{43}=?$/.test(trimmed) ? Buffer.from(trimmed.replace(/[+/]/g, (c) => (c === '+' ? '-' : '_')), 'base64url') : undefined
+  if (key?.length !== keyEncryptionKeyBytes) {
+    throw createError('CONFIG_INVALID', `${source} must be 32 random bytes as 64 hex digits or base64 (for instance: openssl rand -base64 32)`, { field: source })
+  }
+  return key
+}
+
+export function sealPrivateKey (kek: Buffer, kid: string, pkcs8Der: Buffer): Buffer {
+  const nonce = randomBytes(nonceBytes)
+  const cipher = createCipheriv('aes-256-gcm', kek, nonce)
+  cipher.setAAD(Buffer.from(kid, 'utf8'))
+  const ciphertext = Buffer.concat([cipher.update(pkcs8Der), cipher.final()])
+  return Buffer.concat([Buffer.from([version]), nonce, cipher.getAuthTag(), ciphertext])
+}
+
+/** The PKCS#8 DER sealed for this kid; throws SIGNING_KEY_UNREADABLE under another KEK or when altered. */
+export function openPrivateKey (kek: Buffer, kid: string, sealed: Buffer): Buffer {
+  if (sealed.length <= 1 + nonceBytes + tagBytes || sealed[0] !== version) {
+    throw createError('SIGNING_KEY_UNREADABLE', `signing key ${kid}: unknown sealed format`)
+  }
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', kek, sealed.subarray(1, 1 + nonceBytes))
+    decipher.setAAD(Buffer.from(kid, 'utf8'))
+    decipher.setAuthTag(sealed.subarray(1 + nonceBytes, 1 + nonceBytes + tagBytes))
+    return Buffer.concat([decipher.update(sealed.subarray(1 + nonceBytes + tagBytes)), decipher.final()])
+  } catch (err) {
+    throw createError('SIGNING_KEY_UNREADABLE', `signing key ${kid} does not open with the configured key-encryption key (another TOLLBOOTH_KEY_ENCRYPTION_KEY sealed it)`, { cause: err })
+  }
+}
+
+export const persistedKeyEncryptionKeyFile = 'key-encryption-key'
+
+/**
+ * Development only (the embedded database, no KEK configured): the KEK kept in the data
+ * folder, mode 0600, next to the database it protects. Created by link(2) from a private
+ * temporary file, so processes starting together (the cluster strategy's workers) all end
+ * up with the one that won. `created` says whether this call wrote it.
+ */
+export function persistedKeyEncryptionKey (dataDir: string): { key: Buffer, file: string, created: boolean } {
+  const file = path.join(dataDir, persistedKeyEncryptionKeyFile)
+  const read = (): Buffer => parseKeyEncryptionKey(fs.readFileSync(file, 'utf8'), file)
+  if (fs.existsSync(file)) return { key: read(), file, created: false }
+  fs.mkdirSync(dataDir, { recursive: true })
+  const temporary = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`
+  fs.writeFileSync(temporary, randomBytes(keyEncryptionKeyBytes).toString('base64') + '\n', { mode: 0o600, flag: 'wx' })
+  try {
+    fs.linkSync(temporary, file)
+    return { key: read(), file, created: true }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    return { key: read(), file, created: false }
+  } finally {
+    fs.rmSync(temporary, { force: true })
+  }
+}

@@ -114,6 +114,7 @@ export async function startService (config: Config, options: StartServiceOptions
       embedded = await startEmbeddedPostgres({
         clusterDir: path.join(config.dataDir, 'pg'),
         log: (message) => { pgLog.debug(message) },
+        notice: (message) => { pgLog.info(message) },
       })
       databaseUrl = embedded.url
       log.info({ dataDir: config.dataDir, port: embedded.port }, 'embedded PostgreSQL started')

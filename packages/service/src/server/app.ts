@@ -18,6 +18,7 @@ import { RefusalPacer } from './pacing.js'
 import { createError } from '../errors.js'
 import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
 import { createMetrics, type Metrics } from './metrics.js'
+import { installDrain, type Drain } from './drain.js'
 import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
 import { createAccessTokens } from './tokens.js'
 import { authRoutes } from './routes/auth.js'
@@ -37,7 +38,7 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
 }
 
-export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics }
+export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, drain: Drain }
 
 /** Secrets never reach the logs, whatever a future log line includes. */
 export const redactPaths = [
@@ -141,6 +142,13 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     // Fastify also sets `connection: close` on these, so the client reconnects elsewhere.
     if (closing) throw createError('SHUTTING_DOWN', undefined, { retryAfterSeconds: 1 })
   })
+  // Before the close, on SIGTERM: readiness off, still serving (drain.ts).
+  app.decorate('drain', installDrain(app, {
+    onPhase: (phase, drainMs) => {
+      if (phase === 'draining') app.log.info({ drainMs }, 'draining: /readyz answers 503, requests are still served until the drain ends')
+      else app.log.info({ drainMs }, 'drain over: no longer accepting connections; finishing the requests in flight')
+    },
+  }))
 
   const accessTokens = createAccessTokens(options.jwtSecret, config.accessTokenTtlSeconds)
   const auth = new AuthService({

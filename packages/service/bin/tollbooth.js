@@ -23,5 +23,12 @@ if (libuv128 && process.env.UV_THREADPOOL_SIZE === undefined) {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => { child.kill(signal) })
   child.on('exit', (code, signal) => { process.exit(code ?? (signal === null ? 1 : 128)) })
 } else {
-  await import('../dist/src/cli/main.js')
+  try {
+    await import('../dist/src/cli/main.js')
+  } catch (err) {
+    // dist/ is what `npm run build` makes (`npm ci` at the root runs it): say so, not a stack.
+    if (err?.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes('/dist/src/cli/main.js')) throw err
+    process.stderr.write('tollbooth: not built yet (dist/src/cli/main.js is missing): run `npm run build` at the repository root (`npm ci` there builds too), then try again.\n')
+    process.exit(1)
+  }
 }

@@ -95,6 +95,8 @@ interface FlatConfig {
   listenBacklog: number
   /** Open connections at most; 0: no cap. Also what the file-descriptor check at start plans for. */
   maxConnections: number
+  /** On SIGTERM: how long /readyz answers 503 while everything else is still served (src/server/drain.ts). */
+  shutdownDrainMs: number
 }
 
 /** false: the socket's peer is the client; true: every hop; a number: that many hops; a list: those proxies. */
@@ -148,6 +150,7 @@ export const settings: readonly Setting[] = [
   { key: 'listenBacklog', env: 'TOLLBOOTH_LISTEN_BACKLOG', flag: 'listen-backlog', kind: 'int', defaultValue: '4096', min: 1, max: 65535, description: 'Connections the kernel may queue before the service accepts them (the listen backlog; Linux caps it at net.core.somaxconn).' },
   { key: 'maxConnections', env: 'TOLLBOOTH_MAX_CONNECTIONS', flag: 'max-connections', kind: 'int', defaultValue: '10000', min: 0, max: 1000000, description: 'Open client connections at most; one more is closed at once. The start warns when the file-descriptor limit cannot hold this many. 0: no cap.' },
   { key: 'trustProxy', env: 'TOLLBOOTH_TRUST_PROXY', flag: 'trust-proxy', kind: 'string', defaultValue: 'false', description: 'Which proxies\' X-Forwarded-For gives the client address: false (the peer is the client), true (any), a hop count, or a comma-separated list of addresses and CIDRs.' },
+  { key: 'shutdownDrainMs', env: 'TOLLBOOTH_SHUTDOWN_DRAIN_MS', flag: 'shutdown-drain-ms', kind: 'int', defaultValue: '5000', min: 0, max: 600000, description: 'On SIGTERM, how long /readyz answers 503 while every other request is still served, so a load balancer stops sending traffic here before the listener closes; then the service stops accepting, finishes the requests in flight and exits. 0: close at once. SIGINT (Ctrl-C) does not drain.' },
 ]
 
 function parseValue (setting: Setting, raw: string, origin: string): unknown {

@@ -10,12 +10,14 @@ import { redactPaths } from '../server/app.js'
 import { clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../server/cluster.js'
 import { handleSignals, startService } from '../server/start.js'
 import { runLabCommand } from './lab-command.js'
+import { runMigrateCommand } from './migrate-command.js'
 import { clearReadyFile, writeReadyFile } from './ready-file.js'
 
 const usage = `tollbooth ${packageVersion}: an authentication service that keeps answering when a crowd logs in at once
 
 Usage:
   tollbooth [serve] [flags]     run the service (embedded PostgreSQL unless DATABASE_URL is set)
+  tollbooth migrate             apply the pending migrations to DATABASE_URL, then exit (a deployment's migration step)
   tollbooth lab ...             the load lab, when @tollbooth/lab is installed: run, knee, compare (tollbooth lab --help)
   tollbooth --help | --version
 
@@ -54,6 +56,10 @@ async function main (argv: string[]): Promise<void> {
   }
   if (command === undefined || command.startsWith('-')) return await serve(argv)
   if (command === 'serve') return await serve(rest)
+  if (command === 'migrate') {
+    process.exitCode = await runMigrateCommand(rest)
+    return
+  }
   if (command === 'lab') {
     process.exitCode = await runLabCommand(rest)
     return

@@ -18,6 +18,7 @@ import { RefusalPacer } from './pacing.js'
 import { createError } from '../errors.js'
 import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
 import { createMetrics, type Metrics } from './metrics.js'
+import { installDrain, type Drain } from './drain.js'
 import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
 import { openAccessTokens } from './access-tokens.js'
 import type { KeyRing } from '../keys/key-ring.js'
@@ -40,8 +41,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
 }
 
-/** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. */
-export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null }
+/** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. drain: SIGTERM's drain (drain.ts). */
+export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null, drain: Drain }
 
 /** Secrets never reach the logs, whatever a future log line includes. */
 export const redactPaths = [
@@ -148,6 +149,13 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     // Fastify also sets `connection: close` on these, so the client reconnects elsewhere.
     if (closing) throw createError('SHUTTING_DOWN', undefined, { retryAfterSeconds: 1 })
   })
+  // Before the close, on SIGTERM: readiness off, still serving (drain.ts).
+  app.decorate('drain', installDrain(app, {
+    onPhase: (phase, drainMs) => {
+      if (phase === 'draining') app.log.info({ drainMs }, 'draining: /readyz answers 503, requests are still served until the drain ends')
+      else app.log.info({ drainMs }, 'drain over: no longer accepting connections; finishing the requests in flight')
+    },
+  }))
 
   const { accessTokens, keyRing } = await openAccessTokens({ config, db, jwtSecret: options.jwtSecret, log: app.log, now: options.now ?? Date.now })
   const auth = new AuthService({

@@ -49,7 +49,7 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
   let embedded: EmbeddedDatabase | undefined
   let databaseUrl = config.databaseUrl
   if (databaseUrl === undefined) {
-    embedded = await startEmbeddedPostgres({ clusterDir: path.join(config.dataDir, 'pg'), log: (m) => { log.debug({ component: 'postgres' }, m) } })
+    embedded = await startEmbeddedPostgres({ clusterDir: path.join(config.dataDir, 'pg'), log: (m) => { log.debug({ component: 'postgres' }, m) }, notice: (m) => { log.info({ component: 'postgres' }, m) } })
     databaseUrl = embedded.url
     log.info({ dataDir: config.dataDir, port: embedded.port }, 'embedded PostgreSQL started')
   }

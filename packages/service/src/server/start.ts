@@ -24,6 +24,8 @@ export interface RunningService {
   embedded: EmbeddedDatabase | undefined
   /** Stops accepting, finishes in-flight requests, then closes the pool, engine and database. */
   close (): Promise<void>
+  /** Readiness off, still serving, for TOLLBOOTH_SHUTDOWN_DRAIN_MS (drain.ts); resolves when it is over. */
+  drain (): Promise<void>
 }
 
 /** The embedded-mode JWT key: generated once, kept (0600) in the data folder. */
@@ -114,6 +116,7 @@ export async function startService (config: Config, options: StartServiceOptions
       embedded = await startEmbeddedPostgres({
         clusterDir: path.join(config.dataDir, 'pg'),
         log: (message) => { pgLog.debug(message) },
+        notice: (message) => { pgLog.info(message) },
       })
       databaseUrl = embedded.url
       log.info({ dataDir: config.dataDir, port: embedded.port }, 'embedded PostgreSQL started')
@@ -165,6 +168,9 @@ export async function startService (config: Config, options: StartServiceOptions
         await app.close()
         await cleanup()
       },
+      async drain () {
+        await app.drain.run(config.shutdownDrainMs)
+      },
     }
   } catch (err) {
     await cleanup()
@@ -172,8 +178,12 @@ export async function startService (config: Config, options: StartServiceOptions
   }
 }
 
-/** Installs SIGINT/SIGTERM handlers: the first shuts down cleanly, a second one exits at once. */
-export function handleSignals (service: { close (): Promise<void> }, log: pino.Logger, shutdownTimeoutMs = 15_000): void {
+/**
+ * Installs SIGINT/SIGTERM handlers: the first shuts down cleanly, a second one exits at once.
+ * SIGTERM (what load balancers' orchestrators send) drains first when the service can; SIGINT
+ * (Ctrl-C at a terminal) does not make a person wait. shutdownTimeoutMs counts after the drain.
+ */
+export function handleSignals (service: { close (): Promise<void>, drain?: () => Promise<void> }, log: pino.Logger, shutdownTimeoutMs = 15_000): void {
   let stopping = false
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {
@@ -182,12 +192,15 @@ export function handleSignals (service: { close (): Promise<void> }, log: pino.L
     }
     stopping = true
     log.info({ signal }, 'shutting down')
-    const force = setTimeout(() => {
-      log.error('shutdown took too long: exiting')
-      process.exit(1)
-    }, shutdownTimeoutMs)
-    force.unref()
-    service.close().then(() => {
+    const drained = signal === 'SIGTERM' && service.drain !== undefined ? service.drain() : Promise.resolve()
+    drained.then(async () => {
+      const force = setTimeout(() => {
+        log.error('shutdown took too long: exiting')
+        process.exit(1)
+      }, shutdownTimeoutMs)
+      force.unref()
+      await service.close()
+    }).then(() => {
       log.info('stopped')
       process.exit(0)
     }, (err: unknown) => {

@@ -124,7 +124,8 @@ async function waitFor (what: string, predicate: () => Promise<boolean> | boolea
 }
 
 describe('SIGTERM under load (`tollbooth` with DATABASE_URL)', () => {
-  it('flips readiness first, finishes the requests in flight with their normal status, and loses no acknowledged write', async () => {
+  it('drains (readiness off, still serving), then finishes the requests in flight with their normal status, and loses no acknowledged write', async () => {
+    const drainMs = 4000
     const database = await createTestDatabase()
     const admin = new pg.Client({ connectionString: database.url })
     await admin.connect()
@@ -142,6 +143,8 @@ describe('SIGTERM under load (`tollbooth` with DATABASE_URL)', () => {
         TOLLBOOTH_ARGON2_TIME_COST: '1',
         TOLLBOOTH_HASH_THREADS: '2',
         TOLLBOOTH_DB_POOL_SIZE: '20',
+        // Short enough for a test, long enough for the checks below on a loaded machine.
+        TOLLBOOTH_SHUTDOWN_DRAIN_MS: String(drainMs),
       })
       const started = cli
       const service = { url: cli.url }
@@ -196,10 +199,32 @@ describe('SIGTERM under load (`tollbooth` with DATABASE_URL)', () => {
 
       const exited = new Promise<number | null>((resolve) => { started.child.once('exit', (code) => { resolve(code) }) })
       started.child.kill('SIGTERM')
+      // The drain: /readyz answers 503 at once, while new connections and requests are still served.
+      await waitFor('/readyz to answer 503', async () => (await request(service, 'GET', '/readyz')).status === 503)
+      const duringDrain = await Promise.all([
+        request(service, 'GET', '/healthz'),
+        request(service, 'GET', '/api/v1/posts?limit=1'), // a read: the lock holds writes only
+        request(service, 'GET', '/api/v1/me', { token }),
+      ])
+      const drainOver = (): Record<string, unknown> | undefined => started.lines().find((line) => String(line.msg).startsWith('drain over'))
+      assert.equal(drainOver(), undefined, 'these were answered during the drain')
+      for (const response of duringDrain) {
+        assert.equal(response.status, 200, JSON.stringify(response.body))
+        assert.equal(response.headers.get('connection'), 'close', 'keep-alive clients are sent to reconnect')
+      }
+      const readiness = await request(service, 'GET', '/readyz')
+      assert.equal(readiness.status, 503)
+      assert.equal(readiness.body.error.code, 'SHUTTING_DOWN')
+      assert.ok(inFlight.every((write) => !write.done), 'the writes in flight are still waiting')
+
       await waitFor('the listener to close', async () => await portIsClosed(port))
+      const draining = started.lines().find((line) => String(line.msg).startsWith('draining'))
+      assert.ok(draining !== undefined && drainOver() !== undefined, started.output().slice(-2000))
+      assert.ok(Number(drainOver()?.time) - Number(draining.time) >= drainMs - 5, 'the listener stayed open for the whole drain')
       // A readiness probe on a connection still open (its post in flight): answered from the closing hook.
+      const refusedBefore = started.lines().filter((line) => line.code === 'SHUTTING_DOWN').length
       rawSockets[0]?.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n')
-      await waitFor('the readiness probe to be refused', () => started.lines().some((line) => line.code === 'SHUTTING_DOWN'))
+      await waitFor('the readiness probe to be refused', () => started.lines().filter((line) => line.code === 'SHUTTING_DOWN').length > refusedBefore)
       assert.ok(inFlight.every((write) => !write.done), 'readiness flipped while the writes were still in flight')
       assert.deepEqual(rawReceived, ['', ''], 'and before their answers')
       assert.equal(started.child.exitCode, null)

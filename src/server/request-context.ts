@@ -31,7 +31,7 @@ export function requestContext (request: FastifyRequest, reply: FastifyReply): L
 }
 
 /** The user id of a valid `Authorization: Bearer <jwt>`; throws AUTH_TOKEN_MISSING / AUTH_TOKEN_INVALID. */
-export function authenticatedUserId (request: FastifyRequest, tokens: AccessTokens): string {
+function authenticatedUserId (request: FastifyRequest, tokens: AccessTokens): string {
   const header = request.headers.authorization
   if (header === undefined || header.length === 0) throw createError('AUTH_TOKEN_MISSING')
   // The scheme is case-insensitive (RFC 9110 section 11.1).

@@ -47,7 +47,7 @@ export function openFilesLimit (limits: string): number | undefined {
 }
 
 /** Descriptors the process needs besides client connections: its database pool, threads' pipes, logs, the listener (a margin). */
-export const reservedFileDescriptors = 256
+const reservedFileDescriptors = 256
 
 export interface ConnectionLimitCheck {
   /** Soft limit on open files (Node raises it to the hard limit at start), or undefined when unknown. */

@@ -21,7 +21,7 @@ import { PiscinaDefaultExecutor } from './strategies/piscina-default.js'
 import { SpawnExecutor } from './strategies/spawn.js'
 import { storedDiffersFromPolicy } from './rehash.js'
 import {
-  hashStrategies, type CpuBudget, type HashPolicy, type HashPoolStats, type HashRequestOptions, type HashStrategy,
+  hashStrategies, type CpuBudget, type HashFaultLog, type HashPolicy, type HashPoolStats, type HashRequestOptions, type HashStrategy,
   type HashTaskEvent, type HashTaskKind, type PasswordEngine, type PasswordEngineOptions, type VerifyResult,
 } from './types.js'
 import { abortSignalSchema, firstFault } from './validate.js'
@@ -41,6 +41,7 @@ interface FilledEngineOptions {
   maxQueue: number
   threadNice: number
   cpuBudget: CpuBudget
+  log: HashFaultLog | undefined
 }
 
 /** The options besides the policy, which validatePolicy checks with its bounds and reasons. */
@@ -54,6 +55,7 @@ const EngineOptions = TypeCompiler.Compile(Type.Object({
     cgroupRoot: Type.Optional(Type.String({ minLength: 1 })),
     procSelfCgroup: Type.Optional(Type.String({ minLength: 1 })),
   })),
+  log: Type.Optional(Type.Object({ warn: Type.Function([Type.Any(), Type.String()], Type.Void()) })),
 }))
 
 /** Per-request options: checked on every request, so compiled once. */
@@ -91,6 +93,7 @@ function fillEngineOptions (options: unknown): FilledEngineOptions {
     maxQueue: checked.maxQueue ?? threads * defaultQueuePerThread,
     threadNice: checked.threadNice ?? defaultThreadNice,
     cpuBudget,
+    log: checked.log,
   }
 }
 
@@ -203,13 +206,13 @@ class Engine implements PasswordEngine {
 
 function createExecutor (options: FilledEngineOptions): HashExecutor {
   switch (options.strategy) {
-    case 'tollbooth': return new TollboothPool({ threads: options.threads, maxQueue: options.maxQueue, threadNice: options.threadNice })
+    case 'tollbooth': return new TollboothPool({ threads: options.threads, maxQueue: options.maxQueue, threadNice: options.threadNice, log: options.log })
     // The load lab's comparison strategies: what the seed articles did, without admission or deadlines.
-    case 'event-loop': return new EventLoopExecutor()
+    case 'event-loop': return new EventLoopExecutor(options.log)
     case 'libuv':
-    case 'libuv-128': return new LibuvExecutor(options.strategy)
-    case 'spawn': return new SpawnExecutor()
-    case 'piscina': return new PiscinaDefaultExecutor()
+    case 'libuv-128': return new LibuvExecutor(options.strategy, options.log)
+    case 'spawn': return new SpawnExecutor({ log: options.log })
+    case 'piscina': return new PiscinaDefaultExecutor(options.log)
   }
 }
 

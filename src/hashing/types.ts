@@ -138,6 +138,11 @@ export interface PasswordEngine {
   close (): Promise<void>
 }
 
+/** Where the engine reports faults that answer no request (a worker thread's crash, a listener that threw). */
+export interface HashFaultLog {
+  warn (fields: Record<string, unknown>, message: string): void
+}
+
 /** What `createPasswordEngine()` accepts; everything but the policy has a default. */
 export interface PasswordEngineOptions {
   /** Checked by `validatePolicy()`; copied and frozen, so later changes to the object do nothing. */
@@ -156,4 +161,6 @@ export interface PasswordEngineOptions {
   threadNice?: number
   /** Where to read cgroup limits from (tests point these at fake trees). */
   cpu?: { cgroupRoot?: string, procSelfCgroup?: string }
+  /** Faults that answer no request; default: process warnings. The service passes its logger, throttled. */
+  log?: HashFaultLog
 }

@@ -17,6 +17,7 @@ import type { LoginThrottlePolicy } from './login-throttle.js'
 import { RefusalPacer } from './pacing.js'
 import { createError } from '../errors.js'
 import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
+import { loggerOptions } from './logger.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
 import { createAccessTokens } from './tokens.js'
@@ -38,21 +39,6 @@ export interface AppOptions {
 }
 
 export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics }
-
-/** Secrets never reach the logs, whatever a future log line includes. */
-export const redactPaths = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  '*.password',
-  '*.refreshToken',
-  '*.accessToken',
-  '*.jwtSecret',
-  '*.databaseUrl',
-]
-
-function loggerOptions (level: string): FastifyServerOptions['logger'] {
-  return { level, redact: { paths: redactPaths, censor: '[redacted]' } }
-}
 
 /**
  * TOLLBOOTH_TRUST_PROXY in Fastify's terms. A hop count becomes "trust the n nearest hops"

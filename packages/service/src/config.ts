@@ -9,9 +9,10 @@ import { parseArgs } from 'node:util'
 import { createError, isTollboothError } from './errors.js'
 import { validatePolicy } from './hashing/index.js'
 import { parseKeyEncryptionKey } from './keys/sealing.js'
-import type { HashAlgorithm, HashPolicy, HashStrategy } from './hashing/types.js'
+import { hashAlgorithms, hashStrategies, type HashAlgorithm, type HashPolicy, type HashStrategy } from './hashing/types.js'
 
 /** `cluster` is not an executor: it forks one process per CPU, each with a plain Piscina pool. */
+export const serviceStrategies = [...hashStrategies, 'cluster'] as const
 export type ServiceStrategy = HashStrategy | 'cluster'
 
 /** The hash settings arrive flat (one variable each) and leave grouped as a HashPolicy. */
@@ -109,7 +110,7 @@ export const settings: readonly Setting[] = [
   { key: 'dataDir', env: 'TOLLBOOTH_DATA_DIR', flag: 'data-dir', kind: 'string', defaultValue: './.tollbooth', description: 'Folder for the embedded database and the generated JWT key.' },
   { key: 'databasePoolSize', env: 'TOLLBOOTH_DB_POOL_SIZE', flag: 'db-pool-size', kind: 'int', defaultValue: '10', min: 1, max: 200, description: 'Connections in the PostgreSQL client pool.' },
   { key: 'databaseAcquireTimeoutMs', env: 'TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS', flag: 'db-acquire-timeout-ms', kind: 'int', defaultValue: '1000', min: 10, max: 60000, description: 'How long a request may wait for a database connection (behind busy ones, or connecting a new one) before it is answered 503: SERVICE_OVERLOADED when every connection is busy, DATABASE_UNAVAILABLE when the database does not answer.' },
-  { key: 'hashAlgorithm', env: 'TOLLBOOTH_HASH_ALGORITHM', flag: 'hash-algorithm', kind: 'enum', choices: ['argon2id', 'bcrypt', 'scrypt'], defaultValue: 'argon2id', description: 'Algorithm for new password hashes; stored hashes of the others keep verifying and are re-hashed on login.' },
+  { key: 'hashAlgorithm', env: 'TOLLBOOTH_HASH_ALGORITHM', flag: 'hash-algorithm', kind: 'enum', choices: hashAlgorithms, defaultValue: 'argon2id', description: 'Algorithm for new password hashes; stored hashes of the others keep verifying and are re-hashed on login.' },
   { key: 'bcryptCost', env: 'TOLLBOOTH_BCRYPT_COST', flag: 'bcrypt-cost', kind: 'int', defaultValue: '10', min: 4, max: 16, description: 'bcrypt cost (log2 rounds).' },
   { key: 'argon2MemoryKiB', env: 'TOLLBOOTH_ARGON2_MEMORY_KIB', flag: 'argon2-memory-kib', kind: 'int', defaultValue: '19456', min: 1024, max: 262144, description: 'argon2id memory in KiB (OWASP: 19456).' },
   { key: 'argon2TimeCost', env: 'TOLLBOOTH_ARGON2_TIME_COST', flag: 'argon2-time-cost', kind: 'int', defaultValue: '2', min: 1, max: 16, description: 'argon2id iterations (OWASP: 2).' },
@@ -117,7 +118,7 @@ export const settings: readonly Setting[] = [
   { key: 'scryptN', env: 'TOLLBOOTH_SCRYPT_N', flag: 'scrypt-n', kind: 'int', defaultValue: '32768', min: 1024, max: 1048576, description: 'scrypt CPU/memory cost N, a power of two, with 128·N·r at most 256 MiB (N at most 262144 at r=8).' },
   { key: 'scryptR', env: 'TOLLBOOTH_SCRYPT_R', flag: 'scrypt-r', kind: 'int', defaultValue: '8', min: 1, max: 32, description: 'scrypt block size r.' },
   { key: 'scryptP', env: 'TOLLBOOTH_SCRYPT_P', flag: 'scrypt-p', kind: 'int', defaultValue: '1', min: 1, max: 16, description: 'scrypt parallelism p.' },
-  { key: 'hashStrategy', env: 'TOLLBOOTH_HASH_STRATEGY', flag: 'hash-strategy', kind: 'enum', choices: ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina', 'cluster'], defaultValue: 'tollbooth', description: 'Where hashing runs. `tollbooth` (the default) is the CPU-budgeted worker pool with deadlines and admission; the others reproduce the seed articles for the load lab (see docs/guides/load-lab.md); `cluster` forks one process per CPU, each with a default Piscina pool.' },
+  { key: 'hashStrategy', env: 'TOLLBOOTH_HASH_STRATEGY', flag: 'hash-strategy', kind: 'enum', choices: serviceStrategies, defaultValue: 'tollbooth', description: 'Where hashing runs. `tollbooth` (the default) is the CPU-budgeted worker pool with deadlines and admission; the others reproduce the seed articles for the load lab (see docs/guides/load-lab.md); `cluster` forks one process per CPU, each with a default Piscina pool.' },
   { key: 'hashThreads', env: 'TOLLBOOTH_HASH_THREADS', flag: 'hash-threads', kind: 'int', defaultValue: undefined, min: 1, max: 256, description: 'Hash worker threads. Unset: the CPU this process really has (cgroup quota, affinity, cores).' },
   { key: 'hashMaxQueue', env: 'TOLLBOOTH_HASH_MAX_QUEUE', flag: 'hash-max-queue', kind: 'int', defaultValue: undefined, min: 1, max: 1000000, description: 'Hard cap on queued hash requests. Unset: the engine default (64 per thread).' },
   { key: 'hashThreadNice', env: 'TOLLBOOTH_HASH_THREAD_NICE', flag: 'hash-thread-nice', kind: 'int', defaultValue: '10', min: 0, max: 19, description: 'Nice value of the hash threads (Linux): they yield a core to the event loop and PostgreSQL whenever those need it, and use every cycle left. 0: the same priority as the rest.' },

@@ -2,12 +2,11 @@
  * `tollbooth [serve] [flags]` and `tollbooth --help`. The CLI only wires the
  * library parts together; each command lives in its own module.
  */
-import pino from 'pino'
 import { configHelp, loadConfig } from '../config.js'
 import { isTollboothError } from '../errors.js'
 import { packageVersion } from '../paths.js'
-import { redactPaths } from '../server/app.js'
 import { clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../server/cluster.js'
+import { createLogger as logger } from '../server/logger.js'
 import { handleSignals, startService } from '../server/start.js'
 import { runLabCommand } from './lab-command.js'
 import { runMigrateCommand } from './migrate-command.js'
@@ -26,10 +25,6 @@ Every flag has an environment variable; flags win. See docs/reference/config.md.
 Flags:
 ${configHelp()}
 `
-
-function logger (level: string): pino.Logger {
-  return pino({ level, redact: { paths: redactPaths, censor: '[redacted]' } })
-}
 
 async function serve (argv: string[]): Promise<void> {
   if (isClusterWorker()) {

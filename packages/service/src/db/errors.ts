@@ -6,10 +6,10 @@
 import { createError, type TollboothError } from '../errors.js'
 
 /** Seconds a client should wait after DATABASE_UNAVAILABLE: long enough for a restart or failover to begin answering. */
-export const databaseUnavailableRetryAfterSeconds = 2
+const databaseUnavailableRetryAfterSeconds = 2
 
 /** Seconds after SERVICE_OVERLOADED from a saturated pool: queries last milliseconds, so a slot frees up soon. */
-export const poolSaturatedRetryAfterSeconds = 1
+const poolSaturatedRetryAfterSeconds = 1
 
 /** Socket errors of node's net module: refused, reset, timed out, broken pipe, no route, no such host. */
 const connectionErrnoCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND'])

@@ -18,10 +18,15 @@ interface Window {
   last: Record<string, unknown>
 }
 
-export class ThrottledFaultLog {
+/** Itself a WarnLog: hand it to whatever reports faults (the hash engine) to throttle them. */
+export class ThrottledFaultLog implements WarnLog {
   private readonly windows = new Map<string, Window>()
 
   constructor (private readonly log: WarnLog, readonly intervalMs = 1000) {}
+
+  warn (fields: Record<string, unknown>, message: string): void {
+    this.report(message, fields)
+  }
 
   report (kind: string, fields: Record<string, unknown>): void {
     const window = this.windows.get(kind)

@@ -11,7 +11,7 @@ import type pg from 'pg'
 import { packageRoot } from '../paths.js'
 import { withTransaction } from './pool.js'
 
-export const migrationsDir = path.join(packageRoot, 'src', 'db', 'migrations')
+const migrationsDir = path.join(packageRoot, 'src', 'db', 'migrations')
 
 /** Arbitrary constant: the advisory lock key shared by every tollbooth instance. */
 const migrationLockKey = 7_351_024_117

@@ -18,7 +18,7 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number.parseIn
 export const defaultAcquireTimeoutMs = 1000
 
 /** A ROLLBACK answers in microseconds; one that has not in 5 s is on a connection that is gone. */
-export const defaultRollbackTimeoutMs = 5000
+const defaultRollbackTimeoutMs = 5000
 
 /** pg-pool's message when a waiter for a pooled client reaches connectionTimeoutMillis. */
 const queueTimeoutMessage = 'timeout exceeded when trying to connect'

@@ -4,7 +4,6 @@
  */
 import { hashSync, verifySync, type Algorithm, type Version } from '@node-rs/argon2'
 import type { Hasher } from './hasher.js'
-import { parseArgon2 } from './phc.js'
 import type { Argon2Params } from './types.js'
 
 // The package declares these as ambient const enums, which isolated modules may not read.
@@ -26,5 +25,4 @@ export const argon2Hasher: Hasher<Argon2Params> = {
   },
   // The stored string carries its own parameters and salt; verifySync compares in constant time.
   verifySync: (password, stored) => verifySync(stored, password),
-  paramsOf: (stored) => parseArgon2(stored).params,
 }

@@ -9,7 +9,6 @@
 import { hashSync, verifySync } from '@node-rs/bcrypt'
 import { createError } from '../errors.js'
 import type { Hasher } from './hasher.js'
-import { parseBcrypt } from './phc.js'
 import type { BcryptParams } from './types.js'
 
 export const bcryptMaxPasswordBytes = 72
@@ -36,5 +35,4 @@ export const bcryptHasher: Hasher<BcryptParams> = {
     }
     return verifySync(password, stored)
   },
-  paramsOf: (stored) => parseBcrypt(stored).params,
 }

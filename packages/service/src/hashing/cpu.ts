@@ -13,8 +13,6 @@ import path from 'node:path'
 import type { CpuBudget, CpuBudgetSource } from './types.js'
 
 export interface DetectCpuBudgetOptions {
-  /** A configured thread count: wins over everything when set. */
-  override?: number | undefined
   /** Where the cgroup filesystems are mounted (tests pass a fake tree). */
   cgroupRoot?: string | undefined
   /** This process's cgroup membership file (tests pass a fake one). */
@@ -113,17 +111,12 @@ function cgroupQuota (cgroupRoot: string, procSelfCgroup: string): Quota | undef
 }
 
 /**
- * Order: a configured override wins; otherwise the smallest of the cgroup quota
- * (v2 and v1, this process's cgroup and every ancestor), the CPU affinity mask
- * and the core count. At least 1.
+ * The smallest of the cgroup quota (v2 and v1, this process's cgroup and every ancestor), the
+ * CPU affinity mask and the core count. At least 1. A configured thread count
+ * (TOLLBOOTH_HASH_THREADS) is applied by the engine, not here.
  */
 export function detectCpuBudget (options: DetectCpuBudgetOptions = {}): CpuBudget {
-  const { override, cgroupRoot = '/sys/fs/cgroup', procSelfCgroup = '/proc/self/cgroup' } = options
-  if (override !== undefined) {
-    if (!Number.isSafeInteger(override) || override < 1) throw new RangeError(`override must be a whole number of CPUs >= 1, got ${override}`)
-    return { cpus: override, quota: undefined, source: 'override' }
-  }
-
+  const { cgroupRoot = '/sys/fs/cgroup', procSelfCgroup = '/proc/self/cgroup' } = options
   const cores = Math.max(1, os.cpus().length)
   // Honours sched_setaffinity / taskset / cpuset on Linux.
   const affinity = Math.max(1, os.availableParallelism())

@@ -7,6 +7,8 @@
  * hash itself always runs in the executor's worker threads.
  */
 import { randomBytes } from 'node:crypto'
+import { Type } from '@sinclair/typebox'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { createError, isTollboothError, type TollboothError } from '../errors.js'
 import { detectCpuBudget } from './cpu.js'
 import type { HashExecutor, HashTask } from './executor.js'
@@ -18,12 +20,12 @@ import { LibuvExecutor } from './strategies/libuv.js'
 import { PiscinaDefaultExecutor } from './strategies/piscina-default.js'
 import { SpawnExecutor } from './strategies/spawn.js'
 import { storedDiffersFromPolicy } from './rehash.js'
-import type {
-  CpuBudget, HashPolicy, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind,
-  PasswordEngine, PasswordEngineOptions, VerifyResult,
+import {
+  hashStrategies, type CpuBudget, type HashFaultLog, type HashPolicy, type HashPoolStats, type HashRequestOptions, type HashStrategy,
+  type HashTaskEvent, type HashTaskKind, type PasswordEngine, type PasswordEngineOptions, type VerifyResult,
 } from './types.js'
+import { abortSignalSchema, firstFault } from './validate.js'
 
-const strategies: readonly HashStrategy[] = ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina']
 const maxThreads = 256
 const maxQueueLimit = 1_000_000
 /** Waiting requests per thread by default: at ~50 ms a hash, 64 deep is ~3 s of work per thread. */
@@ -32,36 +34,37 @@ const defaultPingTimeoutMs = 1000
 const defaultThreadNice = 10
 
 /** Options after validation, with every default filled: what the core trusts. */
-export interface FilledEngineOptions {
+interface FilledEngineOptions {
   policy: HashPolicy
   strategy: HashStrategy
   threads: number
   maxQueue: number
   threadNice: number
   cpuBudget: CpuBudget
+  log: HashFaultLog | undefined
 }
 
-function invalid (field: string, message: string): never {
-  throw createError('CONFIG_INVALID', `${field} ${message}`, { field })
-}
+/** The options besides the policy, which validatePolicy checks with its bounds and reasons. */
+const EngineOptions = TypeCompiler.Compile(Type.Object({
+  policy: Type.Optional(Type.Unknown()),
+  strategy: Type.Optional(Type.Union(hashStrategies.map((name) => Type.Literal(name)))),
+  threads: Type.Optional(Type.Integer({ minimum: 1, maximum: maxThreads })),
+  maxQueue: Type.Optional(Type.Integer({ minimum: 0, maximum: maxQueueLimit })),
+  threadNice: Type.Optional(Type.Integer({ minimum: 0, maximum: 19 })),
+  cpu: Type.Optional(Type.Object({
+    cgroupRoot: Type.Optional(Type.String({ minLength: 1 })),
+    procSelfCgroup: Type.Optional(Type.String({ minLength: 1 })),
+  })),
+  log: Type.Optional(Type.Object({ warn: Type.Function([Type.Any(), Type.String()], Type.Void()) })),
+}))
 
-function isRecord (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-function optionalInteger (value: unknown, field: string, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    invalid(field, `must be an integer from ${min} to ${max}, got ${typeof value === 'number' ? String(value) : typeof value}`)
-  }
-  return value
-}
-
-function optionalString (value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'string' || value === '') invalid(field, 'must be a non-empty string')
-  return value
-}
+/** Per-request options: checked on every request, so compiled once. */
+const RequestOptions = TypeCompiler.Compile(Type.Object({
+  deadlineMs: Type.Optional(Type.Number({ minimum: 0 })),
+  deadlineAt: Type.Optional(Type.Number({ description: 'performance.now() time' })),
+  signal: Type.Optional(abortSignalSchema()),
+  client: Type.Optional(Type.String()),
+}))
 
 function frozenPolicy (policy: HashPolicy): HashPolicy {
   return Object.freeze({
@@ -73,39 +76,32 @@ function frozenPolicy (policy: HashPolicy): HashPolicy {
 }
 
 /** Throws `CONFIG_INVALID` naming the field at fault. */
-export function fillEngineOptions (options: unknown): FilledEngineOptions {
-  if (!isRecord(options)) invalid('options', 'must be an object')
-  validatePolicy(options.policy)
-  const strategy = options.strategy ?? 'tollbooth'
-  if (typeof strategy !== 'string' || !(strategies as readonly string[]).includes(strategy)) {
-    invalid('strategy', `must be one of ${strategies.join(', ')}, got ${JSON.stringify(strategy) ?? typeof strategy}`)
+function fillEngineOptions (options: unknown): FilledEngineOptions {
+  const fault = firstFault(EngineOptions, options, '')
+  if (fault !== undefined) {
+    const field = fault.field === '' ? 'options' : fault.field
+    throw createError('CONFIG_INVALID', `${field} ${fault.message}`, { field })
   }
-  const threadsOverride = optionalInteger(options.threads, 'threads', 1, maxThreads)
-  if (options.cpu !== undefined && !isRecord(options.cpu)) invalid('cpu', 'must be an object')
-  const cpu = isRecord(options.cpu) ? options.cpu : {}
-  const cpuBudget = detectCpuBudget({
-    cgroupRoot: optionalString(cpu.cgroupRoot, 'cpu.cgroupRoot'),
-    procSelfCgroup: optionalString(cpu.procSelfCgroup, 'cpu.procSelfCgroup'),
-  })
-  const threads = Math.min(threadsOverride ?? cpuBudget.cpus, maxThreads)
-  const maxQueue = optionalInteger(options.maxQueue, 'maxQueue', 0, maxQueueLimit) ?? threads * defaultQueuePerThread
-  const threadNice = optionalInteger(options.threadNice, 'threadNice', 0, 19) ?? defaultThreadNice
-  return { policy: frozenPolicy(options.policy), strategy: strategy as HashStrategy, threads, maxQueue, threadNice, cpuBudget }
+  const checked = options as PasswordEngineOptions
+  validatePolicy(checked.policy)
+  const cpuBudget = detectCpuBudget(checked.cpu)
+  const threads = Math.min(checked.threads ?? cpuBudget.cpus, maxThreads)
+  return {
+    policy: frozenPolicy(checked.policy),
+    strategy: checked.strategy ?? 'tollbooth',
+    threads,
+    maxQueue: checked.maxQueue ?? threads * defaultQueuePerThread,
+    threadNice: checked.threadNice ?? defaultThreadNice,
+    cpuBudget,
+    log: checked.log,
+  }
 }
 
 /** Per-request arguments are programming errors when wrong: a TypeError naming the argument. */
 function checkOptions (options: HashRequestOptions | undefined): void {
   if (options === undefined) return
-  if (!isRecord(options)) throw new TypeError('options must be an object')
-  const { deadlineMs, deadlineAt, signal } = options
-  if (deadlineMs !== undefined && (typeof deadlineMs !== 'number' || !Number.isFinite(deadlineMs) || deadlineMs < 0)) {
-    throw new TypeError(`options.deadlineMs must be a finite number >= 0, got ${String(deadlineMs)}`)
-  }
-  if (deadlineAt !== undefined && (typeof deadlineAt !== 'number' || !Number.isFinite(deadlineAt))) {
-    throw new TypeError(`options.deadlineAt must be a finite number (performance.now() time), got ${String(deadlineAt)}`)
-  }
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('options.signal must be an AbortSignal')
-  if (options.client !== undefined && typeof options.client !== 'string') throw new TypeError(`options.client must be a string, got ${typeof options.client}`)
+  const fault = firstFault(RequestOptions, options, 'options')
+  if (fault !== undefined) throw new TypeError(`${fault.field} ${fault.message}`)
 }
 
 function checkRequest (password: unknown, options: HashRequestOptions | undefined): asserts password is string {
@@ -210,13 +206,13 @@ class Engine implements PasswordEngine {
 
 function createExecutor (options: FilledEngineOptions): HashExecutor {
   switch (options.strategy) {
-    case 'tollbooth': return new TollboothPool({ threads: options.threads, maxQueue: options.maxQueue, threadNice: options.threadNice })
+    case 'tollbooth': return new TollboothPool({ threads: options.threads, maxQueue: options.maxQueue, threadNice: options.threadNice, log: options.log })
     // The load lab's comparison strategies: what the seed articles did, without admission or deadlines.
-    case 'event-loop': return new EventLoopExecutor()
+    case 'event-loop': return new EventLoopExecutor(options.log)
     case 'libuv':
-    case 'libuv-128': return new LibuvExecutor(options.strategy)
-    case 'spawn': return new SpawnExecutor()
-    case 'piscina': return new PiscinaDefaultExecutor()
+    case 'libuv-128': return new LibuvExecutor(options.strategy, options.log)
+    case 'spawn': return new SpawnExecutor({ log: options.log })
+    case 'piscina': return new PiscinaDefaultExecutor(options.log)
   }
 }
 

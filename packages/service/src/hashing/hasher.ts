@@ -4,7 +4,7 @@
  * earlier policy keeps verifying (and is re-hashed after a good login).
  *
  * `hashSync`/`verifySync` are expensive and only ever called inside a worker
- * thread (worker.ts); `understands`/`paramsOf` are cheap string work.
+ * thread (worker.ts); `understands` is cheap string work.
  */
 import { createError } from '../errors.js'
 import { argon2Hasher } from './argon2.js'
@@ -20,8 +20,6 @@ export interface Hasher<P> {
   hashSync (password: string, params: P): string
   /** Expensive: constant-time comparison against a stored hash. Worker threads only. */
   verifySync (password: string, stored: string): boolean
-  /** Cheap: the parameters a stored hash was made with; throws `HASH_FORMAT_UNKNOWN`. */
-  paramsOf (stored: string): P
 }
 
 export interface ParamsByAlgorithm {

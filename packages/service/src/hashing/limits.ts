@@ -9,9 +9,12 @@
  * is queued for a thread. The policy is bounded by the same numbers, so that
  * every hash we make ourselves is one we accept later.
  */
+import { Type } from '@sinclair/typebox'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { createError, type ErrorCode } from '../errors.js'
 import { parseArgon2, parseBcrypt, parseScrypt } from './phc.js'
 import { hashAlgorithms, type Argon2Params, type BcryptParams, type HashPolicy, type ScryptParams } from './types.js'
+import { firstFault } from './validate.js'
 
 export interface Bound {
   min: number
@@ -149,17 +152,13 @@ const refusePolicy: Refuse = (what, value, bound) => {
   configError(what, `is ${String(value)}, it must be an integer from ${bound.min} to ${bound.max}: ${bound.reason}`)
 }
 
-function isRecord (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-function requireNumbers (value: unknown, field: string, names: readonly string[]): void {
-  if (!isRecord(value)) configError(field, 'must be an object')
-  for (const name of names) {
-    const v = value[name]
-    if (typeof v !== 'number' || !Number.isSafeInteger(v)) configError(`${field}.${name}`, `must be an integer, got ${typeof v === 'number' ? String(v) : typeof v}`)
-  }
-}
+/** The policy's shape; its bounds, each with a reason, are checked after it (checkArgon2 ...). */
+const PolicyShape = TypeCompiler.Compile(Type.Object({
+  algorithm: Type.Union(hashAlgorithms.map((name) => Type.Literal(name))),
+  argon2: Type.Object({ memoryKiB: Type.Integer(), timeCost: Type.Integer(), parallelism: Type.Integer() }),
+  bcrypt: Type.Object({ cost: Type.Integer() }),
+  scrypt: Type.Object({ N: Type.Integer(), r: Type.Integer(), p: Type.Integer() }),
+}))
 
 /**
  * Throws `CONFIG_INVALID` naming the first field at fault (`policy.argon2.memoryKiB` ...).
@@ -167,14 +166,10 @@ function requireNumbers (value: unknown, field: string, names: readonly string[]
  * algorithm must never reveal a broken setting later.
  */
 export function validatePolicy (policy: unknown): asserts policy is HashPolicy {
-  if (!isRecord(policy)) configError('policy', 'must be an object')
-  if (typeof policy.algorithm !== 'string' || !(hashAlgorithms as readonly string[]).includes(policy.algorithm)) {
-    configError('policy.algorithm', `must be one of ${hashAlgorithms.join(', ')}, got ${JSON.stringify(policy.algorithm) ?? 'undefined'}`)
-  }
-  requireNumbers(policy.argon2, 'policy.argon2', ['memoryKiB', 'timeCost', 'parallelism'])
-  requireNumbers(policy.bcrypt, 'policy.bcrypt', ['cost'])
-  requireNumbers(policy.scrypt, 'policy.scrypt', ['N', 'r', 'p'])
-  checkArgon2(policy.argon2 as Argon2Params, refusePolicy, 'policy.argon2.')
-  checkBcrypt(policy.bcrypt as BcryptParams, refusePolicy, 'policy.bcrypt.')
-  checkScrypt(policy.scrypt as ScryptParams, refusePolicy, 'policy.scrypt.')
+  const fault = firstFault(PolicyShape, policy, 'policy')
+  if (fault !== undefined) configError(fault.field, fault.message)
+  const checked = policy as HashPolicy
+  checkArgon2(checked.argon2, refusePolicy, 'policy.argon2.')
+  checkBcrypt(checked.bcrypt, refusePolicy, 'policy.bcrypt.')
+  checkScrypt(checked.scrypt, refusePolicy, 'policy.scrypt.')
 }

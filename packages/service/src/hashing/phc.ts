@@ -48,14 +48,14 @@ function unknownFormat (why: string): Error {
 }
 
 /** PHC base64: standard alphabet, no padding, canonical (re-encodes to the same text). */
-export function decodeB64 (text: string, what: string): Buffer {
+function decodeB64 (text: string, what: string): Buffer {
   if (!b64.test(text) || text.length % 4 === 1) throw unknownFormat(`${what} is not unpadded base64`)
   const bytes = Buffer.from(text, 'base64')
   if (encodeB64(bytes) !== text) throw unknownFormat(`${what} is not canonical base64`)
   return bytes
 }
 
-export function encodeB64 (bytes: Uint8Array): string {
+function encodeB64 (bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64').replace(/=+$/, '')
 }
 
@@ -133,7 +133,7 @@ export function formatScrypt (parsed: ParsedScrypt): string {
 }
 
 /** log2 of a power of two; throws otherwise (callers pass validated values). */
-export function log2Exact (n: number): number {
+function log2Exact (n: number): number {
   const ln = Math.log2(n)
   if (!Number.isInteger(ln)) throw new RangeError(`${n} is not a power of two`)
   return ln

@@ -21,7 +21,8 @@ import { Piscina } from 'piscina'
 import { createError, errorRegistry, type ErrorCode, type TollboothError } from '../errors.js'
 import type { HashExecutor, HashReply, HashTask, HashWorkerData } from './executor.js'
 import { HashScheduler, retryAfterSeconds, type Ticket } from './scheduler.js'
-import type { HashPoolStats, HashRequestOptions, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'
+import { errorFields, processWarningLog, TaskCounters } from './task-counters.js'
+import type { HashFaultLog, HashPoolStats, HashRequestOptions, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'
 
 /** Filled and validated by the engine facade; trusted here. */
 export interface TollboothPoolOptions {
@@ -31,19 +32,13 @@ export interface TollboothPoolOptions {
   workerUrl?: string
   /** Each hash thread's nice value (worker.ts applies it to its own thread); default 0. */
   threadNice?: number
+  /** Where worker crashes and listener errors are reported; default: process warnings. */
+  log?: HashFaultLog
 }
 
 const defaultWorkerUrl = new URL('./worker.js', import.meta.url).href
 
 type Settle = (value: string | boolean) => void
-
-interface Counts {
-  completed: number
-  rejected: number
-  deadlineExceeded: number
-  cancelled: number
-  failed: number
-}
 
 interface Pending extends Ticket {
   task: HashTask
@@ -64,12 +59,13 @@ export class TollboothPool implements HashExecutor {
   readonly threads: number
   private readonly piscina: Piscina<HashTask, HashReply>
   private readonly scheduler: HashScheduler<Pending>
-  private readonly listeners = new Set<(event: HashTaskEvent) => void>()
+  private readonly counters: TaskCounters
   private closing: Promise<void> | undefined
-  private readonly counts: Counts = { completed: 0, rejected: 0, deadlineExceeded: 0, cancelled: 0, failed: 0 }
 
   constructor (options: TollboothPoolOptions) {
     this.threads = options.threads
+    const log = options.log ?? processWarningLog
+    this.counters = new TaskCounters(log)
     this.scheduler = new HashScheduler<Pending>({
       threads: options.threads,
       maxQueue: options.maxQueue,
@@ -89,9 +85,7 @@ export class TollboothPool implements HashExecutor {
     })
     // A worker that dies rejects its own task (answered below) and Piscina starts a new one
     // (minThreads); the 'error' event would otherwise throw on the main thread.
-    this.piscina.on('error', (err: unknown) => {
-      process.emitWarning(`a hash worker thread failed: ${err instanceof Error ? err.message : String(err)}`, 'TollboothWarning')
-    })
+    this.piscina.on('error', (err: unknown) => { log.warn(errorFields(err), 'a hash worker thread failed') })
   }
 
   run (task: HashTask, options: HashRequestOptions = {}): Promise<string | boolean> {
@@ -151,7 +145,7 @@ export class TollboothPool implements HashExecutor {
       const evicted = this.scheduler.enqueue(pending)
       if (evicted !== undefined) {
         this.detach(evicted)
-        this.record(evicted.internal, 'rejected', { kind: evicted.kind, outcome: 'rejected', waitMs: now - evicted.enqueuedAt, runMs: 0 })
+        this.record(evicted.internal, { kind: evicted.kind, outcome: 'rejected', waitMs: now - evicted.enqueuedAt, runMs: 0 })
         evicted.reject(createError('SERVICE_OVERLOADED', evicted.kind === kind
           ? 'The hash queue is full and this client had the most waiting; its newest request made room for another client'
           : 'The hash queue is full; a queued new hash made room for a login', { retryAfterSeconds: 1 }))
@@ -183,12 +177,12 @@ export class TollboothPool implements HashExecutor {
     const { kind } = pending
     if (pending.abandoned) {
       // Cancelled while running: counted and rejected at the abort; the event carries the real cost.
-      if (!pending.internal) this.emit({ kind, outcome: 'cancelled', waitMs, runMs })
+      if (!pending.internal) this.counters.emit({ kind, outcome: 'cancelled', waitMs, runMs })
     } else if (reply.ok) {
-      this.record(pending.internal, 'completed', { kind, outcome: 'ok', waitMs, runMs })
+      this.record(pending.internal, { kind, outcome: 'ok', waitMs, runMs })
       pending.resolve(reply.value ?? false)
     } else {
-      this.record(pending.internal, 'failed', { kind, outcome: 'error', waitMs, runMs })
+      this.record(pending.internal, { kind, outcome: 'error', waitMs, runMs })
       const code: ErrorCode = reply.code in errorRegistry ? reply.code as ErrorCode : 'INTERNAL'
       pending.reject(createError(code, reply.message))
     }
@@ -198,12 +192,12 @@ export class TollboothPool implements HashExecutor {
   private abort (pending: Pending): void {
     if (this.scheduler.remove(pending)) {
       this.detach(pending)
-      this.record(pending.internal, 'cancelled', { kind: pending.kind, outcome: 'cancelled', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
+      this.record(pending.internal, { kind: pending.kind, outcome: 'cancelled', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
       pending.reject(createError('HASH_CANCELLED', 'The request was cancelled while queued; no hash was computed'))
     } else if (pending.state === 'running' && !pending.abandoned) {
       // The thread cannot be interrupted mid-hash; answer now and discard the result.
       pending.abandoned = true
-      if (!pending.internal) this.counts.cancelled++
+      if (!pending.internal) this.counters.counts.cancelled++
       pending.reject(createError('HASH_CANCELLED', 'The request was cancelled while its hash ran; the result is discarded'))
     }
   }
@@ -211,7 +205,7 @@ export class TollboothPool implements HashExecutor {
   /** The deadline passed while queued (from the scheduler's timer, or noticed at dispatch). */
   private expired (pending: Pending): void {
     this.detach(pending)
-    this.record(pending.internal, 'deadlineExceeded', { kind: pending.kind, outcome: 'deadline', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
+    this.record(pending.internal, { kind: pending.kind, outcome: 'deadline', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
     pending.reject(createError('HASH_DEADLINE_EXCEEDED', `No hash thread became free within the ${Math.round(pending.deadlineMs ?? 0)} ms deadline`, {
       retryAfterSeconds: retryAfterSeconds(this.scheduler.expectedWaitMs(pending.kind, pending.client), pending.deadlineMs ?? 0),
     }))
@@ -222,28 +216,12 @@ export class TollboothPool implements HashExecutor {
     pending.onAbort = undefined
   }
 
-  private record (internal: boolean, counter: keyof Counts, event: HashTaskEvent): void {
-    if (internal) return
-    this.counts[counter]++
-    this.emit(event)
+  private record (internal: boolean, event: HashTaskEvent): void {
+    if (!internal) this.counters.record(event)
   }
 
   recordRefused (event: HashTaskEvent): void {
-    const counter: Record<HashTaskOutcome, keyof Counts> = {
-      ok: 'completed', rejected: 'rejected', deadline: 'deadlineExceeded', cancelled: 'cancelled', error: 'failed',
-    }
-    this.record(false, counter[event.outcome], event)
-  }
-
-  private emit (event: HashTaskEvent): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(event)
-      } catch (err) {
-        // A broken metrics listener must not break hashing.
-        process.emitWarning(`a hash task listener threw: ${err instanceof Error ? err.message : String(err)}`, 'TollboothWarning')
-      }
-    }
+    this.counters.record(event)
   }
 
   async ping (timeoutMs: number): Promise<void> {
@@ -267,14 +245,13 @@ export class TollboothPool implements HashExecutor {
       threads: this.threads,
       running: this.scheduler.runningCount,
       queued: this.scheduler.queuedCount,
-      ...this.counts,
+      ...this.counters.counts,
       meanRunMs: this.scheduler.meanRunMs,
     }
   }
 
   onTask (listener: (event: HashTaskEvent) => void): () => void {
-    this.listeners.add(listener)
-    return () => { this.listeners.delete(listener) }
+    return this.counters.onTask(listener)
   }
 
   /** Refuses new work, rejects what is queued with HASH_POOL_CLOSED, lets running hashes finish. */

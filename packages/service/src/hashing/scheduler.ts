@@ -5,7 +5,10 @@
  *
  * - **Logins first.** Verifies (logins, the unknown-email dummy) go before new hashes
  *   (registrations, background re-hashes), and when the queue is full a verify evicts the
- *   newest queued hash: a wave of sign-ups can slow sign-ups, never keep logins out.
+ *   newest queued hash: queued sign-ups never delay a login nor take its place, and a login's
+ *   expected wait counts only the verifies ahead of it and the hashes already running. Those
+ *   running hashes are the one delay a wave of sign-ups can add: until one finishes, at most
+ *   a hash's run per thread, a login waits (and is refused if that would miss its deadline).
  * - **Fair between clients.** Within a kind, clients (the caller's key: an address) take
  *   turns, round robin; a client's new request waits behind the others' first few, not
  *   behind one client's whole backlog. When the queue is full, a request from a client with

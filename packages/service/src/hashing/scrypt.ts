@@ -37,5 +37,4 @@ export const scryptHasher: Hasher<ScryptParams> = {
     const { params, salt, hash } = parseScrypt(stored)
     return timingSafeEqual(derive(password, salt, hash.length, params), hash)
   },
-  paramsOf: (stored) => parseScrypt(stored).params,
 }

@@ -4,8 +4,9 @@
  */
 import type { TollboothError } from '../errors.js'
 
-export type HashAlgorithm = 'argon2id' | 'bcrypt' | 'scrypt'
-export const hashAlgorithms: readonly HashAlgorithm[] = ['argon2id', 'bcrypt', 'scrypt']
+/** The algorithms new hashes can be made with, and stored hashes verified with: the one list. */
+export const hashAlgorithms = ['argon2id', 'bcrypt', 'scrypt'] as const
+export type HashAlgorithm = typeof hashAlgorithms[number]
 
 export interface Argon2Params {
   memoryKiB: number
@@ -33,11 +34,13 @@ export interface HashPolicy {
 }
 
 /**
- * How hashing work is executed. `tollbooth` is the CPU-budgeted worker pool with
- * deadlines, admission and cancellation; the others reproduce what the seed
- * articles tried, for side-by-side measurement in the load lab.
+ * How hashing work is executed: the one list (config choices, the engine's check, the lab's
+ * strategies all come from it). `tollbooth` is the CPU-budgeted worker pool with deadlines,
+ * admission and cancellation; the others reproduce what the seed articles tried, for
+ * side-by-side measurement in the load lab.
  */
-export type HashStrategy = 'tollbooth' | 'event-loop' | 'libuv' | 'libuv-128' | 'spawn' | 'piscina'
+export const hashStrategies = ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina'] as const
+export type HashStrategy = typeof hashStrategies[number]
 
 export interface HashRequestOptions {
   /**
@@ -98,7 +101,7 @@ export interface HashPoolStats {
   meanRunMs: number
 }
 
-export type CpuBudgetSource = 'override' | 'cgroup-v2' | 'cgroup-v1' | 'affinity' | 'cores'
+export type CpuBudgetSource = 'cgroup-v2' | 'cgroup-v1' | 'affinity' | 'cores'
 
 export interface CpuBudget {
   /** Whole CPUs this process may use, at least 1. */
@@ -135,6 +138,11 @@ export interface PasswordEngine {
   close (): Promise<void>
 }
 
+/** Where the engine reports faults that answer no request (a worker thread's crash, a listener that threw). */
+export interface HashFaultLog {
+  warn (fields: Record<string, unknown>, message: string): void
+}
+
 /** What `createPasswordEngine()` accepts; everything but the policy has a default. */
 export interface PasswordEngineOptions {
   /** Checked by `validatePolicy()`; copied and frozen, so later changes to the object do nothing. */
@@ -153,4 +161,6 @@ export interface PasswordEngineOptions {
   threadNice?: number
   /** Where to read cgroup limits from (tests point these at fake trees). */
   cpu?: { cgroupRoot?: string, procSelfCgroup?: string }
+  /** Faults that answer no request; default: process warnings. The service passes its logger, throttled. */
+  log?: HashFaultLog
 }

@@ -17,6 +17,7 @@ import type { LoginThrottlePolicy } from './login-throttle.js'
 import { RefusalPacer } from './pacing.js'
 import { createError } from '../errors.js'
 import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
+import { loggerOptions } from './logger.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { installDrain, type Drain } from './drain.js'
 import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
@@ -44,24 +45,6 @@ export interface AppOptions {
 /** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. drain: SIGTERM's drain (drain.ts). */
 export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null, drain: Drain }
 
-/** Secrets never reach the logs, whatever a future log line includes. */
-export const redactPaths = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  '*.password',
-  '*.refreshToken',
-  '*.accessToken',
-  '*.jwtSecret',
-  '*.keyEncryptionKey',
-  '*.privateKey',
-  '*.privatePem',
-  '*.databaseUrl',
-]
-
-export function loggerOptions (level: string): FastifyServerOptions['logger'] {
-  return { level, redact: { paths: redactPaths, censor: '[redacted]' } }
-}
-
 /**
  * TOLLBOOTH_TRUST_PROXY in Fastify's terms. A hop count becomes "trust the n nearest hops"
  * (Express's meaning): Fastify 5 reads a bare number as trusting nothing, since it cannot tell a
@@ -87,7 +70,7 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
 /** The API routes whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
 export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register'])
 
-export function sheddingOptions (config: Config, metrics: Metrics): SheddingOptions {
+function sheddingOptions (config: Config, metrics: Metrics): SheddingOptions {
   // The seeds' strategies reproduce the articles' services, which shed nothing.
   const on = config.hashStrategy === 'tollbooth'
   return {

@@ -54,8 +54,9 @@ type LoginFailure = 'unknown_email' | 'wrong_password' | 'stored_hash_refused'
 
 /**
  * Lower-cased: one account per address whatever its case. The schema's email format admits
- * ASCII only (so there is nothing for Unicode normalisation to do), and the routes trim
- * surrounding spaces before validating.
+ * ASCII only, and ASCII text is already in NFC: so the "trimmed, NFC, lower-cased" of
+ * 001_init.sql holds without a normalize() call (the migration's text cannot change: its
+ * checksum is verified at every start). The routes trim surrounding spaces before validating.
  */
 export function normaliseEmail (email: string): string {
   return email.toLowerCase()

@@ -9,14 +9,11 @@
  */
 import cluster, { type Worker } from 'node:cluster'
 import { randomBytes } from 'node:crypto'
-import path from 'node:path'
 import type pino from 'pino'
 import type { Config } from '../config.js'
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded.js'
-import { migrate } from '../db/migrate.js'
-import { createDatabasePool } from '../db/pool.js'
 import { detectCpuBudget } from '../hashing/index.js'
 import { serveClusterMetrics } from './cluster-metrics.js'
+import { startDatabase } from './database.js'
 import { persistedJwtSecret, startService, type RunningService } from './start.js'
 
 const workerConfigEnv = 'TOLLBOOTH_CLUSTER_WORKER_CONFIG'
@@ -46,26 +43,33 @@ export interface RunningCluster {
 }
 
 export async function startClusterPrimary (config: Config, log: pino.Logger): Promise<RunningCluster> {
-  let embedded: EmbeddedDatabase | undefined
-  let databaseUrl = config.databaseUrl
-  if (databaseUrl === undefined) {
-    embedded = await startEmbeddedPostgres({ clusterDir: path.join(config.dataDir, 'pg'), log: (m) => { log.debug({ component: 'postgres' }, m) }, notice: (m) => { log.info({ component: 'postgres' }, m) } })
-    databaseUrl = embedded.url
-    log.info({ dataDir: config.dataDir, port: embedded.port }, 'embedded PostgreSQL started')
-  }
-  const db = createDatabasePool(databaseUrl, 2)
-  try {
-    await migrate(db)
-  } finally {
-    await db.end()
-  }
+  const database = await startDatabase(config, log)
+  // HS256 needs one secret for every worker; with EdDSA the keys live in PostgreSQL and this one signs nothing.
   const jwtSecret = config.jwtSecret ?? (config.databaseUrl === undefined ? persistedJwtSecret(config.dataDir) : randomBytes(48).toString('base64url'))
   const workerCount = config.hashThreads ?? detectCpuBudget().cpus
   // hashThreads counts the workers here; inside each, the Piscina pool keeps its default size.
-  const workerConfig: Config = { ...config, databaseUrl, jwtSecret, hashThreads: undefined }
+  const workerConfig: Config = { ...config, databaseUrl: database.url, jwtSecret, hashThreads: undefined }
   const stopServingMetrics = serveClusterMetrics()
 
+  let stopping = false
   const workers: Worker[] = []
+  const onExit = (worker: Worker, code: number, signal: string): void => {
+    if (!stopping) log.error({ worker: worker.id, code, signal }, 'cluster worker died')
+  }
+  cluster.on('exit', onExit)
+  const close = async (): Promise<void> => {
+    stopping = true
+    stopServingMetrics()
+    await Promise.all(workers.map(async (worker) => {
+      if (worker.isDead()) return
+      const exited = new Promise((resolve) => worker.once('exit', resolve))
+      worker.process.kill('SIGTERM')
+      await exited
+    }))
+    cluster.off('exit', onExit)
+    await database.stop()
+  }
+
   const listening = Array.from({ length: workerCount }, () => {
     const worker = cluster.fork({ [workerConfigEnv]: JSON.stringify(workerConfig) })
     workers.push(worker)
@@ -74,28 +78,16 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
       worker.once('exit', (code) => { reject(new Error(`cluster worker exited with code ${code} before listening`)) })
     })
   })
-  let stopping = false
-  cluster.on('exit', (worker, code, signal) => {
-    if (!stopping) log.error({ worker: worker.id, code, signal }, 'cluster worker died')
-  })
-  const addresses = await Promise.all(listening)
+  let addresses: Array<{ address: string, port: number }>
+  try {
+    addresses = await Promise.all(listening)
+  } catch (err) {
+    // One worker could not start: stop the others and the database rather than leave them running.
+    await close()
+    throw err
+  }
   const port = addresses[0]?.port ?? config.port
   const url = `http://${config.host}:${port}`
   log.info({ url, workers: workerCount, strategy: 'cluster' }, 'tollbooth is listening')
-
-  return {
-    url,
-    workers: workerCount,
-    async close () {
-      stopping = true
-      stopServingMetrics()
-      await Promise.all(workers.map(async (worker) => {
-        if (worker.isDead()) return
-        const exited = new Promise((resolve) => worker.once('exit', resolve))
-        worker.process.kill('SIGTERM')
-        await exited
-      }))
-      await embedded?.stop()
-    },
-  }
+  return { url, workers: workerCount, close }
 }

@@ -88,7 +88,7 @@ function errorBody (error: TollboothError): { error: { code: string, message: st
   return body
 }
 
-export function sendError (reply: FastifyReply, error: TollboothError): FastifyReply {
+function sendError (reply: FastifyReply, error: TollboothError): FastifyReply {
   if (error.retryAfterSeconds !== undefined) void reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfterSeconds))))
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(errorBody(error))
 }

@@ -1,20 +1,23 @@
 /**
  * Runs the service: database (embedded or DATABASE_URL), migrations, password
- * engine, app, listen, and a graceful shutdown on SIGINT/SIGTERM.
+ * engine, app, listen, and a graceful shutdown on SIGINT/SIGTERM. A start that
+ * fails on the way (a port in use, say) stops everything it had started.
  */
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
-import pino from 'pino'
+import type pino from 'pino'
 import type pg from 'pg'
 import type { Config } from '../config.js'
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded.js'
-import { migrate } from '../db/migrate.js'
+import type { EmbeddedDatabase } from '../db/embedded.js'
+import { ThrottledFaultLog } from '../db/fault-log.js'
 import { createDatabasePool } from '../db/pool.js'
 import { createPasswordEngine } from '../hashing/index.js'
 import type { PasswordEngine } from '../hashing/types.js'
 import { packageVersion } from '../paths.js'
-import { buildApp, redactPaths, type TollboothApp } from './app.js'
+import { buildApp, type TollboothApp } from './app.js'
+import { startDatabase, type ServiceDatabase } from './database.js'
+import { createLogger } from './logger.js'
 
 export interface RunningService {
   app: TollboothApp
@@ -49,7 +52,7 @@ export function openFilesLimit (limits: string): number | undefined {
 }
 
 /** Descriptors the process needs besides client connections: its database pool, threads' pipes, logs, the listener (a margin). */
-export const reservedFileDescriptors = 256
+const reservedFileDescriptors = 256
 
 export interface ConnectionLimitCheck {
   /** Soft limit on open files (Node raises it to the hard limit at start), or undefined when unknown. */
@@ -99,36 +102,34 @@ export interface StartServiceOptions {
 }
 
 export async function startService (config: Config, options: StartServiceOptions = {}): Promise<RunningService> {
-  const log = options.logger ?? pino({ level: config.logLevel, redact: { paths: redactPaths, censor: '[redacted]' } })
-  let embedded: EmbeddedDatabase | undefined
+  const log = options.logger ?? createLogger(config.logLevel)
+  if (config.hashStrategy === 'cluster' && options.clusterWorker !== true) throw new Error('the cluster strategy starts through startClusterPrimary()')
+  let database: ServiceDatabase | undefined
   let db: pg.Pool | undefined
   let engine: PasswordEngine | undefined
-  const cleanup = async (): Promise<void> => {
-    await engine?.close().catch(() => {})
-    await db?.end().catch(() => {})
-    await embedded?.stop().catch(() => {})
+  let app: TollboothApp | undefined
+  // Everything started so far, in reverse order; a part that fails to stop is logged and the rest still stop.
+  const stop = async (): Promise<void> => {
+    const parts: Array<[string, (() => Promise<void>) | undefined]> = [
+      ['the app', app === undefined ? undefined : async () => { await app?.close() }],
+      ['the password engine', engine?.close.bind(engine)],
+      ['the database pool', db?.end.bind(db)],
+      ['the embedded PostgreSQL', database?.stop],
+    ]
+    for (const [part, close] of parts) {
+      await close?.().catch((err: unknown) => { log.error({ err }, `${part} did not stop cleanly`) })
+    }
   }
 
   try {
-    let databaseUrl = config.databaseUrl
-    if (databaseUrl === undefined) {
-      const pgLog = log.child({ component: 'postgres' })
-      embedded = await startEmbeddedPostgres({
-        clusterDir: path.join(config.dataDir, 'pg'),
-        log: (message) => { pgLog.debug(message) },
-        notice: (message) => { pgLog.info(message) },
-      })
-      databaseUrl = embedded.url
-      log.info({ dataDir: config.dataDir, port: embedded.port }, 'embedded PostgreSQL started')
-    }
-    db = createDatabasePool(databaseUrl, config.databasePoolSize, {
+    // A cluster worker's primary has started and migrated the database already.
+    database = options.clusterWorker === true
+      ? { url: config.databaseUrl ?? '', embedded: undefined, stop: async () => {} }
+      : await startDatabase(config, log)
+    db = createDatabasePool(database.url, config.databasePoolSize, {
       acquireTimeoutMs: config.databaseAcquireTimeoutMs,
       log: log.child({ component: 'database' }),
     })
-    const applied = await migrate(db)
-    if (applied.length > 0) log.info({ applied }, 'migrations applied')
-
-    if (config.hashStrategy === 'cluster' && options.clusterWorker !== true) throw new Error('the cluster strategy starts through startClusterPrimary()')
     engine = await createPasswordEngine({
       policy: config.hashPolicy,
       // Each cluster worker hashes with a plain Piscina pool, as in the Piscina article.
@@ -136,6 +137,7 @@ export async function startService (config: Config, options: StartServiceOptions
       ...(config.hashThreads === undefined ? {} : { threads: config.hashThreads }),
       ...(config.hashMaxQueue === undefined ? {} : { maxQueue: config.hashMaxQueue }),
       threadNice: config.hashThreadNice,
+      log: new ThrottledFaultLog(log.child({ component: 'hashing' })),
     })
     const stats = engine.stats()
     log.info({
@@ -147,7 +149,7 @@ export async function startService (config: Config, options: StartServiceOptions
     }, `hash pool: ${stats.threads} thread(s) from the CPU budget (${engine.cpuBudget.source}${config.hashThreads === undefined ? '' : ', overridden by config'})`)
 
     const jwtSecret = config.jwtSecret ?? persistedJwtSecret(config.dataDir)
-    const app = await buildApp({ config, db, engine, jwtSecret, logger: log })
+    app = await buildApp({ config, db, engine, jwtSecret, logger: log })
     const limits = checkConnectionLimits(config)
     for (const warning of limits.warnings) log.warn({ openFiles: limits.openFiles, somaxconn: limits.somaxconn }, warning)
     // Past it, Node closes a new connection at once: better than running out of descriptors,
@@ -155,25 +157,20 @@ export async function startService (config: Config, options: StartServiceOptions
     if (config.maxConnections > 0) app.server.maxConnections = config.maxConnections
     const url = await app.listen({ host: config.host, port: config.port, backlog: config.listenBacklog })
     log.info({ url, version: packageVersion, strategy: config.hashStrategy }, options.listeningMessage ?? 'tollbooth is listening')
-
-    const runningDb = db
-    const runningEngine = engine
+    const running = app
     return {
       app,
       url,
-      db: runningDb,
-      engine: runningEngine,
-      embedded,
-      async close () {
-        await app.close()
-        await cleanup()
-      },
+      db,
+      engine,
+      embedded: database.embedded,
+      close: stop,
       async drain () {
-        await app.drain.run(config.shutdownDrainMs)
+        await running.drain.run(config.shutdownDrainMs)
       },
     }
   } catch (err) {
-    await cleanup()
+    await stop()
     throw err
   }
 }

@@ -86,12 +86,6 @@ describe('CPU budget from cgroups, affinity and cores', () => {
     assert.deepEqual(detectCpuBudget(tree), { cpus: 1, quota: 0.5, source: 'cgroup-v2' })
   })
 
-  it('an override wins over everything', () => {
-    const tree = fakeTree('1:cpu:/\n', { 'cpu/cpu.cfs_quota_us': '50000', 'cpu/cpu.cfs_period_us': '100000' })
-    assert.deepEqual(detectCpuBudget({ ...tree, override: 3 }), { cpus: 3, quota: undefined, source: 'override' })
-    assert.throws(() => detectCpuBudget({ override: 0 }), RangeError)
-  })
-
   it('missing files are normal: no cgroup limit falls back to affinity, then cores', () => {
     const tree = fakeTree('', {})
     assert.deepEqual(detectCpuBudget(tree), uncapped)

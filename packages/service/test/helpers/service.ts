@@ -1,10 +1,11 @@
 import type { AddressInfo } from 'node:net'
-import pino from 'pino'
+import type pino from 'pino'
 import { Agent, fetch as undiciFetch } from 'undici'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createPasswordEngine } from '../../src/hashing/index.js'
 import type { HashPolicy, PasswordEngine } from '../../src/hashing/types.js'
-import { buildApp, redactPaths, type TollboothApp } from '../../src/server/app.js'
+import { buildApp, type TollboothApp } from '../../src/server/app.js'
+import { createLogger } from '../../src/server/logger.js'
 import { createTestDatabase, type TestDatabase } from './database.js'
 import { cheapPolicy } from './policies.js'
 
@@ -120,7 +121,7 @@ export function uniqueEmail (label = 'user'): string {
 /** A pino logger, redacting as the service's does, that keeps every line it writes, parsed. */
 export function capturingLogger (level = 'info'): { logger: pino.Logger, lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = []
-  const logger = pino({ level, redact: { paths: redactPaths, censor: '[redacted]' } }, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } })
+  const logger = createLogger(level, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } })
   return { logger, lines }
 }
 

@@ -1,24 +1,28 @@
 /**
- * Shared bookkeeping for the load lab's comparison strategies: counts, events and
- * the mean run time. These strategies reproduce what the seed articles did, so
- * they have no admission control, no deadlines and no cancellation: every request
- * waits for as long as it takes (that is what the lab measures).
+ * Shared bookkeeping for the load lab's comparison strategies: the pool's counters and
+ * listeners (task-counters.ts) and the mean run time. These strategies reproduce what the
+ * seed articles did, so they have no admission control, no deadlines and no cancellation:
+ * every request waits for as long as it takes (that is what the lab measures).
  */
 import { performance } from 'node:perf_hooks'
 import { createError, type ErrorCode, type TollboothError } from '../../errors.js'
 import type { HashExecutor, HashReply, HashTask } from '../executor.js'
-import type { HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind, HashTaskOutcome } from '../types.js'
+import { processWarningLog, TaskCounters } from '../task-counters.js'
+import type { HashFaultLog, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind } from '../types.js'
 
 const ewmaWeight = 0.2
 
 export abstract class CountingExecutor implements HashExecutor {
   abstract readonly strategy: HashStrategy
   abstract readonly threads: number
-  private readonly listeners = new Set<(event: HashTaskEvent) => void>()
+  private readonly counters: TaskCounters
   private inFlight = 0
   private meanRunMs = 0
   private closed = false
-  private readonly counts = { completed: 0, rejected: 0, deadlineExceeded: 0, cancelled: 0, failed: 0 }
+
+  constructor (protected readonly log: HashFaultLog = processWarningLog) {
+    this.counters = new TaskCounters(log)
+  }
 
   /** Runs the task wherever this strategy runs it; `runMs` is the hash alone where it can be told apart. */
   protected abstract execute (task: HashTask): Promise<HashReply>
@@ -48,10 +52,10 @@ export abstract class CountingExecutor implements HashExecutor {
     const waitMs = Math.max(0, performance.now() - started - reply.runMs)
     if (reply.ok) {
       this.meanRunMs = this.meanRunMs === 0 ? reply.runMs : this.meanRunMs + ewmaWeight * (reply.runMs - this.meanRunMs)
-      if (!internal) this.record('completed', { kind, outcome: 'ok', waitMs, runMs: reply.runMs })
+      if (!internal) this.counters.record({ kind, outcome: 'ok', waitMs, runMs: reply.runMs })
       return reply.value ?? false
     }
-    if (!internal) this.record('failed', { kind, outcome: 'error', waitMs, runMs: reply.runMs })
+    if (!internal) this.counters.record({ kind, outcome: 'error', waitMs, runMs: reply.runMs })
     throw createError(reply.code as ErrorCode, reply.message)
   }
 
@@ -65,27 +69,16 @@ export abstract class CountingExecutor implements HashExecutor {
   }
 
   recordRefused (event: HashTaskEvent): void {
-    const counter: Record<HashTaskOutcome, keyof typeof this.counts> = {
-      ok: 'completed', rejected: 'rejected', deadline: 'deadlineExceeded', cancelled: 'cancelled', error: 'failed',
-    }
-    this.record(counter[event.outcome], event)
-  }
-
-  private record (counter: keyof typeof this.counts, event: HashTaskEvent): void {
-    this.counts[counter]++
-    for (const listener of this.listeners) {
-      try { listener(event) } catch {}
-    }
+    this.counters.record(event)
   }
 
   stats (): HashPoolStats {
     // These strategies cannot see their queue (libuv's, the kernel's): everything in flight counts as running.
-    return { strategy: this.strategy, threads: this.threads, running: this.inFlight, queued: 0, ...this.counts, meanRunMs: this.meanRunMs }
+    return { strategy: this.strategy, threads: this.threads, running: this.inFlight, queued: 0, ...this.counters.counts, meanRunMs: this.meanRunMs }
   }
 
   onTask (listener: (event: HashTaskEvent) => void): () => void {
-    this.listeners.add(listener)
-    return () => { this.listeners.delete(listener) }
+    return this.counters.onTask(listener)
   }
 
   async close (): Promise<void> {

@@ -15,7 +15,7 @@ import { bcryptPasswordTooLong } from '../bcrypt.js'
 import { hasherFor } from '../hasher.js'
 import { formatScrypt, parseScrypt } from '../phc.js'
 import { scryptMaxmemBytes } from '../scrypt.js'
-import type { ScryptParams } from '../types.js'
+import type { HashFaultLog, ScryptParams } from '../types.js'
 import { CountingExecutor } from './counting-executor.js'
 
 const argon2id = 2 as Algorithm.Argon2id
@@ -59,8 +59,8 @@ export class LibuvExecutor extends CountingExecutor {
   readonly strategy: 'libuv' | 'libuv-128'
   readonly threads: number
 
-  constructor (strategy: 'libuv' | 'libuv-128') {
-    super()
+  constructor (strategy: 'libuv' | 'libuv-128', log?: HashFaultLog) {
+    super(log)
     this.strategy = strategy
     // What libuv will use: the variable is read once, when the pool first starts.
     this.threads = Number.parseInt(process.env.UV_THREADPOOL_SIZE ?? '4', 10) || 4

@@ -6,6 +6,8 @@
  */
 import { Piscina } from 'piscina'
 import type { HashReply, HashTask } from '../executor.js'
+import { errorFields } from '../task-counters.js'
+import type { HashFaultLog } from '../types.js'
 import { CountingExecutor } from './counting-executor.js'
 
 const workerUrl = new URL('../worker.js', import.meta.url).href
@@ -13,6 +15,12 @@ const workerUrl = new URL('../worker.js', import.meta.url).href
 export class PiscinaDefaultExecutor extends CountingExecutor {
   readonly strategy = 'piscina' as const
   private readonly piscina = new Piscina<HashTask, HashReply>({ filename: workerUrl })
+
+  constructor (log?: HashFaultLog) {
+    super(log)
+    // A worker that dies fails its own task; without a listener the pool's 'error' would end the process.
+    this.piscina.on('error', (err: unknown) => { this.log.warn(errorFields(err), 'a hash worker thread failed') })
+  }
 
   get threads (): number {
     return this.piscina.options.maxThreads

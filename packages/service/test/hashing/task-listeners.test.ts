@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { createPasswordEngine, type HashStrategy } from '../../src/hashing/index.js'
+import { cheapPolicy } from './fixtures.js'
+
+describe('a task listener that throws', () => {
+  for (const strategy of ['tollbooth', 'event-loop'] satisfies HashStrategy[]) {
+    it(`${strategy}: hashing goes on, the error goes to the engine's log, the counters count`, async () => {
+      const warnings: Array<{ fields: Record<string, unknown>, message: string }> = []
+      const engine = await createPasswordEngine({
+        policy: cheapPolicy,
+        strategy,
+        threads: 1,
+        log: { warn: (fields, message) => { warnings.push({ fields, message }) } },
+      })
+      try {
+        engine.onTask(() => { throw new Error('broken metrics') })
+        const stored = await engine.hash('pw')
+        assert.equal((await engine.verify('pw', stored)).match, true)
+        assert.deepEqual(warnings.map((w) => [w.message, w.fields.reason]), [
+          ['a hash task listener threw', 'broken metrics'],
+          ['a hash task listener threw', 'broken metrics'],
+        ])
+        assert.equal(engine.stats().completed, 2)
+      } finally {
+        await engine.close()
+      }
+    })
+  }
+
+  it('the engine refuses a log without warn', async () => {
+    await assert.rejects(createPasswordEngine({ policy: cheapPolicy, log: {} as never }), (err: { code?: string, field?: string }) => err.code === 'CONFIG_INVALID' && err.field === 'log.warn')
+  })
+})

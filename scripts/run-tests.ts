@@ -1,13 +1,43 @@
 /**
  * `npm test`: one real PostgreSQL for the whole run (the embedded one, or the
- * server at DATABASE_URL), then node's test runner over dist/test. Each test
- * file makes its own database on that server, so files never share state.
+ * server at DATABASE_URL), then node's test runner over dist/test in two lanes:
+ *
+ * - the parallel lane: every file not listed below, several files at once. Each
+ *   test file makes its own database on the server and starts its own service on
+ *   port 0, so files never share state;
+ * - the timing lane: the files listed in `timingLane`, whose checks hold a wall
+ *   clock or a share of the CPU (event-loop delay, thread priority, deadlines in
+ *   milliseconds, latency ratios). They run one file at a time, after the parallel
+ *   lane, so no other test file competes with them for the cores.
+ *
+ * `node dist/scripts/run-tests.js overload pacing` runs only the files whose path
+ * contains one of the words, each in its lane. TOLLBOOTH_TEST_CONCURRENCY sets how
+ * many files the parallel lane runs at once (default: the cores, plus one, as
+ * most files spend their time waiting on sockets and PostgreSQL).
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { scratchClusterDir, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.js'
 import { packageRoot } from '../src/paths.js'
+
+/**
+ * The timing lane, by path under test/ (without the extension): the one list of
+ * files that must run alone. A new test with a wall-clock or CPU-share bound goes here.
+ */
+const timingLane: readonly string[] = [
+  'hashing/comparison-strategies.test', // libuv pool starvation, timer lateness
+  'hashing/event-loop-responsive.test', // event-loop delay p99 while hashes run
+  'hashing/pool-admission.test', // deadlines of tens of ms on one real thread
+  'hashing/thread-priority.test', // nice values and CPU share of the hash threads
+  'lab/load-generation.test', // open and closed model latency bounds
+  'server/login-admission.test', // refusals faster than the queued work
+  'server/login.test', // unknown email vs wrong password time ratio
+  'server/overload.test', // event loop and /healthz latency in a storm
+  'server/pacing.test', // held refusals measured in ms
+  'server/shedding.test', // a saturated event loop, on purpose
+]
 
 function testFiles (dir: string): string[] {
   if (!fs.existsSync(dir)) return []
@@ -18,12 +48,51 @@ function testFiles (dir: string): string[] {
   }).sort()
 }
 
+function laneOf (testRoot: string, file: string): 'parallel' | 'timing' {
+  const relative = path.relative(testRoot, file).split(path.sep).join('/').replace(/\.js$/, '')
+  return timingLane.includes(relative) ? 'timing' : 'parallel'
+}
+
+function parallelConcurrency (): number {
+  const configured = Number(process.env.TOLLBOOTH_TEST_CONCURRENCY)
+  if (Number.isInteger(configured) && configured >= 1) return configured
+  return os.availableParallelism() + 1
+}
+
+async function runLane (name: string, files: string[], concurrency: number, adminUrl: string): Promise<number> {
+  if (files.length === 0) return 0
+  process.stdout.write(`# ${name} lane: ${files.length} file(s), ${concurrency} at a time\n`)
+  const started = performance.now()
+  const durations = path.join(packageRoot, 'dist', 'scripts', 'test-durations.js')
+  const child = spawn(process.execPath, [
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-reporter=spec', '--test-reporter-destination=stdout',
+    `--test-reporter=${durations}`, '--test-reporter-destination=stdout',
+    ...files,
+  ], {
+    stdio: 'inherit',
+    env: { ...process.env, TOLLBOOTH_TEST_ADMIN_DATABASE_URL: adminUrl, TOLLBOOTH_LOG_LEVEL: process.env.TOLLBOOTH_LOG_LEVEL ?? 'silent' },
+  })
+  const code = await new Promise<number>((resolve) => {
+    child.on('exit', (exitCode, signal) => { resolve(exitCode ?? (signal === null ? 1 : 128)) })
+  })
+  process.stdout.write(`# ${name} lane: ${((performance.now() - started) / 1000).toFixed(1)} s, ${code === 0 ? 'passed' : `failed (exit ${code})`}\n`)
+  return code
+}
+
 async function main (): Promise<number> {
   const filters = process.argv.slice(2)
-  let files = testFiles(path.join(packageRoot, 'dist', 'test'))
+  const testRoot = path.join(packageRoot, 'dist', 'test')
+  let files = testFiles(testRoot)
   if (filters.length > 0) files = files.filter((file) => filters.some((filter) => file.includes(filter)))
   if (files.length === 0) {
     process.stderr.write('no test files matched\n')
+    return 1
+  }
+  const missing = timingLane.filter((entry) => !fs.existsSync(path.join(testRoot, `${entry}.js`)))
+  if (missing.length > 0) {
+    process.stderr.write(`run-tests: the timing lane names files that do not exist: ${missing.join(', ')}\n`)
     return 1
   }
 
@@ -39,13 +108,12 @@ async function main (): Promise<number> {
   }
 
   try {
-    const child = spawn(process.execPath, ['--test', '--test-concurrency=1', ...files], {
-      stdio: 'inherit',
-      env: { ...process.env, TOLLBOOTH_TEST_ADMIN_DATABASE_URL: adminUrl, TOLLBOOTH_LOG_LEVEL: process.env.TOLLBOOTH_LOG_LEVEL ?? 'silent' },
-    })
-    return await new Promise<number>((resolve) => {
-      child.on('exit', (code, signal) => { resolve(code ?? (signal === null ? 1 : 128)) })
-    })
+    const started = performance.now()
+    // Both lanes always run, so one failure does not hide the other lane's results.
+    const parallel = await runLane('parallel', files.filter((file) => laneOf(testRoot, file) === 'parallel'), parallelConcurrency(), adminUrl)
+    const timing = await runLane('timing', files.filter((file) => laneOf(testRoot, file) === 'timing'), 1, adminUrl)
+    process.stdout.write(`# tests: ${((performance.now() - started) / 1000).toFixed(1)} s\n`)
+    return parallel !== 0 ? parallel : timing
   } finally {
     if (embedded !== undefined) {
       await embedded.stop()

@@ -1,0 +1,41 @@
+/**
+ * A node:test reporter that prints, at the end of a run, how long each test file
+ * took (the sum of its top-level tests) and the slowest tests: where the suite's
+ * time goes. scripts/run-tests.ts adds it beside the spec reporter.
+ */
+interface TestEventData {
+  name: string
+  nesting: number
+  file?: string
+  details?: { duration_ms?: number }
+}
+
+interface TestEvent {
+  type: string
+  data: TestEventData
+}
+
+const slowestShown = 10
+
+function seconds (ms: number): string {
+  return `${(ms / 1000).toFixed(2).padStart(7)} s`
+}
+
+export default async function * durations (source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
+  const byFile = new Map<string, number>()
+  const tests: Array<{ ms: number, name: string }> = []
+  for await (const event of source) {
+    if (event.type !== 'test:pass' && event.type !== 'test:fail') continue
+    const { name, nesting, file, details } = event.data
+    const ms = details?.duration_ms ?? 0
+    const where = file === undefined ? '?' : file.split(/[\\/]dist[\\/]test[\\/]/).at(-1) ?? file
+    if (nesting === 0) byFile.set(where, (byFile.get(where) ?? 0) + ms)
+    else tests.push({ ms, name: `${where}: ${name}` })
+  }
+  if (byFile.size === 0) return
+  const files = [...byFile].sort((a, b) => b[1] - a[1])
+  yield `\n# durations: ${files.length} file(s)\n`
+  for (const [file, ms] of files) yield `# ${seconds(ms)}  ${file}\n`
+  yield '# slowest tests\n'
+  for (const { ms, name } of tests.sort((a, b) => b.ms - a.ms).slice(0, slowestShown)) yield `# ${seconds(ms)}  ${name}\n`
+}

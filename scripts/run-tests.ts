@@ -10,6 +10,10 @@
  *   milliseconds, latency ratios). They run one file at a time, after the parallel
  *   lane, so no other test file competes with them for the cores.
  *
+ * Within a lane the files start slowest first, by the durations the last run
+ * recorded (dist/test-durations/<lane>.json; alphabetical when there is none), so
+ * a long file does not start last and leave the other slots idle at the end.
+ *
  * `node dist/scripts/run-tests.js overload pacing` runs only the files whose path
  * contains one of the words, each in its lane. TOLLBOOTH_TEST_CONCURRENCY sets how
  * many files the parallel lane runs at once (default: the cores, plus one, as
@@ -53,17 +57,36 @@ function laneOf (testRoot: string, file: string): 'parallel' | 'timing' {
   return timingLane.includes(relative) ? 'timing' : 'parallel'
 }
 
+/** The files, slowest first by the seconds recorded for them (unrecorded ones first: they may be slow). */
+function slowestFirst (testRoot: string, files: string[], recorded: Record<string, number>): string[] {
+  const seconds = (file: string): number => recorded[path.relative(testRoot, file).split(path.sep).join('/')] ?? Infinity
+  return [...files].sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b))
+}
+
+function readDurations (file: string): Record<string, number> {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, number>
+  } catch {
+    return {}
+  }
+}
+
 function parallelConcurrency (): number {
   const configured = Number(process.env.TOLLBOOTH_TEST_CONCURRENCY)
   if (Number.isInteger(configured) && configured >= 1) return configured
   return os.availableParallelism() + 1
 }
 
-async function runLane (name: string, files: string[], concurrency: number, adminUrl: string): Promise<number> {
-  if (files.length === 0) return 0
-  process.stdout.write(`# ${name} lane: ${files.length} file(s), ${concurrency} at a time\n`)
+async function runLane (name: string, testRoot: string, laneFiles: string[], concurrency: number, adminUrl: string): Promise<number> {
+  if (laneFiles.length === 0) return 0
+  process.stdout.write(`# ${name} lane: ${laneFiles.length} file(s), ${concurrency} at a time\n`)
   const started = performance.now()
   const durations = path.join(packageRoot, 'dist', 'scripts', 'test-durations.js')
+  const recordDir = path.join(packageRoot, 'dist', 'test-durations')
+  fs.mkdirSync(recordDir, { recursive: true })
+  const record = path.join(recordDir, `${name}.json`)
+  const previous = readDurations(record)
+  const files = slowestFirst(testRoot, laneFiles, previous)
   const child = spawn(process.execPath, [
     '--test',
     `--test-concurrency=${concurrency}`,
@@ -72,12 +95,22 @@ async function runLane (name: string, files: string[], concurrency: number, admi
     ...files,
   ], {
     stdio: 'inherit',
-    env: { ...process.env, TOLLBOOTH_TEST_ADMIN_DATABASE_URL: adminUrl, TOLLBOOTH_LOG_LEVEL: process.env.TOLLBOOTH_LOG_LEVEL ?? 'silent' },
+    env: {
+      ...process.env,
+      TOLLBOOTH_TEST_ADMIN_DATABASE_URL: adminUrl,
+      TOLLBOOTH_LOG_LEVEL: process.env.TOLLBOOTH_LOG_LEVEL ?? 'silent',
+      TOLLBOOTH_TEST_DURATIONS_OUT: `${record}.new`,
+    },
   })
   const code = await new Promise<number>((resolve) => {
     child.on('exit', (exitCode, signal) => { resolve(exitCode ?? (signal === null ? 1 : 128)) })
   })
   process.stdout.write(`# ${name} lane: ${((performance.now() - started) / 1000).toFixed(1)} s, ${code === 0 ? 'passed' : `failed (exit ${code})`}\n`)
+  // A filtered run records only its files: keep what the earlier runs knew of the others.
+  if (fs.existsSync(`${record}.new`)) {
+    fs.writeFileSync(record, JSON.stringify({ ...previous, ...readDurations(`${record}.new`) }, null, 2) + '\n')
+    fs.rmSync(`${record}.new`)
+  }
   return code
 }
 
@@ -110,8 +143,8 @@ async function main (): Promise<number> {
   try {
     const started = performance.now()
     // Both lanes always run, so one failure does not hide the other lane's results.
-    const parallel = await runLane('parallel', files.filter((file) => laneOf(testRoot, file) === 'parallel'), parallelConcurrency(), adminUrl)
-    const timing = await runLane('timing', files.filter((file) => laneOf(testRoot, file) === 'timing'), 1, adminUrl)
+    const parallel = await runLane('parallel', testRoot, files.filter((file) => laneOf(testRoot, file) === 'parallel'), parallelConcurrency(), adminUrl)
+    const timing = await runLane('timing', testRoot, files.filter((file) => laneOf(testRoot, file) === 'timing'), 1, adminUrl)
     process.stdout.write(`# tests: ${((performance.now() - started) / 1000).toFixed(1)} s\n`)
     return parallel !== 0 ? parallel : timing
   } finally {

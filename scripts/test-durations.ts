@@ -1,8 +1,11 @@
 /**
  * A node:test reporter that prints, at the end of a run, how long each test file
  * took (the sum of its top-level tests) and the slowest tests: where the suite's
- * time goes. scripts/run-tests.ts adds it beside the spec reporter.
+ * time goes. scripts/run-tests.ts adds it beside the spec reporter. With
+ * TOLLBOOTH_TEST_DURATIONS_OUT set, it also writes the per-file seconds there as
+ * JSON ({ "server/login.test.js": 3.2, ... }): the next run starts the slowest first.
  */
+import fs from 'node:fs'
 interface TestEventData {
   name: string
   nesting: number
@@ -33,6 +36,10 @@ export default async function * durations (source: AsyncIterable<TestEvent>): As
     else tests.push({ ms, name: `${where}: ${name}` })
   }
   if (byFile.size === 0) return
+  const out = process.env.TOLLBOOTH_TEST_DURATIONS_OUT
+  if (out !== undefined && out !== '') {
+    fs.writeFileSync(out, JSON.stringify(Object.fromEntries([...byFile].map(([file, ms]) => [file, Math.round(ms) / 1000])), null, 2) + '\n')
+  }
   const files = [...byFile].sort((a, b) => b[1] - a[1])
   yield `\n# durations: ${files.length} file(s)\n`
   for (const [file, ms] of files) yield `# ${seconds(ms)}  ${file}\n`

@@ -35,11 +35,13 @@ const timingLane: readonly string[] = [
   'hashing/event-loop-responsive.test', // event-loop delay p99 while hashes run
   'hashing/pool-admission.test', // deadlines of tens of ms on one real thread
   'hashing/thread-priority.test', // nice values and CPU share of the hash threads
+  'hashing/verify-dummy.test', // a dummy verify's time against a real one's (medians of ms)
   'lab/load-generation.test', // open and closed model latency bounds
   'server/login-admission.test', // refusals faster than the queued work
   'server/login.test', // unknown email vs wrong password time ratio
   'server/overload.test', // event loop and /healthz latency in a storm
   'server/pacing.test', // held refusals measured in ms
+  'server/protocol-errors.test', // a login held in the queue by a cost-12 hash, inside its 2 s deadline, while the service closes
   'server/shedding.test', // a saturated event loop, on purpose
 ]
 

@@ -18,13 +18,15 @@ import { hasherFor, hashers } from './hasher.js'
  * On Linux, setpriority() on a thread id changes that thread alone: a hash thread at nice 10
  * leaves the core to the event loop the moment it has work (a /healthz probe, a refusal, the
  * next task to hand over) and takes every cycle left over. Raising a nice value needs no
- * privilege; where /proc/thread-self is missing (not Linux), nothing changes.
+ * privilege; where /proc/thread-self is missing (not Linux), nothing changes. Only ever
+ * lowered: in a process already nicer than `nice` (`nice -n 19 npm start`, run as root, who
+ * could), the thread keeps the process's value instead of outranking its event loop.
  */
 function lowerOwnPriority (nice: number): void {
   if (nice <= 0) return
   try {
     const threadId = Number(fs.readlinkSync('/proc/thread-self').split('/').pop())
-    if (Number.isSafeInteger(threadId) && threadId > 0) os.setPriority(threadId, nice)
+    if (Number.isSafeInteger(threadId) && threadId > 0 && os.getPriority(threadId) < nice) os.setPriority(threadId, nice)
   } catch {}
 }
 

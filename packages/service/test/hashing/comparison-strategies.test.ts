@@ -14,9 +14,8 @@ describe('the load lab\'s comparison strategies', () => {
       const reference = await createPasswordEngine({ policy: policyFor('bcrypt'), threads: 1 })
       try {
         assert.equal(engine.strategy, strategy)
+        assert.ok((await engine.hash('open sesame', { deadlineMs: 60_000 })).startsWith('$argon2id$'))
         for (const algorithm of algorithms) {
-          const stored = await engine.hash('open sesame', { deadlineMs: 60_000 })
-          assert.ok(stored.startsWith('$argon2id$'))
           const other = await createPasswordEngine({ policy: policyFor(algorithm), strategy, threads: 1 })
           const made = await other.hash('open sesame')
           await other.close()

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { isTollboothError } from '../../src/errors.js'
 import { bcryptHasher } from '../../src/hashing/bcrypt.js'
 import { createPasswordEngine, type HashTaskEvent, type PasswordEngine, type PasswordEngineOptions } from '../../src/hashing/index.js'
@@ -82,7 +81,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
   it('removes a request still queued at its deadline: HASH_DEADLINE_EXCEEDED with Retry-After', async () => {
     const { engine, events } = await open()
     const blocker = engine.verify('blocker', slowStored)
-    await sleep(10) // the blocker is running
+    assert.equal(engine.stats().running, 1, 'the blocker took the free thread at once')
     // The pool's mean run time is that of the cheap policy, so this is admitted, then waits.
     const late = engine.verify('x', slowStored, { deadlineMs: 50 })
     assert.equal(engine.stats().queued, 1, 'admitted: the estimate said it would start in time')
@@ -99,11 +98,11 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
   it('an abort while queued removes the task before it costs a hash: HASH_CANCELLED', async () => {
     const { engine, events } = await open()
     const blocker = engine.verify('blocker', slowStored)
-    await sleep(10)
+    assert.equal(engine.stats().running, 1)
     const controller = new AbortController()
     const queued = engine.verify('x', slowStored, { signal: controller.signal })
     assert.equal(engine.stats().queued, 1)
-    setTimeout(() => { controller.abort() }, 20)
+    controller.abort()
     await rejection(queued, 'HASH_CANCELLED')
     assert.equal(engine.stats().queued, 0)
     assert.equal(engine.stats().running, 1, 'the blocker still runs')
@@ -129,7 +128,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
       (err: unknown) => { order.push(isTollboothError(err) ? err.code : String(err)) }
     )
     const next = engine.verify('x', cheapStored).then(() => { order.push('next') })
-    await sleep(20)
+    assert.deepEqual([engine.stats().running, engine.stats().queued], [1, 1], 'the slow verify runs, the next one waits')
     controller.abort()
     await Promise.all([running, next])
     assert.deepEqual(order, ['HASH_CANCELLED', 'next'], 'the cancelled request was answered before the thread was free again')
@@ -152,11 +151,15 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     const far = engine.verify('x', stored, { deadlineMs: 2 ** 40 })
     await Promise.all([blocker, far])
     assert.equal(engine.stats().deadlineExceeded, 0)
-    const unsubscribe = engine.onTask(() => { assert.fail('unsubscribed') })
+    // The pool catches a listener's errors (a broken metrics listener must not break hashing),
+    // so an unsubscribed listener is caught by what it records, not by throwing.
+    let heardAfterUnsubscribing = 0
+    const unsubscribe = engine.onTask(() => { heardAfterUnsubscribing += 1 })
     unsubscribe()
     const seen = events.length
     await engine.hash('y')
     assert.equal(events.length, seen + 1)
+    assert.equal(heardAfterUnsubscribing, 0, 'an unsubscribed listener hears nothing')
   })
 
   it('takes an absolute deadline: one already past is refused even with a thread free, and never runs', async () => {
@@ -175,7 +178,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     const { engine } = await open({ maxQueue: 1000 })
     const stored = await engine.hash('x')
     const blocker = engine.verify('blocker', slowStored)
-    await sleep(10)
+    assert.equal(engine.stats().running, 1)
     // 200 cheap verifies queued behind the blocker (a login waits for logins, not for queued
     // registrations): the expected wait is 200 mean run times, ten times the budget, which is
     // still wide enough that a pause before the call does not pass it.
@@ -192,7 +195,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     const stored = await engine.hash('x')
     engine.assertAdmissible('verify', { deadlineMs: 0 }) // a free thread: admitted
     const blocker = engine.verify('blocker', slowStored)
-    await sleep(10)
+    assert.equal(engine.stats().running, 1)
     const queued = Array.from({ length: 200 }, async () => await engine.verify('queued', stored))
     const budgetMs = 20 * engine.stats().meanRunMs
     const overloaded = thrown(() => { engine.assertAdmissible('verify', { deadlineAt: performance.now() + budgetMs }) }, 'SERVICE_OVERLOADED')
@@ -211,7 +214,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
   })
 
   it('lets logins go ahead of queued registrations: a verify is admitted and runs before them', async () => {
-    // bcrypt cost 10 (~70 ms a hash here) on one thread: ten queued registrations are ~700 ms of work.
+    // bcrypt cost 10 (~70 ms a hash on an idle core) on one thread: ten queued registrations are ten mean run times of work.
     const { engine } = await open({ policy: seedPolicy })
     const stored = await engine.hash('an existing account')
     const finished: string[] = []
@@ -219,9 +222,11 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
       await engine.hash(`new account ${i}`)
       finished.push(`hash ${i}`)
     })
-    await sleep(5) // the first registration is running, nine wait
-    // A 300 ms budget: far less than the registrations ahead, more than one hash.
-    const login = engine.verify('an existing account', stored, { deadlineMs: 300 }).then((result) => {
+    assert.deepEqual([engine.stats().running, engine.stats().queued], [1, 9], 'the first registration runs, nine wait')
+    // A budget of five mean run times (measured here, so a loaded machine widens it): half
+    // the registrations ahead, several times the one hash a login waits for.
+    const budgetMs = 5 * engine.stats().meanRunMs
+    const login = engine.verify('an existing account', stored, { deadlineMs: budgetMs }).then((result) => {
       finished.push('verify')
       return result
     })
@@ -230,8 +235,8 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     assert.ok(finished.indexOf('verify') <= 1, `the login ran right after the registration under way: ${finished.join(', ')}`)
     // The other way round a registration does count the logins ahead of it.
     const blockers = Array.from({ length: 10 }, async () => await engine.verify('an existing account', stored))
-    await sleep(5)
-    await rejection(engine.hash('too late', { deadlineMs: 300 }), 'SERVICE_OVERLOADED')
+    assert.equal(engine.stats().queued, 9)
+    await rejection(engine.hash('too late', { deadlineMs: budgetMs }), 'SERVICE_OVERLOADED')
     await Promise.all(blockers)
   })
 

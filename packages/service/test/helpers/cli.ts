@@ -15,21 +15,35 @@ export interface StartedCli {
 export async function startCli (env: NodeJS.ProcessEnv, args: string[] = [], timeoutMs = 60_000): Promise<StartedCli> {
   const child = spawn(process.execPath, [path.join(packageRoot, 'bin', 'tollbooth.js'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
-  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString() })
   const lines = (): Array<Record<string, unknown>> => output.split('\n').flatMap((line) => {
     try { return [JSON.parse(line) as Record<string, unknown>] } catch { return [] }
   })
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const ready = lines().find((line) => line.msg === 'tollbooth is listening')
-    if (ready !== undefined) return { child, url: String(ready.url), lines, output: () => output }
-    if (child.exitCode !== null || Date.now() > deadline) {
+  // Settles on the output itself: the "listening" line, the exit, or the (generous) bound.
+  const url = await new Promise<string>((resolve, reject) => {
+    const fail = (why: string): void => {
+      clearTimeout(timer)
       child.kill('SIGKILL')
-      throw new Error(`tollbooth did not start:\n${output}`)
+      reject(new Error(`tollbooth did not start (${why}):\n${output}`))
     }
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+    const timer = setTimeout(() => { fail(`no "listening" line in ${timeoutMs} ms`) }, timeoutMs)
+    let listening = false
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString()
+      if (listening) return
+      const ready = lines().find((line) => line.msg === 'tollbooth is listening')
+      if (ready !== undefined) {
+        listening = true
+        clearTimeout(timer)
+        child.off('exit', onExit)
+        resolve(String(ready.url))
+      }
+    }
+    const onExit = (code: number | null): void => { fail(`exited with ${String(code)}`) }
+    child.stdout?.on('data', onData)
+    child.stderr?.on('data', onData)
+    child.once('exit', onExit)
+  })
+  return { child, url, lines, output: () => output }
 }
 
 /** SIGTERM, then the exit code. */

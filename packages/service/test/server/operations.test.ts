@@ -6,6 +6,13 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { packageVersion } from '../../src/paths.js'
 import { request, startTestService, type TestService } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
+
+/** The value of an unlabelled series in a /metrics text, or NaN when it is absent. */
+function metricValue (text: string, name: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `))
+  return Number(line?.split(' ')[1])
+}
 
 describe('health, readiness, metrics and OpenAPI', () => {
   let service: TestService
@@ -27,8 +34,12 @@ describe('health, readiness, metrics and OpenAPI', () => {
 
   it('GET /metrics exposes HTTP, hash pool, event loop, libuv canary, CPU and memory series', async () => {
     await request(service, 'POST', '/api/v1/auth/login', { body: { email: 'nobody@example.com', password: 'whatever1' } })
-    await new Promise((resolve) => setTimeout(resolve, 1200)) // let the libuv canary sample once
-    const response = await request(service, 'GET', '/metrics')
+    // The libuv canary samples on its own clock: wait for its first sample to be counted.
+    let response = await request(service, 'GET', '/metrics')
+    await waitFor('the libuv canary to sample once', async () => {
+      response = await request(service, 'GET', '/metrics')
+      return metricValue(response.body as string, 'tollbooth_libuv_canary_seconds_count') > 0
+    })
     assert.equal(response.status, 200)
     assert.match(response.headers.get('content-type') ?? '', /text\/plain/)
     const text = response.body as string
@@ -54,18 +65,7 @@ describe('health, readiness, metrics and OpenAPI', () => {
   })
 
   it('shows a starved libuv pool while the canary is stuck in it, not only once it returns', async () => {
-    const metric = async (name: string): Promise<number> => {
-      const text = (await request(service, 'GET', '/metrics')).body as string
-      const line = text.split('\n').find((l) => l.startsWith(`${name} `))
-      return Number(line?.split(' ')[1])
-    }
-    const waitFor = async (what: string, predicate: () => Promise<boolean>): Promise<void> => {
-      const deadline = Date.now() + 5000
-      while (!(await predicate())) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
-    }
+    const metric = async (name: string): Promise<number> => metricValue((await request(service, 'GET', '/metrics')).body as string, name)
     // Opening a FIFO for reading blocks until a writer comes: each open holds one libuv thread, using no CPU.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-fifo-'))
     const fifos = Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE ?? 4) }, (_, i) => path.join(dir, `fifo-${i}`))

@@ -231,8 +231,10 @@ describe('methods no route declares, on real sockets', () => {
 })
 
 describe('a request that arrives while the service shuts down', () => {
-  it('gets 503 SHUTTING_DOWN with Retry-After and connection: close, in the registry\'s shape', async () => {
+  it('gets 503 SHUTTING_DOWN with Retry-After and connection: close, in the registry\'s shape', async (t) => {
     const service = await startTestService({ threads: 1 })
+    // A failed check below must not leave the socket and the service open (the file would never exit).
+    t.after(async () => { socket.destroy(); if (service.app.server.listening) await service.close() })
     const { email, password } = await registerUser(service)
     // Hold the only hash thread (a legacy bcrypt cost-12 hash), so a login stays in flight.
     const blocker = service.engine.verify('blocker', bcryptHasher.hashSync('blocker', { cost: 12 }))

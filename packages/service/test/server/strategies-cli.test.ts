@@ -59,9 +59,12 @@ describe('starting the service with each hash strategy', () => {
     })
   }
 
-  it('--hash-strategy cluster forks one worker per CPU behind one port, and stops them all', async () => {
-    const started = await startWithStrategy(db, ['--hash-strategy', 'cluster', '--hash-threads', '2'])
-    try {
+  describe('--hash-strategy cluster (one cluster, started once for these checks)', () => {
+    let started: StartedCli
+    before(async () => { started = await startWithStrategy(db, ['--hash-strategy', 'cluster', '--hash-threads', '2']) })
+    after(async () => { assert.equal(await stopCli(started), 0, 'the cluster stops them all, cleanly') })
+
+    it('--hash-strategy cluster forks one worker per CPU behind one port, and stops them all', async () => {
       const account = { email: 'cluster@example.com', password: 'cluster password' }
       assert.equal((await request(started, 'POST', '/api/v1/auth/register', { body: account })).status, 201)
       const logins = await Promise.all(Array.from({ length: 8 }, async () => await request(started, 'POST', '/api/v1/auth/login', { body: account })))
@@ -71,14 +74,9 @@ describe('starting the service with each hash strategy', () => {
       assert.deepEqual(me.map((r) => r.status), Array(6).fill(200))
       assert.match(await metric(started.url, 'tollbooth_hash_pool_info') ?? '', /strategy="piscina"/)
       assert.match(await metric(started.url, 'tollbooth_info') ?? '', /strategy="cluster"/)
-    } finally {
-      assert.equal(await stopCli(started), 0)
-    }
-  })
+    })
 
-  it('--hash-strategy cluster: /metrics aggregates every worker, whichever one answers', async () => {
-    const started = await startWithStrategy(db, ['--hash-strategy', 'cluster', '--hash-threads', '2'])
-    try {
+    it('--hash-strategy cluster: /metrics aggregates every worker, whichever one answers', async () => {
       const workerPids = childPids(started.child.pid ?? 0)
       assert.equal(workerPids.length, 2, 'two worker processes')
       const account = { email: 'cluster-metrics@example.com', password: 'cluster password' }
@@ -107,9 +105,7 @@ describe('starting the service with each hash strategy', () => {
       // Labels that are the same in every worker appear once.
       const text = (await request(started, 'GET', '/metrics')).body as string
       assert.equal(text.split('\n').filter((line) => line.startsWith('tollbooth_info{')).length, 1)
-    } finally {
-      assert.equal(await stopCli(started), 0)
-    }
+    })
   })
 })
 

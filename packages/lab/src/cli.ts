@@ -7,7 +7,7 @@ import path from 'node:path'
 import fs from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { createError } from './errors.js'
-import { allStrategies, labCompare, type ClientKind, labKnee, labRun, type KneeOptions, type LabOptions, type LoadOptions } from './lab.js'
+import { allStrategies, labCompare, type ClientKind, labKnee, labRun, labScale, type KneeOptions, type LabOptions, type LoadOptions } from './lab.js'
 import { formatMs } from './report/format.js'
 import { renderText, writeReports } from './report/index.js'
 import type { LabResult, SecondSample, ServerSample } from './result.js'
@@ -35,6 +35,8 @@ Service (without --target the lab starts its own, on an embedded PostgreSQL, and
   --bcrypt-cost N          services the lab starts (default 10, the seeds')
   --service-env K=V        any other setting of services the lab starts (repeatable), e.g. TOLLBOOTH_HASH_THREADS=1
   --database-url URL       services the lab starts use this PostgreSQL instead of an embedded one
+  --replicas N             N services behind HAProxy on one PostgreSQL (scale: a list, 1,2,3)
+  --cpus-per-replica C     each replica under a C-CPU cgroup quota (as root; otherwise none, with a warning)
 
 Output:
   --out DIR                where result.json, the CSV files and report.html go
@@ -47,6 +49,7 @@ Usage:
   tollbooth lab run --scenario NAME [flags]       one load against one service
   tollbooth lab knee --scenario NAME [flags]      raise the arrival rate 10 % per step until the service falls behind
   tollbooth lab compare --scenario NAME [flags]   the same load against every hash strategy, side by side
+  tollbooth lab scale --scenario NAME --replicas 1,2,3 [flags]   the same load against 1, 2, 3 replicas
   tollbooth lab report RESULT.json [--out DIR]    render the reports of a result again
   tollbooth lab scenarios                         list the built-in scenarios
 
@@ -93,6 +96,8 @@ const options = {
   'bcrypt-cost': { type: 'string' },
   'service-env': { type: 'string', multiple: true },
   'database-url': { type: 'string' },
+  replicas: { type: 'string' },
+  'cpus-per-replica': { type: 'string' },
   out: { type: 'string' },
   quiet: { type: 'boolean' },
   'start-rate': { type: 'string' },
@@ -225,11 +230,13 @@ export async function labMain (argv: string[]): Promise<void> {
     await finish(result, values.out ?? path.dirname(file))
     return
   }
-  if (!['run', 'knee', 'compare'].includes(command)) throw createError('CONFIG_INVALID', `unknown lab command "${command}": use run, knee, compare, report or scenarios`)
+  if (!['run', 'knee', 'compare', 'scale'].includes(command)) throw createError('CONFIG_INVALID', `unknown lab command "${command}": use run, knee, compare, scale, report or scenarios`)
   if (positionals.length > 0) throw createError('CONFIG_INVALID', `unexpected argument "${positionals[0] ?? ''}"`)
   const scenario = values.scenario
   if (scenario === undefined) throw createError('CONFIG_INVALID', `lab ${command} needs --scenario (${Object.keys(builtInScenarios).join(', ')}, or a file)`, { field: 'scenario' })
 
+  const replicaCounts = (values.replicas ?? (values['cpus-per-replica'] === undefined ? '' : '1')).split(',').filter((n) => n.trim() !== '').map((n) => number(n, 'replicas') ?? 1)
+  if (command === 'scale' ? replicaCounts.length === 0 : replicaCounts.length > 1) throw createError('CONFIG_INVALID', command === 'scale' ? 'lab scale needs --replicas 1,2,3' : '--replicas takes one count here (a list: lab scale)', { field: 'replicas' })
   const progress = progressPrinter(values.quiet === true)
   const abort = new AbortController()
   const onSignal = (): void => {
@@ -247,6 +254,7 @@ export async function labMain (argv: string[]): Promise<void> {
     load: loadOptionsOf(values),
     serviceEnv: serviceEnvOf(values),
     ...(values.strategy === undefined ? {} : { strategy: values.strategy }),
+    ...(replicaCounts.length === 0 ? {} : { replicas: { count: replicaCounts[0] ?? 1, cpusPerReplica: number(values['cpus-per-replica'], 'cpus-per-replica') } }),
     commandLine: ['tollbooth', 'lab', ...argv].join(' '),
     log: progress.log,
     onSecond: progress.onSecond,
@@ -257,6 +265,8 @@ export async function labMain (argv: string[]): Promise<void> {
   try {
     if (command === 'run') {
       result = await labRun(common)
+    } else if (command === 'scale') {
+      result = await labScale({ ...common, replicaCounts })
     } else if (command === 'knee') {
       const criteria: KneeOptions['criteria'] = {}
       const startRate = number(values['start-rate'], 'start-rate')

@@ -54,6 +54,8 @@ export interface LabOptions {
   load: LoadOptions
   /** Environment for services the lab starts (hash settings ...). Default: the seeds' bcrypt cost 10. */
   serviceEnv?: Record<string, string>
+  /** Services the lab starts: N replicas behind HAProxy, each under a CPU quota (`lab scale`: one run per count). */
+  replicas?: { count: number, cpusPerReplica?: number | undefined } | undefined
   /** `run` and `knee` with a lab-started service: its hash strategy (default tollbooth). */
   strategy?: string
   commandLine?: string
@@ -157,10 +159,13 @@ function visibleSettings (env: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter(([key]) => (key.startsWith('TOLLBOOTH_') || key === 'UV_THREADPOOL_SIZE') && !/SECRET|ENCRYPTION_KEY/.test(key)))
 }
 
-async function startService (database: LocalDatabase, env: Record<string, string>, log: (line: string) => void): Promise<AcquiredService> {
-  const service = await startLocalService({ databaseUrl: database.url, env })
-  log(`started ${env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'} at ${service.url} (pid ${service.pid})`)
+async function startService (database: LocalDatabase, env: Record<string, string>, log: (line: string) => void, options: Pick<LabOptions, 'replicas'> = {}, warnings: string[] = []): Promise<AcquiredService> {
+  const service = await startLocalService({ databaseUrl: database.url, env, replicas: options.replicas })
+  log(`started ${env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'} at ${service.url} (${service.replicas?.description ?? `pid ${String(service.pid)}`})`)
+  for (const warning of service.replicas?.warnings ?? []) log(`warning: ${warning}`)
+  for (const warning of service.replicas?.warnings ?? []) if (!warnings.includes(warning)) warnings.push(warning)
   const info = serviceInfoFromMetrics(service.url, await fetchMetrics(service.url), true, visibleSettings(env))
+  if (service.replicas !== undefined) info.settings.replicas = service.replicas.description
   return { url: service.url, pid: service.pid, info, stop: async () => { await service.stop() } }
 }
 
@@ -264,7 +269,7 @@ async function prepare (command: LabCommand, options: LabOptions, forceModel?: '
 }
 
 /** Acquires the service of a `run` or `knee`: the target, or one the lab starts (with its database). */
-async function acquire (options: LabOptions, scenario: Scenario<unknown>): Promise<AcquiredService> {
+async function acquire (options: LabOptions, scenario: Scenario<unknown>, warnings: string[] = []): Promise<AcquiredService> {
   const log = options.log ?? (() => {})
   if (options.target !== undefined) {
     const url = options.target.replace(/\/+$/, '')
@@ -274,7 +279,7 @@ async function acquire (options: LabOptions, scenario: Scenario<unknown>): Promi
   if (!(allStrategies as readonly string[]).includes(strategy)) throw createError('CONFIG_INVALID', `strategy must be one of ${allStrategies.join(', ')}, got "${strategy}"`, { field: 'strategy' })
   const database = await labDatabase(options)
   try {
-    const service = await startService(database, serviceEnvFor(options, scenario, strategy), log)
+    const service = await startService(database, serviceEnvFor(options, scenario, strategy), log, options, warnings)
     return {
       ...service,
       stop: async () => {
@@ -290,7 +295,7 @@ async function acquire (options: LabOptions, scenario: Scenario<unknown>): Promi
 
 export async function labRun (options: LabOptions): Promise<LabResult> {
   const { scenario, ref, load, result } = await prepare('run', options)
-  const service = await acquire(options, scenario)
+  const service = await acquire(options, scenario, result.warnings)
   try {
     const { run, warnings } = await measure(service.info.strategy ?? 'run', service, scenario, ref, load, options, randomBytes(6).toString('hex'))
     result.runs.push(run)
@@ -309,7 +314,7 @@ export async function labKnee (options: KneeOptions): Promise<LabResult> {
   const maxRate = options.criteria?.maxRate ?? Number.POSITIVE_INFINITY
   const steps: KneeStep[] = []
   let search: KneeResult | undefined
-  const service = await acquire(options, scenario)
+  const service = await acquire(options, scenario, result.warnings)
   try {
     const { run, warnings } = await measure(service.info.strategy ?? 'knee', service, scenario, ref, load, options, randomBytes(6).toString('hex'), async (labRun) => {
       search = await searchKnee(criteria, maxRate, async (offered, index) => {
@@ -368,7 +373,7 @@ export async function labCompare (options: CompareOptions): Promise<LabResult> {
       log(`== ${label} (${index + 1} of ${pairs.length})`)
       let service: AcquiredService
       try {
-        service = await startService(database, serviceEnvFor(options, scenario, strategy), log)
+        service = await startService(database, serviceEnvFor(options, scenario, strategy), log, options, result.warnings)
       } catch (err) {
         result.warnings.push(`${label}: did not start: ${(err as Error).message.split('\n')[0] ?? ''}`)
         continue
@@ -377,6 +382,37 @@ export async function labCompare (options: CompareOptions): Promise<LabResult> {
         const runLoad = { ...load, honourRetryAfter: kind === 'polite' }
         const { run, warnings } = await measure(label, service, scenario, ref, runLoad, options, `${runId}${index}`)
         run.clients = kind
+        result.runs.push(run)
+        result.warnings.push(...warnings)
+      } finally {
+        await service.stop()
+      }
+    }
+  } finally {
+    await database.stop()
+  }
+  return result
+}
+
+/**
+ * `lab scale`: the same load against 1, 2, 3 ... replicas (each under the same CPU quota) on one
+ * database, reported as a comparison whose runs are the replica counts.
+ */
+export async function labScale (options: LabOptions & { replicaCounts: readonly number[] }): Promise<LabResult> {
+  if (options.target !== undefined) throw createError('CONFIG_INVALID', 'scale starts the replicas itself: drop --target', { field: 'target' })
+  for (const count of options.replicaCounts) positive(count, 'replicas')
+  const { scenario, ref, load, result } = await prepare('compare', options)
+  const log = options.log ?? (() => {})
+  const database = await labDatabase(options)
+  const runId = randomBytes(6).toString('hex')
+  try {
+    for (const [index, count] of options.replicaCounts.entries()) {
+      if (options.signal?.aborted === true) break
+      const label = `${count} replica${count === 1 ? '' : 's'}`
+      log(`== ${label} (${index + 1} of ${options.replicaCounts.length})`)
+      const service = await startService(database, serviceEnvFor(options, scenario, options.strategy ?? 'tollbooth'), log, { replicas: { count, cpusPerReplica: options.replicas?.cpusPerReplica } }, result.warnings)
+      try {
+        const { run, warnings } = await measure(label, service, scenario, ref, load, options, `${runId}${index}`)
         result.runs.push(run)
         result.warnings.push(...warnings)
       } finally {

@@ -6,7 +6,7 @@
  * ships. Its URL comes from the service's ready file, not from its logs.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { startDatabase, startServe } from 'tollbooth/launcher'
+import { startDatabase, startReplicas, startServe } from 'tollbooth/launcher'
 
 export interface LocalDatabase {
   url: string
@@ -23,11 +23,16 @@ export interface LocalServiceOptions {
   /** Environment for the service (TOLLBOOTH_HASH_STRATEGY, TOLLBOOTH_BCRYPT_COST ...); PORT, HOST and the database are the lab's. */
   env: Record<string, string>
   startTimeoutMs?: number
+  /** N services behind HAProxy, each under a CPU quota (the launcher's startReplicas), instead of one. */
+  replicas?: { count: number, cpusPerReplica?: number | undefined } | undefined
 }
 
 export interface LocalService {
   url: string
-  pid: number
+  /** Undefined for replicas: HAProxy's URL is no one process. */
+  pid: number | undefined
+  /** Replicas: how they run (count, quota, each one's hash threads), and what went without. */
+  replicas?: { description: string, warnings: string[] }
   /** The last lines the service logged, for error messages. */
   logTail (): string
   stop (): Promise<void>
@@ -59,6 +64,13 @@ export async function startLocalService (options: LocalServiceOptions): Promise<
   }
   const strategy = options.env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'
   try {
+    if (options.replicas !== undefined) {
+      const { count, cpusPerReplica } = options.replicas
+      const set = await startReplicas({ count, cpusPerReplica, env, databaseUrl: options.databaseUrl, ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }) })
+      const quota = set.quota === 'none' ? 'no CPU quota' : `${String(set.cpusPerReplica)} CPU each (${set.quota})`
+      const description = `${count} x ${quota} behind HAProxy; hash threads ${set.replicas.map((replica) => String(replica.hashThreads)).join(',')}`
+      return { url: set.url, pid: undefined, replicas: { description, warnings: set.warnings }, logTail: () => set.replicas.map((replica) => replica.logTail()).join('\n'), stop: set.stop }
+    }
     const service = await startServe({ env, ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }) })
     return { url: service.url, pid: service.pid, logTail: service.logTail, stop: async () => { await service.stop() } }
   } catch (err) {

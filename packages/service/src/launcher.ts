@@ -7,6 +7,7 @@
  * - `startServe()`: `tollbooth serve` as its own process; its URL comes from the ready
  *   file the service writes once it listens (TOLLBOOTH_READY_FILE), never from log text.
  * - `machineFacts()`: what the service would see of this machine (its CPU budget), and its version.
+ * - `startReplicas()`: N services on one PostgreSQL, each under a CPU quota, behind HAProxy.
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -65,6 +66,11 @@ export interface StartServeOptions {
   startTimeoutMs?: number
   /** Lines of its output kept for `logTail()`; default 40. */
   tailLines?: number
+  /**
+   * A cgroup's `cgroup.procs`: the process joins it before node starts (a shell writes its own
+   * pid there, then execs node: same pid), so the service detects the cgroup's CPU quota.
+   */
+  cgroupProcsFile?: string
 }
 
 export interface ServeProcess {
@@ -98,7 +104,10 @@ export async function startServe (options: StartServeOptions = {}): Promise<Serv
   const readyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-ready-'))
   const readyFile = path.join(readyDir, 'ready.json')
   const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env), TOLLBOOTH_READY_FILE: readyFile }
-  const child = spawn(process.execPath, [tollboothBin, 'serve', ...(options.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const command = [process.execPath, tollboothBin, 'serve', ...(options.args ?? [])]
+  const child = options.cgroupProcsFile === undefined
+    ? spawn(command[0] ?? '', command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn('/bin/sh', ['-c', 'echo $$ > "$1" && shift && exec "$@"', 'sh', options.cgroupProcsFile, ...command], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   const tailLines = options.tailLines ?? 40
   const tail: string[] = []
   let partial = ''
@@ -166,3 +175,6 @@ export async function startServe (options: StartServeOptions = {}): Promise<Serv
     fs.rmSync(readyDir, { recursive: true, force: true })
   }
 }
+
+export { startReplicas, type Replica, type ReplicaSet, type StartReplicasOptions } from './launcher/replicas.js'
+export { haproxyBinary } from './launcher/haproxy.js'

@@ -1,0 +1,166 @@
+/**
+ * N `tollbooth serve` processes on one PostgreSQL, each under a CPU quota of its own (a cgroup
+ * it joins before node starts), behind HAProxy: the lab's stand-in for "N pods x C CPU behind
+ * an ingress". Each replica listens on a fixed port, so HAProxy's configuration never changes
+ * and a restarted replica comes back where it was.
+ */
+import { randomBytes } from 'node:crypto'
+import net from 'node:net'
+import { startServe, type ServeProcess } from '../launcher.js'
+import { createCpuQuota, type CpuQuotaGroup } from './cgroup.js'
+import { startHaproxy, type RunningHaproxy } from './haproxy.js'
+
+export interface StartReplicasOptions {
+  /** How many services; at least 1. */
+  count: number
+  /** Each replica's CPU quota in CPUs (0.5: 50 ms of every 100 ms); undefined: no quota. */
+  cpusPerReplica?: number
+  /** The services' environment (settings, secrets); HOST, PORT and DATABASE_URL are set here. */
+  env: NodeJS.ProcessEnv
+  /** The PostgreSQL every replica uses. */
+  databaseUrl: string
+  startTimeoutMs?: number
+}
+
+export interface Replica {
+  name: string
+  url: string
+  /** The process started: it changes on restart. */
+  pid: number
+  /** What the replica reports on /metrics: its hash threads and the CPU budget it sized them to. */
+  hashThreads: number | null
+  cpuBudget: string | null
+  logTail (): string
+  /**
+   * A rolling restart of this replica: SIGTERM (it drains: /readyz 503 at once, HAProxy takes
+   * it out, it keeps serving for TOLLBOOTH_SHUTDOWN_DRAIN_MS, then exits), start it again on the
+   * same port in the same cgroup, and resolve once HAProxy sends it traffic again.
+   */
+  restart (): Promise<void>
+}
+
+export interface ReplicaSet {
+  /** HAProxy's address: where clients go. */
+  url: string
+  replicas: Replica[]
+  /** How the quotas were applied: `cgroup-v2`, `cgroup-v1`, or `none` (see `warnings`). */
+  quota: 'cgroup-v2' | 'cgroup-v1' | 'none'
+  cpusPerReplica: number | null
+  warnings: string[]
+  stop (): Promise<void>
+}
+
+async function freePort (): Promise<number> {
+  return await new Promise<number>((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => { resolve(typeof address === 'object' && address !== null ? address.port : 0) })
+    })
+  })
+}
+
+/** Hash threads and CPU budget from the replica's /metrics. */
+async function poolOf (url: string): Promise<{ hashThreads: number | null, cpuBudget: string | null }> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  const threads = /^tollbooth_hash_pool_threads(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1]
+  const info = /^tollbooth_hash_pool_info\{([^}]*)\}/m.exec(text)?.[1] ?? ''
+  const label = (name: string): string | undefined => new RegExp(`${name}="([^"]*)"`).exec(info)?.[1]
+  const budget = label('cpu_budget')
+  return {
+    hashThreads: threads === undefined ? null : Number(threads),
+    cpuBudget: budget === undefined ? null : `${budget} (${label('cpu_budget_source') ?? '?'})`,
+  }
+}
+
+export async function startReplicas (options: StartReplicasOptions): Promise<ReplicaSet> {
+  const { count, cpusPerReplica } = options
+  if (!Number.isInteger(count) || count < 1) throw new TypeError(`count must be a whole number from 1, got ${count}`)
+  if (cpusPerReplica !== undefined && (!Number.isFinite(cpusPerReplica) || cpusPerReplica <= 0)) throw new TypeError(`cpusPerReplica must be above 0, got ${cpusPerReplica}`)
+  const warnings: string[] = []
+  const tag = randomBytes(4).toString('hex')
+  const groups: Array<CpuQuotaGroup | undefined> = []
+  const processes: Array<ServeProcess | undefined> = []
+  let haproxy: RunningHaproxy | undefined
+
+  const stop = async (): Promise<void> => {
+    await haproxy?.stop()
+    await Promise.all(processes.map(async (serve) => await serve?.stop()))
+    for (const group of groups) group?.remove()
+  }
+
+  try {
+    let quota: ReplicaSet['quota'] = 'none'
+    if (cpusPerReplica !== undefined) {
+      for (let index = 0; index < count; index++) {
+        const outcome = createCpuQuota(`tollbooth-${tag}-r${index + 1}`, cpusPerReplica)
+        if (!outcome.ok) {
+          warnings.push(`replicas run WITHOUT a CPU quota: ${outcome.reason}; each sizes its hash pool to the whole machine and they share its cores`)
+          break
+        }
+        groups.push(outcome.group)
+        quota = outcome.group.kind
+      }
+      if (groups.length < count) {
+        for (const group of groups) group?.remove()
+        groups.length = 0
+        quota = 'none'
+      }
+    }
+    const ports = await Promise.all(Array.from({ length: count }, freePort))
+    const names = ports.map((_, index) => `r${index + 1}`)
+    const launch = async (index: number): Promise<ServeProcess> => {
+      const procsFile = groups[index]?.procsFile
+      return await startServe({
+        env: { ...options.env, HOST: '127.0.0.1', PORT: String(ports[index]), DATABASE_URL: options.databaseUrl },
+        ...(procsFile === undefined ? {} : { cgroupProcsFile: procsFile }),
+        ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }),
+      })
+    }
+    // Together, as a deployment starts them: migrations run once under an advisory lock.
+    const started = await Promise.allSettled(names.map(async (_, index) => { processes[index] = await launch(index) }))
+    const failed = started.find((outcome) => outcome.status === 'rejected')
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
+
+    haproxy = await startHaproxy({ port: await freePort(), servers: names.map((name, index) => ({ name, port: ports[index] ?? 0 })) })
+    await haproxy.waitFor(names, true)
+    const running = haproxy
+
+    const replicas = await Promise.all(names.map(async (name, index): Promise<Replica> => {
+      const serve = (): ServeProcess => {
+        const current = processes[index]
+        if (current === undefined) throw new Error(`replica ${name} is not running`)
+        return current
+      }
+      const replica: Replica = {
+        name,
+        url: serve().url,
+        pid: serve().pid,
+        ...await poolOf(serve().url),
+        logTail: () => serve().logTail(),
+        async restart () {
+          await serve().stop()
+          processes[index] = undefined
+          processes[index] = await launch(index)
+          replica.pid = serve().pid
+          Object.assign(replica, await poolOf(serve().url))
+          await running.waitFor([name], true)
+        },
+      }
+      return replica
+    }))
+    if (quota !== 'none' && cpusPerReplica !== undefined) {
+      const expected = Math.max(1, Math.ceil(cpusPerReplica))
+      for (const replica of replicas) {
+        if (replica.hashThreads !== null && replica.hashThreads > expected && options.env.TOLLBOOTH_HASH_THREADS === undefined) {
+          warnings.push(`${replica.name} runs ${replica.hashThreads} hash threads under a ${cpusPerReplica}-CPU quota (budget ${replica.cpuBudget ?? '?'}): it did not detect its quota`)
+        }
+      }
+    }
+    return { url: running.url, replicas, quota, cpusPerReplica: quota === 'none' ? null : (cpusPerReplica ?? null), warnings, stop }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+}

@@ -57,6 +57,8 @@ interface FlatConfig {
   hashThreads: number | undefined
   hashMaxQueue: number | undefined
   hashThreadNice: number
+  /** `serve --workers`: processes on one port sharing the CPU budget (src/server/cluster.ts); 0: one per CPU. 1: one process. */
+  workers: number
   loginDeadlineMs: number
   registerDeadlineMs: number
   /** Undefined in embedded mode: generated once and kept in the data folder. */
@@ -122,6 +124,7 @@ export const settings: readonly Setting[] = [
   { key: 'hashThreads', env: 'TOLLBOOTH_HASH_THREADS', flag: 'hash-threads', kind: 'int', defaultValue: undefined, min: 1, max: 256, description: 'Hash worker threads. Unset: the CPU this process really has (cgroup quota, affinity, cores).' },
   { key: 'hashMaxQueue', env: 'TOLLBOOTH_HASH_MAX_QUEUE', flag: 'hash-max-queue', kind: 'int', defaultValue: undefined, min: 1, max: 1000000, description: 'Hard cap on queued hash requests. Unset: the engine default (64 per thread).' },
   { key: 'hashThreadNice', env: 'TOLLBOOTH_HASH_THREAD_NICE', flag: 'hash-thread-nice', kind: 'int', defaultValue: '10', min: 0, max: 19, description: 'Nice value of the hash threads (Linux): they yield a core to the event loop and PostgreSQL whenever those need it, and use every cycle left. 0: the same priority as the rest.' },
+  { key: 'workers', env: 'TOLLBOOTH_WORKERS', flag: 'workers', kind: 'string', defaultValue: '1', description: 'Processes serving HTTP on one port (node:cluster), sharing one CPU budget: each runs tollbooth\'s pool with max(1, floor(budget / workers)) hash threads. 1: one process (no cluster). `auto` or 0: one per CPU of the budget. Only with the `tollbooth` hash strategy.' },
   { key: 'loginDeadlineMs', env: 'TOLLBOOTH_LOGIN_DEADLINE_MS', flag: 'login-deadline-ms', kind: 'int', defaultValue: '2000', min: 1, max: 600000, description: 'When the answer to a login is due, from its arrival: one that cannot get a hash thread in time to finish by then is answered 503 with Retry-After at once.' },
   { key: 'registerDeadlineMs', env: 'TOLLBOOTH_REGISTER_DEADLINE_MS', flag: 'register-deadline-ms', kind: 'int', defaultValue: '5000', min: 1, max: 600000, description: 'The same for registration.' },
   { key: 'jwtSecret', env: 'TOLLBOOTH_JWT_SECRET', flag: 'jwt-secret', kind: 'string', defaultValue: undefined, description: 'HMAC key for access tokens (at least 32 characters). Unset with the embedded database: generated once and kept in the data folder; unset with DATABASE_URL: refused.' },
@@ -233,6 +236,10 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   checkTokenSettings(c)
 
   c.trustProxy = parseTrustProxy(c.trustProxy)
+  c.workers = parseWorkers(c.workers)
+  if (c.workers !== 1 && c.hashStrategy !== 'tollbooth') {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_WORKERS / --workers needs the tollbooth hash strategy, not ${c.hashStrategy} (the cluster strategy forks its own workers)`, { field: 'TOLLBOOTH_WORKERS' })
+  }
   if (c.loginThrottleMaxDelaySeconds > c.loginThrottleWindowSeconds) {
     throw createError('CONFIG_INVALID', `TOLLBOOTH_LOGIN_THROTTLE_MAX_DELAY_SECONDS (${c.loginThrottleMaxDelaySeconds}) must not exceed TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS (${c.loginThrottleWindowSeconds}): a wait never outlasts the window it counts in`)
   }
@@ -260,6 +267,17 @@ function checkTokenSettings (c: FlatConfig): void {
   if (c.verificationKeyFiles !== undefined && c.signingKeyFile === undefined) {
     throw createError('CONFIG_INVALID', 'TOLLBOOTH_VERIFICATION_KEY_FILES needs TOLLBOOTH_SIGNING_KEY_FILE', { field: 'TOLLBOOTH_VERIFICATION_KEY_FILES' })
   }
+}
+
+/** Most worker processes `--workers` starts (each holds a database pool and at least one hash thread). */
+export const maxWorkers = 256
+
+/** TOLLBOOTH_WORKERS as text (or a number, from overrides) -> a count; 0 means one per CPU of the budget (`auto`). */
+export function parseWorkers (raw: unknown): number {
+  const text = String(raw).trim().toLowerCase()
+  if (text === 'auto') return 0
+  if (/^\d+$/.test(text) && Number(text) <= maxWorkers) return Number(text)
+  throw createError('CONFIG_INVALID', `TOLLBOOTH_WORKERS / --workers must be auto or a whole number from 0 to ${maxWorkers}, got "${String(raw)}"`, { field: 'TOLLBOOTH_WORKERS' })
 }
 
 /** proxy-addr's names for address ranges, accepted in a trust list as Fastify does. */

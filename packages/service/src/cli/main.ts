@@ -5,7 +5,7 @@
 import { configHelp, loadConfig } from '../config.js'
 import { isTollboothError } from '../errors.js'
 import { packageVersion } from '../paths.js'
-import { clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../server/cluster.js'
+import { clusterSize, clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../server/cluster.js'
 import { createLogger as logger } from '../server/logger.js'
 import { handleSignals, startService } from '../server/start.js'
 import { runLabCommand } from './lab-command.js'
@@ -34,7 +34,8 @@ async function serve (argv: string[]): Promise<void> {
   const config = loadConfig({ argv })
   const log = logger(config.logLevel)
   clearReadyFile(config.readyFile)
-  const service = config.hashStrategy === 'cluster' ? await startClusterPrimary(config, log) : await startService(config, { logger: log })
+  const clustered = config.hashStrategy === 'cluster' || clusterSize(config) > 1
+  const service = clustered ? await startClusterPrimary(config, log) : await startService(config, { logger: log })
   handleSignals(service, log)
   writeReadyFile(config.readyFile, { url: service.url, pid: process.pid, version: packageVersion, strategy: config.hashStrategy })
 }

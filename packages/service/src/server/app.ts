@@ -40,6 +40,8 @@ export interface AppOptions {
   now?: () => number
   /** A pino logger config or instance; false silences logs (tests). */
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
+  /** One of several processes on one port (cluster.ts): /metrics aggregates them all. Default: the `cluster` strategy. */
+  clusterWorker?: boolean
 }
 
 /** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. drain: SIGTERM's drain (drain.ts). */
@@ -154,7 +156,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   })
   const metrics = createMetrics(engine, {
     info: { version: packageVersion, strategy: config.hashStrategy },
-    clusterWorker: config.hashStrategy === 'cluster',
+    clusterWorker: options.clusterWorker ?? config.hashStrategy === 'cluster',
     shedReasons,
     pacing: () => ({ held: pacer.held, heldTotal: pacer.heldTotal }),
   })

@@ -1,11 +1,17 @@
 /**
- * The `cluster` strategy, as the Piscina article's final setup: the primary owns
- * the database (embedded or DATABASE_URL) and the migrations, then forks one
- * worker process per CPU; each worker serves HTTP on the shared port with a
- * plain Piscina pool of default options. It exists for the load lab's
- * comparison; tollbooth's own strategy is one process with a CPU-budgeted pool.
- * /metrics, answered by whichever worker gets the scrape, aggregates all workers
- * through the primary (cluster-metrics.ts).
+ * Several processes on one port (node:cluster), in two flavours that share the primary:
+ *
+ * - `serve --workers N` (tollbooth's own): the processes share ONE CPU budget, each running
+ *   tollbooth's hash pool with its share of the threads (worker-budget.ts), so cheap requests
+ *   scale with cores while hashing stays within the CPU there is.
+ * - the `cluster` strategy, as the Piscina article's final setup: one worker process per CPU,
+ *   each with a plain Piscina pool of default options. It exists for the load lab's comparison.
+ *
+ * Either way the primary owns the database (embedded or DATABASE_URL) and runs the migrations
+ * once, then forks the workers; /metrics, answered by whichever worker gets the scrape,
+ * aggregates all workers through the primary (cluster-metrics.ts). A worker that dies after
+ * the start is replaced (logged); one that fails during the start stops the whole start.
+ * SIGTERM to the primary drains every worker (drain.ts) before they close.
  */
 import cluster, { type Worker } from 'node:cluster'
 import { randomBytes } from 'node:crypto'
@@ -15,64 +21,143 @@ import { detectCpuBudget } from '../hashing/index.js'
 import { serveClusterMetrics } from './cluster-metrics.js'
 import { startDatabase } from './database.js'
 import { persistedJwtSecret, startService, type RunningService } from './start.js'
+import { splitCpuBudget } from './worker-budget.js'
 
 const workerConfigEnv = 'TOLLBOOTH_CLUSTER_WORKER_CONFIG'
+const shutdownType = 'tollbooth:shutdown'
+
+/** From the primary to a worker: stop, after a drain (SIGTERM) or at once (SIGINT, a failed start). */
+interface ShutdownMessage { type: typeof shutdownType, drain: boolean }
+
+function isShutdown (message: unknown): message is ShutdownMessage {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === shutdownType
+}
 
 export function isClusterWorker (): boolean {
   return cluster.isWorker && process.env[workerConfigEnv] !== undefined
 }
 
-/** In a worker: the config the primary resolved (database URL, key, strategy). */
+/** In a worker: the config the primary resolved (database URL, key, strategy, hash threads). */
 export function clusterWorkerConfig (): Config {
   return JSON.parse(process.env[workerConfigEnv] ?? '{}') as Config
 }
 
+/** Processes `serve` runs: the cluster strategy's or `--workers`' count; 1 means no cluster at all. */
+export function clusterSize (config: Pick<Config, 'hashStrategy' | 'hashThreads' | 'workers'>): number {
+  const budget = config.hashThreads ?? detectCpuBudget().cpus
+  if (config.hashStrategy === 'cluster') return budget
+  return splitCpuBudget(budget, config.workers).workers
+}
+
 export async function startClusterWorker (log: pino.Logger): Promise<RunningService> {
   const service = await startService(clusterWorkerConfig(), { logger: log.child({ worker: cluster.worker?.id }), listeningMessage: 'cluster worker listening', clusterWorker: true })
-  const stop = (): void => { void service.close().finally(() => process.exit(0)) }
-  process.on('SIGTERM', stop)
+  let stopping: Promise<void> | undefined
+  const stop = (drain: boolean): void => {
+    stopping ??= (drain ? service.drain() : Promise.resolve())
+      .then(async () => { await service.close() })
+      .then(() => process.exit(0), (err: unknown) => {
+        log.error({ err }, 'cluster worker did not stop cleanly')
+        process.exit(1)
+      })
+  }
+  process.on('message', (message: unknown) => { if (isShutdown(message)) stop(message.drain) })
+  // A worker signalled on its own (kill <pid>) drains too; the primary then replaces it.
+  process.on('SIGTERM', () => { stop(true) })
   process.on('SIGINT', () => {}) // the primary decides; Ctrl-C reaches the whole group
-  process.on('disconnect', stop)
+  process.on('disconnect', () => { stop(false) }) // the primary is gone
   return service
 }
 
 export interface RunningCluster {
   url: string
   workers: number
+  /** Hash threads in each worker's pool (undefined: the cluster strategy's Piscina default). */
+  threadsPerWorker: number | undefined
+  /** Tells every worker to drain (readiness off, still serving) and resolves after TOLLBOOTH_SHUTDOWN_DRAIN_MS. */
+  drain (): Promise<void>
+  /** Stops every worker (at once, unless drain() told them first), waits for them, stops the database. */
   close (): Promise<void>
 }
 
+/** A replacement for a worker that died within this long of its start waits before it is forked. */
+const quickDeathMs = 10_000
+const maxRestartDelayMs = 30_000
+
 export async function startClusterPrimary (config: Config, log: pino.Logger): Promise<RunningCluster> {
+  const strategyCluster = config.hashStrategy === 'cluster'
+  const budget = config.hashThreads ?? detectCpuBudget().cpus
+  const split = splitCpuBudget(budget, config.workers)
+  const workerCount = strategyCluster ? budget : split.workers
+  const threadsPerWorker = strategyCluster ? undefined : split.threadsPerWorker
+  if (!strategyCluster && split.oversubscribed) {
+    log.warn({ workers: split.workers, cpuBudget: split.budget, threadsPerWorker }, `${split.workers} workers on a CPU budget of ${split.budget}: one hash thread each, so the hash pool is oversubscribed (more hash threads than CPUs)`)
+  }
+
   const database = await startDatabase(config, log)
   // HS256 needs one secret for every worker; with EdDSA the keys live in PostgreSQL and this one signs nothing.
   const jwtSecret = config.jwtSecret ?? (config.databaseUrl === undefined ? persistedJwtSecret(config.dataDir) : randomBytes(48).toString('base64url'))
-  const workerCount = config.hashThreads ?? detectCpuBudget().cpus
-  // hashThreads counts the workers here; inside each, the Piscina pool keeps its default size.
-  const workerConfig: Config = { ...config, databaseUrl: database.url, jwtSecret, hashThreads: undefined }
+  // The cluster strategy: hashThreads counted the workers; inside each, the Piscina pool keeps its default size.
+  const workerConfig: Config = { ...config, databaseUrl: database.url, jwtSecret, hashThreads: threadsPerWorker, workers: workerCount }
   const stopServingMetrics = serveClusterMetrics()
 
+  let started = false
   let stopping = false
-  const workers: Worker[] = []
+  let drainSent = false
+  const workers = new Set<Worker>()
+  const forkedAt = new WeakMap<Worker, number>()
+  let quickDeaths = 0
+  let restartTimer: NodeJS.Timeout | undefined
+
+  const fork = (): Worker => {
+    const worker = cluster.fork({ [workerConfigEnv]: JSON.stringify(workerConfig) })
+    workers.add(worker)
+    forkedAt.set(worker, Date.now())
+    return worker
+  }
   const onExit = (worker: Worker, code: number, signal: string): void => {
-    if (!stopping) log.error({ worker: worker.id, code, signal }, 'cluster worker died')
+    workers.delete(worker)
+    if (stopping || !started) return
+    const lived = Date.now() - (forkedAt.get(worker) ?? 0)
+    quickDeaths = lived < quickDeathMs ? quickDeaths + 1 : 0
+    // A worker that keeps dying at start (its database gone, say) is retried ever more slowly, not in a loop.
+    const delayMs = quickDeaths <= 1 ? 0 : Math.min(maxRestartDelayMs, 1000 * 2 ** (quickDeaths - 2))
+    log.error({ worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delayMs }, 'cluster worker died: starting a replacement')
+    restartTimer = setTimeout(() => {
+      restartTimer = undefined
+      if (stopping) return
+      const replacement = fork()
+      replacement.once('listening', () => { log.info({ worker: replacement.id, pid: replacement.process.pid }, 'replacement cluster worker listening') })
+    }, delayMs)
   }
   cluster.on('exit', onExit)
+
+  const tell = (drain: boolean): void => {
+    for (const worker of workers) {
+      if (worker.isConnected()) worker.send({ type: shutdownType, drain } satisfies ShutdownMessage)
+      else if (!worker.isDead()) worker.process.kill('SIGTERM')
+    }
+  }
   const close = async (): Promise<void> => {
     stopping = true
+    clearTimeout(restartTimer)
+    const exits = [...workers].filter((worker) => !worker.isDead()).map(async (worker) => await new Promise((resolve) => worker.once('exit', resolve)))
+    if (!drainSent) tell(false)
+    await Promise.all(exits)
     stopServingMetrics()
-    await Promise.all(workers.map(async (worker) => {
-      if (worker.isDead()) return
-      const exited = new Promise((resolve) => worker.once('exit', resolve))
-      worker.process.kill('SIGTERM')
-      await exited
-    }))
     cluster.off('exit', onExit)
     await database.stop()
   }
+  const drain = async (): Promise<void> => {
+    stopping = true
+    clearTimeout(restartTimer)
+    drainSent = true
+    tell(true)
+    // The workers drain as long; close() then waits for them to finish their requests and exit.
+    await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs))
+  }
 
   const listening = Array.from({ length: workerCount }, () => {
-    const worker = cluster.fork({ [workerConfigEnv]: JSON.stringify(workerConfig) })
-    workers.push(worker)
+    const worker = fork()
     return new Promise<{ address: string, port: number }>((resolve, reject) => {
       worker.once('listening', resolve)
       worker.once('exit', (code) => { reject(new Error(`cluster worker exited with code ${code} before listening`)) })
@@ -86,8 +171,14 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
     await close()
     throw err
   }
+  started = true
   const port = addresses[0]?.port ?? config.port
   const url = `http://${config.host}:${port}`
-  log.info({ url, workers: workerCount, strategy: 'cluster' }, 'tollbooth is listening')
-  return { url, workers: workerCount, close }
+  log.info({
+    url,
+    workers: workerCount,
+    strategy: config.hashStrategy,
+    ...(threadsPerWorker === undefined ? {} : { cpuBudget: split.budget, threadsPerWorker, unusedCpus: split.unusedCpus }),
+  }, 'tollbooth is listening')
+  return { url, workers: workerCount, threadsPerWorker, drain, close }
 }

@@ -217,7 +217,26 @@ export function createMetrics (engine: PasswordEngine, options: MetricsOptions):
   }, options.canaryIntervalMs ?? 1000)
   canaryTimer.unref()
 
-  if (options.clusterWorker === true) exposeRegistryToPrimary(registry)
+  // Per process, labelled by pid, so the aggregate shows each worker apart: its pool and the requests it answered.
+  const workerRequests = options.clusterWorker === true
+    ? new client.Counter({
+      name: 'tollbooth_worker_http_requests_total',
+      help: 'HTTP requests answered by each worker process (serve --workers, the cluster strategy), by pid; a replaced worker starts again from 0',
+      labelNames: ['pid'] as const,
+      registers: [registry],
+    })
+    : undefined
+  if (options.clusterWorker === true) {
+    new client.Gauge({
+      name: 'tollbooth_worker_hash_pool_threads',
+      help: 'Hash threads in each worker process\'s pool, by pid',
+      labelNames: ['pid'] as const,
+      registers: [registry],
+      aggregator: 'sum',
+      collect () { this.set({ pid: String(process.pid) }, engine.stats().threads) },
+    })
+    exposeRegistryToPrimary(registry)
+  }
 
   return {
     registry,
@@ -225,6 +244,7 @@ export function createMetrics (engine: PasswordEngine, options: MetricsOptions):
     render: options.clusterWorker === true ? clusterMetrics : async () => await registry.metrics(),
     observeRequest (method, route, status, seconds) {
       httpDuration.observe({ method, route, status: String(status) }, seconds)
+      workerRequests?.inc({ pid: String(process.pid) })
     },
     observeShed (reason) {
       shedChild(reason).inc()

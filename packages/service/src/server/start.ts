@@ -97,7 +97,7 @@ export function checkConnectionLimits (config: Pick<Config, 'maxConnections' | '
 export interface StartServiceOptions {
   logger?: pino.Logger
   listeningMessage?: string
-  /** One of the `cluster` strategy's worker processes (config.hashStrategy is 'cluster'). */
+  /** One of the worker processes of `--workers` or of the `cluster` strategy (cluster.ts). */
   clusterWorker?: boolean
 }
 
@@ -149,7 +149,7 @@ export async function startService (config: Config, options: StartServiceOptions
     }, `hash pool: ${stats.threads} thread(s) from the CPU budget (${engine.cpuBudget.source}${config.hashThreads === undefined ? '' : ', overridden by config'})`)
 
     const jwtSecret = config.jwtSecret ?? persistedJwtSecret(config.dataDir)
-    app = await buildApp({ config, db, engine, jwtSecret, logger: log })
+    app = await buildApp({ config, db, engine, jwtSecret, logger: log, clusterWorker: options.clusterWorker === true })
     const limits = checkConnectionLimits(config)
     for (const warning of limits.warnings) log.warn({ openFiles: limits.openFiles, somaxconn: limits.somaxconn }, warning)
     // Past it, Node closes a new connection at once: better than running out of descriptors,

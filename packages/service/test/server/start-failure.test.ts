@@ -85,4 +85,23 @@ describe('a start that fails', () => {
       fs.rmSync(dataDir, { recursive: true, force: true })
     }
   })
+
+  it('serve --workers 2, when its workers cannot listen: rejects, with no worker and no embedded PostgreSQL left running', async () => {
+    const dataDir = path.dirname(scratchClusterDir('workers-start'))
+    const squatter = await squat()
+    cluster.setupPrimary({ exec: path.join(packageRoot, 'bin', 'tollbooth.js'), silent: true })
+    try {
+      const { logger, lines } = capturingLogger('info')
+      const config = loadConfig({ env: {}, overrides: { dataDir, port: squatter.port, logLevel: 'info', workers: 2, hashThreads: 2 } })
+      await assert.rejects(startClusterPrimary(config, logger), /exited with code 1 before listening/)
+      const pgPort = Number(lines.find((line) => line.msg === 'embedded PostgreSQL started')?.port)
+      assert.ok(pgPort > 0, 'the embedded PostgreSQL had started')
+      assert.ok(await portIsClosed(pgPort), 'the embedded PostgreSQL was stopped')
+      assert.deepEqual(Object.values(cluster.workers ?? {}).filter((worker) => worker?.isDead() === false), [], 'no worker left running')
+      assert.ok(!lines.some((line) => line.msg === 'cluster worker died: starting a replacement'), 'a worker failing at the start is not replaced')
+    } finally {
+      squatter.close()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
 })

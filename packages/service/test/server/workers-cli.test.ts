@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import http from 'node:http'
+import { after, before, describe, it } from 'node:test'
+import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
+import { request, testKeyEncryptionKey } from '../helpers/service.js'
+
+async function startWorkers (db: TestDatabase, args: string[], env: NodeJS.ProcessEnv = {}): Promise<StartedCli> {
+  return await startCli({
+    ...process.env,
+    DATABASE_URL: db.url,
+    TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
+    PORT: '0',
+    TOLLBOOTH_LOG_LEVEL: 'info',
+    TOLLBOOTH_HASH_ALGORITHM: 'bcrypt',
+    TOLLBOOTH_BCRYPT_COST: '4',
+    TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0',
+    ...env,
+  }, ['serve', ...args], 60_000)
+}
+
+/** One request on a connection of its own (no keep-alive), so the primary hands each to the next worker. */
+async function fresh (url: string, path: string): Promise<{ status: number, body: string }> {
+  return await new Promise((resolve, reject) => {
+    http.get(url + path, { agent: false }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => { body += chunk })
+      res.on('end', () => { resolve({ status: res.statusCode ?? 0, body }) })
+    }).on('error', reject)
+  })
+}
+
+/** `name{pid="..."} value` lines of the aggregated /metrics, by pid. */
+async function perWorker (url: string, name: string): Promise<Map<number, number>> {
+  const text = (await fresh(url, '/metrics')).body
+  const byPid = new Map<number, number>()
+  for (const match of text.matchAll(new RegExp(`^${name}\\{pid="(\\d+)"\\} (\\S+)$`, 'gm'))) byPid.set(Number(match[1]), Number(match[2]))
+  return byPid
+}
+
+async function metricLine (url: string, name: string): Promise<string | undefined> {
+  return (await fresh(url, '/metrics')).body.split('\n').find((line) => line.startsWith(name))
+}
+
+/** Process ids whose parent is `pid`, from /proc. */
+function childPids (pid: number): number[] {
+  return fs.readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).flatMap((entry) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8')
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === String(pid) ? [Number(entry)] : []
+    } catch {
+      return []
+    }
+  })
+}
+
+async function until (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+describe('tollbooth serve --workers N', () => {
+  let db: TestDatabase
+  before(async () => { db = await createTestDatabase() })
+  after(async () => { await db.drop() })
+
+  it('--workers 2 on a budget of 2: two processes answer on one port, each with tollbooth\'s pool of 1 hash thread', async () => {
+    const started = await startWorkers(db, ['--workers', '2', '--hash-threads', '2'])
+    try {
+      const primary = started.child.pid ?? 0
+      const workers = childPids(primary)
+      assert.equal(workers.length, 2, 'two worker processes under the primary')
+      for (let i = 0; i < 8; i++) assert.equal((await fresh(started.url, '/healthz')).status, 200)
+      // Which process answered: the per-worker series of /metrics, labelled by pid.
+      const answered = await perWorker(started.url, 'tollbooth_worker_http_requests_total')
+      assert.deepEqual([...answered.keys()].sort(), [...workers].sort(), 'both workers answered')
+      for (const [pid, count] of answered) assert.ok(count >= 2, `worker ${pid} answered ${count} requests`)
+      const threads = await perWorker(started.url, 'tollbooth_worker_hash_pool_threads')
+      assert.deepEqual([...threads.values()], [1, 1], 'one hash thread in each worker')
+      assert.equal(await metricLine(started.url, 'tollbooth_hash_pool_threads '), 'tollbooth_hash_pool_threads 2')
+      // tollbooth's own pool, not the cluster strategy's plain Piscina.
+      assert.match(await metricLine(started.url, 'tollbooth_hash_pool_info') ?? '', /strategy="tollbooth"/)
+      const listening = started.lines().find((line) => line.msg === 'tollbooth is listening')
+      assert.equal(listening?.threadsPerWorker, 1)
+      assert.equal(listening?.workers, 2)
+
+      // The service works across them: a token from one worker is accepted by every one.
+      const account = { email: 'workers@example.com', password: 'workers password' }
+      const registered = await request(started, 'POST', '/api/v1/auth/register', { body: account })
+      assert.equal(registered.status, 201)
+      const token = registered.body.accessToken as string
+      const me = await Promise.all(Array.from({ length: 6 }, async () => await new Promise<number>((resolve, reject) => {
+        http.get(started.url + '/api/v1/me', { agent: false, headers: { authorization: `Bearer ${token}` } }, (res) => { res.resume(); resolve(res.statusCode ?? 0) }).on('error', reject)
+      })))
+      assert.deepEqual(me, Array(6).fill(200))
+    } finally {
+      assert.equal(await stopCli(started), 0)
+    }
+  })
+
+  it('more workers than the budget: one thread each, and a warning that the pool is oversubscribed', async () => {
+    const started = await startWorkers(db, ['--workers', '3', '--hash-threads', '2'])
+    try {
+      const warning = started.lines().find((line) => line.level === 40 && String(line.msg).includes('oversubscribed'))
+      assert.ok(warning !== undefined, 'warned')
+      assert.equal(childPids(started.child.pid ?? 0).length, 3)
+      assert.equal(await metricLine(started.url, 'tollbooth_hash_pool_threads '), 'tollbooth_hash_pool_threads 3')
+    } finally {
+      assert.equal(await stopCli(started), 0)
+    }
+  })
+
+  it('SIGTERM to the primary drains every worker (/readyz 503 at once, still serving), then exits 0', async () => {
+    const drainMs = 3000
+    const started = await startWorkers(db, ['--workers', '2', '--hash-threads', '2'], { TOLLBOOTH_SHUTDOWN_DRAIN_MS: String(drainMs) })
+    const exited = new Promise<number | null>((resolve) => started.child.once('exit', (code) => { resolve(code) }))
+    for (let i = 0; i < 4; i++) assert.equal((await fresh(started.url, '/readyz')).status, 200)
+    const signalledAt = Date.now()
+    started.child.kill('SIGTERM')
+    // The primary tells the workers over IPC; each turns readiness off as soon as it reads it.
+    await until('a draining /readyz', async () => (await fresh(started.url, '/readyz')).status === 503, drainMs)
+    // Four fresh connections, handed round-robin: both workers are draining, and still serve the rest.
+    const readyz = await Promise.all(Array.from({ length: 4 }, async () => (await fresh(started.url, '/readyz')).status))
+    const healthz = await Promise.all(Array.from({ length: 4 }, async () => (await fresh(started.url, '/healthz')).status))
+    assert.ok(Date.now() - signalledAt < drainMs, 'checked within the drain')
+    assert.deepEqual(readyz, [503, 503, 503, 503])
+    assert.deepEqual(healthz, [200, 200, 200, 200])
+    assert.equal(await exited, 0)
+    assert.ok(Date.now() - signalledAt >= drainMs - 100, `exited ${Date.now() - signalledAt} ms after SIGTERM, after the drain`)
+    assert.deepEqual(childPids(started.child.pid ?? 0), [], 'no worker left')
+  })
+
+  it('a worker that dies is replaced, with a log line, and the port keeps answering', async () => {
+    const started = await startWorkers(db, ['--workers', '2', '--hash-threads', '2'])
+    try {
+      const primary = started.child.pid ?? 0
+      const [victim, survivor] = childPids(primary)
+      assert.ok(victim !== undefined && survivor !== undefined)
+      process.kill(victim, 'SIGKILL')
+      await until('the replacement', () => started.lines().some((line) => line.msg === 'replacement cluster worker listening'))
+      const died = started.lines().find((line) => line.msg === 'cluster worker died: starting a replacement')
+      assert.equal(died?.pid, victim)
+      assert.equal(died?.signal, 'SIGKILL')
+      const now = childPids(primary)
+      assert.equal(now.length, 2)
+      assert.ok(now.includes(survivor) && !now.includes(victim))
+      for (let i = 0; i < 6; i++) assert.equal((await fresh(started.url, '/healthz')).status, 200)
+      const answered = await perWorker(started.url, 'tollbooth_worker_http_requests_total')
+      assert.deepEqual([...answered.keys()].sort(), [...now].sort(), 'the replacement answers too')
+    } finally {
+      assert.equal(await stopCli(started), 0)
+    }
+  })
+})

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { processTreeUsage } from '../../src/lab/process-tree.js'
+import { processTreeUsage } from '../src/process-tree.js'
 
 describe('process tree usage from /proc', () => {
   it('agrees with what this process says of its own CPU and memory (ticks and pages in the system\'s units)', { skip: process.platform !== 'linux' }, () => {

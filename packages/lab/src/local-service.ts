@@ -1,59 +1,29 @@
 /**
  * Services the lab starts itself when no --target is given, through the service package's
- * launcher API (tollbooth/launcher, docs/reference/launcher.md): one embedded PostgreSQL
- * for the whole command (a scratch folder, removed after), and a `tollbooth serve` process
- * per run on it, started the way a user would start one, so the lab measures exactly what
- * ships. Its URL comes from the service's ready file, not from its logs.
+ * launcher API (docs/reference/launcher.md): one embedded PostgreSQL for the whole command,
+ * and a `tollbooth serve` process per run on it, started the way a user would start one, so
+ * the lab measures exactly what ships.
  */
 import { randomBytes } from 'node:crypto'
-import { startDatabase, startServe } from 'tollbooth/launcher'
-
-export interface LocalDatabase {
-  url: string
-  stop (): Promise<void>
-}
+import { startDatabase, startServe, type LaunchedDatabase, type ServeProcess } from 'tollbooth/launcher'
 
 /** An embedded PostgreSQL in a scratch folder, deleted on stop. */
-export async function startLocalDatabase (): Promise<LocalDatabase> {
+export async function startLocalDatabase (): Promise<LaunchedDatabase> {
   return await startDatabase({ name: 'tollbooth_lab', label: 'lab' })
 }
 
-export interface LocalServiceOptions {
-  databaseUrl: string
-  /** Environment for the service (TOLLBOOTH_HASH_STRATEGY, TOLLBOOTH_BCRYPT_COST ...); PORT, HOST and the database are the lab's. */
-  env: Record<string, string>
-  startTimeoutMs?: number
-}
-
-export interface LocalService {
-  url: string
-  pid: number
-  /** The last lines the service logged, for error messages. */
-  logTail (): string
-  stop (): Promise<void>
-}
-
 /** A secret shared by the services of one lab command, so tokens stay valid across them. */
-export const labJwtSecret = randomBytes(32).toString('base64url')
+const labJwtSecret = randomBytes(32).toString('base64url')
 
-export async function startLocalService (options: LocalServiceOptions): Promise<LocalService> {
+/** `env`: the service's settings (TOLLBOOTH_HASH_STRATEGY ...); HOST, PORT, the database and the secret are the lab's. */
+export async function startLocalService (options: { databaseUrl: string, env: Record<string, string> }): Promise<ServeProcess> {
   const inherited = { ...process.env }
   // libuv reads this once: an inherited value would change what the libuv strategies measure.
   delete inherited.UV_THREADPOOL_SIZE
-  const env: NodeJS.ProcessEnv = {
-    ...inherited,
-    TOLLBOOTH_LOG_LEVEL: 'info',
-    ...options.env,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    DATABASE_URL: options.databaseUrl,
-    TOLLBOOTH_JWT_SECRET: labJwtSecret,
-  }
-  const strategy = options.env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'
+  const env = { ...inherited, TOLLBOOTH_LOG_LEVEL: 'info', ...options.env, HOST: '127.0.0.1', PORT: '0', DATABASE_URL: options.databaseUrl, TOLLBOOTH_JWT_SECRET: labJwtSecret }
   try {
-    const service = await startServe({ env, ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }) })
-    return { url: service.url, pid: service.pid, logTail: service.logTail, stop: async () => { await service.stop() } }
+    return await startServe({ env })
   } catch (err) {
-    throw new Error(`the service (${strategy}): ${(err as Error).message}`, { cause: err })
+    throw new Error(`the service (${options.env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'}): ${(err as Error).message}`, { cause: err })
   }
 }

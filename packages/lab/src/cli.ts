@@ -1,47 +1,93 @@
 /**
- * `tollbooth lab run | knee | compare | report | scenarios`: flags -> the lab's
- * library calls (src/lab/lab.ts), a live progress line, the final table, and
- * the report files.
+ * `tollbooth lab run | knee | compare | report | scenarios`: flags -> the lab's library calls
+ * (lab.ts), a live progress line, the final table, and the report files. Every flag is declared
+ * once, in `flags`: its parsing, where its value goes, and its line of `--help`.
  */
 import path from 'node:path'
 import fs from 'node:fs'
-import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { parseArgs } from 'node:util'
 import { createError } from './errors.js'
-import { allStrategies, labCompare, type ClientKind, labKnee, labRun, labScale, type KneeOptions, type LabOptions, type LoadOptions } from './lab.js'
+import { allStrategies, labCompare, labKnee, labRun, labScale, type ClientKind, type KneeOptions, type LabOptions, type LoadOptions } from './lab.js'
 import { formatMs } from './report/format.js'
 import { renderText, writeReports } from './report/index.js'
 import type { LabResult, SecondSample, ServerSample } from './result.js'
 import { builtInScenarios } from './scenarios/index.js'
 import { parseDurationMs, parseFraction, parseStages } from './schedule.js'
 
-const loadFlags = `Load (closed model: virtual users; open model: an arrival rate):
-  --duration D             how long the load runs (default 30s; auth-path: per phase)
-  --vus N                  N virtual users for the whole duration (closed)
-  --stages S               ramping VUs, k6-style: 30s:100,60s:100 (closed)
-  --think-time D           pause between a VU's iterations (default: the scenario's)
-  --rate R                 R arrivals per second (open; latency counts from the intended send time)
-  --rate-stages S          ramping rate from --rate: 30s:50,30s:100 (open)
-  --max-in-flight N        open model: arrivals beyond N in flight are dropped and counted (default 2000)
-  --no-retry-after         closed model: do not wait out a 503's Retry-After before the next iteration
-  --timeout D              per-request timeout, counted as a timeout (default 30s)
-  --healthz-rate R         /healthz probes per second during the load (default 10; 0: none)
-  --workers N              load-generator worker threads (default 1)
-  --accounts N             accounts pre-registered in setup (default: the scenario's)
+function number (text: string, flag: string): number {
+  const value = Number(text)
+  if (text.trim() === '' || !Number.isFinite(value)) throw createError('CONFIG_INVALID', `${flag} must be a number, got "${text}"`, { field: flag })
+  return value
+}
 
-Service (without --target the lab starts its own, on an embedded PostgreSQL, and stops it after):
-  --target URL             measure a running service instead
-  --strategy NAME          run/knee: the hash strategy of the service the lab starts (default tollbooth)
-  --hash-algorithm A       services the lab starts: argon2id | bcrypt | scrypt (default bcrypt, the seeds')
-  --bcrypt-cost N          services the lab starts (default 10, the seeds')
-  --service-env K=V        any other setting of services the lab starts (repeatable), e.g. TOLLBOOTH_HASH_THREADS=1
-  --database-url URL       services the lab starts use this PostgreSQL instead of an embedded one
-  --replicas N             N services behind HAProxy on one PostgreSQL (scale: a list, 1,2,3)
-  --cpus-per-replica C     each replica under a C-CPU cgroup quota (as root; otherwise none, with a warning)
+const parsers = { number, duration: parseDurationMs, stages: parseStages, fraction: parseFraction }
 
-Output:
-  --out DIR                where result.json, the CSV files and report.html go
-                           (default lab-results/<command>-<scenario>-<time>)
-  --quiet                  no progress line`
+type Group = 'load' | 'service' | 'output' | 'knee' | 'compare'
+interface Flag {
+  group: Group
+  /** The value's placeholder in --help; '' for a switch. */
+  arg: string
+  help: string
+  parse?: keyof typeof parsers
+  /** Where the parsed value goes: a load option, a knee criterion, or a setting of the services the lab starts. */
+  load?: keyof LoadOptions
+  knee?: keyof NonNullable<KneeOptions['criteria']>
+  env?: string
+  multiple?: boolean
+}
+
+const flags: Record<string, Flag> = {
+  duration: { group: 'load', arg: 'D', help: 'how long the load runs (default 30s; auth-path: per phase)', parse: 'duration', load: 'durationMs' },
+  vus: { group: 'load', arg: 'N', help: 'N virtual users for the whole duration (closed)', parse: 'number', load: 'vus' },
+  stages: { group: 'load', arg: 'S', help: 'ramping VUs, k6-style: 30s:100,60s:100 (closed)', parse: 'stages', load: 'stages' },
+  'think-time': { group: 'load', arg: 'D', help: 'pause between a VU\'s iterations (default: the scenario\'s)', parse: 'duration', load: 'thinkTimeMs' },
+  rate: { group: 'load', arg: 'R', help: 'R arrivals per second (open; latency counts from the intended send time)', parse: 'number', load: 'rate' },
+  'rate-stages': { group: 'load', arg: 'S', help: 'ramping rate from --rate: 30s:50,30s:100 (open)', parse: 'stages', load: 'rateStages' },
+  'max-in-flight': { group: 'load', arg: 'N', help: 'open model: arrivals beyond N in flight are dropped and counted (default 2000)', parse: 'number', load: 'maxInFlight' },
+  'no-retry-after': { group: 'load', arg: '', help: 'closed model: do not wait out a 503\'s Retry-After before the next iteration' },
+  timeout: { group: 'load', arg: 'D', help: 'per-request timeout, counted as a timeout (default 30s)', parse: 'duration', load: 'requestTimeoutMs' },
+  'healthz-rate': { group: 'load', arg: 'R', help: '/healthz probes per second during the load (default 10; 0: none)', parse: 'number', load: 'healthzProbeRate' },
+  workers: { group: 'load', arg: 'N', help: 'load-generator worker threads (default 1)', parse: 'number', load: 'workers' },
+  accounts: { group: 'load', arg: 'N', help: 'accounts pre-registered in setup (default: the scenario\'s)', parse: 'number', load: 'accounts' },
+  target: { group: 'service', arg: 'URL', help: 'measure a running service instead' },
+  strategy: { group: 'service', arg: 'NAME', help: 'run/knee: the hash strategy of the service the lab starts (default tollbooth)' },
+  'hash-algorithm': { group: 'service', arg: 'A', help: 'services the lab starts: argon2id | bcrypt | scrypt (default bcrypt, the seeds\')', env: 'TOLLBOOTH_HASH_ALGORITHM' },
+  'bcrypt-cost': { group: 'service', arg: 'N', help: 'services the lab starts (default 10, the seeds\')', env: 'TOLLBOOTH_BCRYPT_COST' },
+  'service-env': { group: 'service', arg: 'K=V', help: 'any other setting of services the lab starts (repeatable), e.g. TOLLBOOTH_HASH_THREADS=1', multiple: true },
+  'database-url': { group: 'service', arg: 'URL', help: 'services the lab starts use this PostgreSQL instead of an embedded one' },
+  replicas: { group: 'service', arg: 'N', help: 'N services behind HAProxy on one PostgreSQL (scale: a list, 1,2,3)' },
+  'cpus-per-replica': { group: 'service', arg: 'C', help: 'each replica under a C-CPU cgroup quota (as root; otherwise none, with a warning)', parse: 'number' },
+  out: { group: 'output', arg: 'DIR', help: 'where result.json, the CSV files and report.html go\n(default lab-results/<command>-<scenario>-<time>)' },
+  quiet: { group: 'output', arg: '', help: 'no progress line' },
+  'start-rate': { group: 'knee', arg: 'R', help: 'first offered rate (default: the scenario\'s)', parse: 'number', knee: 'startRate' },
+  step: { group: 'knee', arg: 'P', help: 'growth per step (default 10%)', parse: 'fraction', knee: 'stepFactor' },
+  'step-duration': { group: 'knee', arg: 'D', help: 'length of each step (default 10s)', parse: 'duration', knee: 'stepDurationMs' },
+  'max-steps': { group: 'knee', arg: 'N', help: 'at most N steps (default 40)', parse: 'number', knee: 'maxSteps' },
+  'max-rate': { group: 'knee', arg: 'R', help: 'never offer more than R/s', parse: 'number', knee: 'maxRate' },
+  margin: { group: 'knee', arg: 'P', help: 'a step falls behind when achieved < offered x (1 - P) (default 10%)', parse: 'fraction', knee: 'throughputMargin' },
+  'p99-limit': { group: 'knee', arg: 'D', help: 'a step fails when its p99 passes D (default 1s)', parse: 'duration', knee: 'p99LimitMs' },
+  'error-limit': { group: 'knee', arg: 'P', help: 'a step fails when its error rate passes P (default 1%)', parse: 'fraction', knee: 'errorRateLimit' },
+  strategies: { group: 'compare', arg: 'a,b,...', help: `default: ${allStrategies.join(',')}` },
+  clients: {
+    group: 'compare',
+    arg: 'polite,naive',
+    help: 'measure each strategy with clients that wait out a 503\'s Retry-After (polite),\nthat retry at once (naive, as k6 VUs in the seeds\' scripts do), or both, in one run\n(default: polite, or naive with --no-retry-after)',
+  },
+}
+
+const headings: Record<Group, string> = {
+  load: 'Load (closed model: virtual users; open model: an arrival rate):',
+  service: 'Service (without --target the lab starts its own, on an embedded PostgreSQL, and stops it after):',
+  output: 'Output:',
+  knee: 'Knee:',
+  compare: 'Compare:',
+}
+
+function flagHelp (group: Group): string {
+  const lines = Object.entries(flags).filter(([, flag]) => flag.group === group)
+    .map(([name, flag]) => `  ${`--${name} ${flag.arg}`.trimEnd().padEnd(25)}${flag.help.replaceAll('\n', `\n${' '.repeat(27)}`)}`)
+  return [headings[group], ...lines].join('\n')
+}
 
 export const labUsage = `tollbooth lab: load the service like a crowd does, and see where it breaks
 
@@ -55,99 +101,49 @@ Usage:
 
 Scenarios: ${Object.keys(builtInScenarios).join(', ')}, or a path to a .json or .js file (docs/guides/load-lab.md).
 
-${loadFlags}
-
-Knee:
-  --start-rate R           first offered rate (default: the scenario's)
-  --step P                 growth per step (default 10%)
-  --step-duration D        length of each step (default 10s)
-  --max-steps N            at most N steps (default 40)
-  --max-rate R             never offer more than R/s
-  --margin P               a step falls behind when achieved < offered x (1 - P) (default 10%)
-  --p99-limit D            a step fails when its p99 passes D (default 1s)
-  --error-limit P          a step fails when its error rate passes P (default 1%)
-
-Compare:
-  --strategies a,b,...     default: ${allStrategies.join(',')}
-  --clients polite,naive   measure each strategy with clients that wait out a 503's Retry-After (polite),
-                           that retry at once (naive, as k6 VUs in the seeds' scripts do), or both, in one run
-                           (default: polite, or naive with --no-retry-after)
+${(['load', 'service', 'output', 'knee', 'compare'] as const).map(flagHelp).join('\n\n')}
 `
 
-const options = {
-  scenario: { type: 'string' },
-  target: { type: 'string' },
-  duration: { type: 'string' },
-  vus: { type: 'string' },
-  stages: { type: 'string' },
-  'think-time': { type: 'string' },
-  rate: { type: 'string' },
-  'rate-stages': { type: 'string' },
-  'max-in-flight': { type: 'string' },
-  'no-retry-after': { type: 'boolean' },
-  timeout: { type: 'string' },
-  'healthz-rate': { type: 'string' },
-  workers: { type: 'string' },
-  accounts: { type: 'string' },
-  strategy: { type: 'string' },
-  strategies: { type: 'string' },
-  clients: { type: 'string' },
-  'hash-algorithm': { type: 'string' },
-  'bcrypt-cost': { type: 'string' },
-  'service-env': { type: 'string', multiple: true },
-  'database-url': { type: 'string' },
-  replicas: { type: 'string' },
-  'cpus-per-replica': { type: 'string' },
-  out: { type: 'string' },
-  quiet: { type: 'boolean' },
-  'start-rate': { type: 'string' },
-  step: { type: 'string' },
-  'step-duration': { type: 'string' },
-  'max-steps': { type: 'string' },
-  'max-rate': { type: 'string' },
-  margin: { type: 'string' },
-  'p99-limit': { type: 'string' },
-  'error-limit': { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const satisfies ParseArgsConfig['options']
+type Values = Record<string, string | boolean | string[] | undefined>
 
-type Values = ReturnType<typeof parseArgs<{ options: typeof options, allowPositionals: true, strict: true }>>['values']
-
-function number (text: string | undefined, flag: string): number | undefined {
-  if (text === undefined) return undefined
-  const value = Number(text)
-  if (text.trim() === '' || !Number.isFinite(value)) throw createError('CONFIG_INVALID', `--${flag} must be a number, got "${text}"`, { field: flag })
-  return value
+function parse (args: string[]): { values: Values, positionals: string[] } {
+  const options = Object.fromEntries(Object.entries(flags).map(([name, flag]) => [name, { type: flag.arg === '' ? 'boolean' : 'string', multiple: flag.multiple === true } as const]))
+  try {
+    return parseArgs({ args, options: { ...options, scenario: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })
+  } catch (err) {
+    throw createError('CONFIG_INVALID', (err as Error).message)
+  }
 }
 
-function loadOptionsOf (values: Values): LoadOptions {
-  const load: LoadOptions = {}
-  const set = <K extends keyof LoadOptions>(key: K, value: LoadOptions[K] | undefined): void => { if (value !== undefined) load[key] = value }
-  set('durationMs', values.duration === undefined ? undefined : parseDurationMs(values.duration, '--duration'))
-  set('vus', number(values.vus, 'vus'))
-  set('stages', values.stages === undefined ? undefined : parseStages(values.stages, '--stages'))
-  set('thinkTimeMs', values['think-time'] === undefined ? undefined : parseDurationMs(values['think-time'], '--think-time'))
-  set('rate', number(values.rate, 'rate'))
-  set('rateStages', values['rate-stages'] === undefined ? undefined : parseStages(values['rate-stages'], '--rate-stages'))
-  set('maxInFlight', number(values['max-in-flight'], 'max-in-flight'))
-  set('requestTimeoutMs', values.timeout === undefined ? undefined : parseDurationMs(values.timeout, '--timeout'))
-  set('healthzProbeRate', number(values['healthz-rate'], 'healthz-rate'))
-  set('workers', number(values.workers, 'workers'))
-  set('accounts', number(values.accounts, 'accounts'))
-  if (values['no-retry-after'] === true) load.honourRetryAfter = false
-  return load
-}
-
-function serviceEnvOf (values: Values): Record<string, string> {
+/** The common options, and the knee's criteria, from the parsed flags. */
+function labOptionsOf (values: Values): { common: Omit<LabOptions, 'scenario'>, criteria: NonNullable<KneeOptions['criteria']> } {
+  const load: Record<string, unknown> = {}
+  const criteria: Record<string, unknown> = {}
   const env: Record<string, string> = {}
-  for (const pair of values['service-env'] ?? []) {
+  for (const [name, flag] of Object.entries(flags)) {
+    const text = values[name]
+    if (typeof text !== 'string') continue
+    const value = flag.parse === undefined ? text : parsers[flag.parse](text, `--${name}`)
+    if (flag.load !== undefined) load[flag.load] = value
+    if (flag.knee !== undefined) criteria[flag.knee] = value
+    if (flag.env !== undefined) env[flag.env] = text
+  }
+  if (values['no-retry-after'] === true) load.honourRetryAfter = false
+  for (const pair of (values['service-env'] as string[] | undefined) ?? []) {
     const eq = pair.indexOf('=')
     if (eq <= 0) throw createError('CONFIG_INVALID', `--service-env takes KEY=VALUE, got "${pair}"`, { field: 'service-env' })
-    env[pair.slice(0, eq)] = pair.slice(eq + 1)
+    env[pair.slice(0, eq)] ??= pair.slice(eq + 1)
   }
-  if (values['hash-algorithm'] !== undefined) env.TOLLBOOTH_HASH_ALGORITHM = values['hash-algorithm']
-  if (values['bcrypt-cost'] !== undefined) env.TOLLBOOTH_BCRYPT_COST = values['bcrypt-cost']
-  return env
+  const text = (name: string): string | undefined => values[name] as string | undefined
+  const strategy = text('strategy')
+  return {
+    common: { target: text('target'), databaseUrl: text('database-url'), load: load as LoadOptions, serviceEnv: env, ...(strategy === undefined ? {} : { strategy }) },
+    criteria,
+  }
+}
+
+function list (text: string | boolean | string[] | undefined): string[] | undefined {
+  return typeof text === 'string' ? text.split(',').map((item) => item.trim()).filter((item) => item !== '') : undefined
 }
 
 /** One line per second: on a terminal it rewrites itself; in a log, one line every 5 s. */
@@ -161,25 +157,19 @@ function progressPrinter (quiet: boolean): { onSecond: NonNullable<LabOptions['o
   return {
     onSecond (label: string, sample: SecondSample, server: ServerSample | undefined) {
       if (quiet || (!tty && sample.t % 5 !== 0)) return
-      const errors = sample.all.requests - sample.all.ok
-      const parts = [
+      const line = [
         `[${label} ${String(sample.t).padStart(3)}s${sample.phase === undefined ? '' : ` ${sample.phase}`}]`,
         sample.vus === null || sample.vus === 0 ? `offered ${sample.offered}/s` : `vus ${sample.vus}`,
         `ok ${sample.achieved}/s`,
         `req ${sample.all.requests}/s`,
         `p95 ${formatMs(sample.all.latency.p95Ms)} ms`,
-        `errors ${errors}`,
+        `errors ${sample.all.requests - sample.all.ok}`,
         `in flight ${sample.inFlight}`,
         ...(sample.healthz === null ? [] : [`healthz p99 ${formatMs(sample.healthz.p99Ms)} ms`]),
         ...(server?.cpuCores == null ? [] : [`cpu ${(server.processTreeCpuCores ?? server.cpuCores).toFixed(2)}`]),
-      ]
-      const line = parts.join('  ')
-      if (tty) {
-        process.stderr.write(`\r\x1b[2K${line}`)
-        pending = true
-      } else {
-        process.stderr.write(`${line}\n`)
-      }
+      ].join('  ')
+      process.stderr.write(tty ? `\r\x1b[2K${line}` : `${line}\n`)
+      pending = tty
     },
     log (line: string) {
       clear()
@@ -187,11 +177,6 @@ function progressPrinter (quiet: boolean): { onSecond: NonNullable<LabOptions['o
     },
     end: clear,
   }
-}
-
-function defaultOutDir (command: string, scenario: string): string {
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace(/-\d+Z$/, 'Z')
-  return path.join('lab-results', `${command}-${path.basename(scenario).replace(/\.(json|m?js)$/, '')}-${stamp}`)
 }
 
 async function finish (result: LabResult, outDir: string): Promise<void> {
@@ -211,32 +196,28 @@ export async function labMain (argv: string[]): Promise<void> {
     for (const scenario of Object.values(builtInScenarios)) process.stdout.write(`${scenario.name.padEnd(14)} ${scenario.description}\n`)
     return
   }
-  let parsed: { values: Values, positionals: string[] }
-  try {
-    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true })
-  } catch (err) {
-    throw createError('CONFIG_INVALID', (err as Error).message)
-  }
-  const { values, positionals } = parsed
+  const { values, positionals } = parse(rest)
   if (values.help === true) {
     process.stdout.write(labUsage)
     return
   }
-
+  const out = values.out as string | undefined
   if (command === 'report') {
     const file = positionals[0]
     if (file === undefined) throw createError('CONFIG_INVALID', 'lab report needs the path of a result.json')
-    const result = JSON.parse(fs.readFileSync(file, 'utf8')) as LabResult
-    await finish(result, values.out ?? path.dirname(file))
+    await finish(JSON.parse(fs.readFileSync(file, 'utf8')) as LabResult, out ?? path.dirname(file))
     return
   }
   if (!['run', 'knee', 'compare', 'scale'].includes(command)) throw createError('CONFIG_INVALID', `unknown lab command "${command}": use run, knee, compare, scale, report or scenarios`)
   if (positionals.length > 0) throw createError('CONFIG_INVALID', `unexpected argument "${positionals[0] ?? ''}"`)
-  const scenario = values.scenario
+  const scenario = values.scenario as string | undefined
   if (scenario === undefined) throw createError('CONFIG_INVALID', `lab ${command} needs --scenario (${Object.keys(builtInScenarios).join(', ')}, or a file)`, { field: 'scenario' })
-
-  const replicaCounts = (values.replicas ?? (values['cpus-per-replica'] === undefined ? '' : '1')).split(',').filter((n) => n.trim() !== '').map((n) => number(n, 'replicas') ?? 1)
+  const { common, criteria } = labOptionsOf(values)
+  const replicaCounts = (list(values.replicas) ?? (values['cpus-per-replica'] === undefined ? [] : ['1'])).map((count) => number(count, '--replicas'))
   if (command === 'scale' ? replicaCounts.length === 0 : replicaCounts.length > 1) throw createError('CONFIG_INVALID', command === 'scale' ? 'lab scale needs --replicas 1,2,3' : '--replicas takes one count here (a list: lab scale)', { field: 'replicas' })
+  const cpusPerReplica = typeof values['cpus-per-replica'] === 'string' ? number(values['cpus-per-replica'], '--cpus-per-replica') : undefined
+  if (replicaCounts.length > 0) common.replicas = { count: replicaCounts[0] ?? 1, cpusPerReplica }
+
   const progress = progressPrinter(values.quiet === true)
   const abort = new AbortController()
   const onSignal = (): void => {
@@ -246,46 +227,22 @@ export async function labMain (argv: string[]): Promise<void> {
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
-
-  const common: LabOptions = {
-    scenario,
-    target: values.target,
-    databaseUrl: values['database-url'],
-    load: loadOptionsOf(values),
-    serviceEnv: serviceEnvOf(values),
-    ...(values.strategy === undefined ? {} : { strategy: values.strategy }),
-    ...(replicaCounts.length === 0 ? {} : { replicas: { count: replicaCounts[0] ?? 1, cpusPerReplica: number(values['cpus-per-replica'], 'cpus-per-replica') } }),
-    commandLine: ['tollbooth', 'lab', ...argv].join(' '),
-    log: progress.log,
-    onSecond: progress.onSecond,
-    signal: abort.signal,
+  const options: LabOptions = {
+    ...common, scenario, commandLine: ['tollbooth', 'lab', ...argv].join(' '), log: progress.log, onSecond: progress.onSecond, signal: abort.signal,
   }
-  const outDir = values.out ?? defaultOutDir(command, scenario)
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace(/-\d+Z$/, 'Z')
+  const outDir = out ?? path.join('lab-results', `${command}-${path.basename(scenario).replace(/\.(json|m?js)$/, '')}-${stamp}`)
   let result: LabResult
   try {
-    if (command === 'run') {
-      result = await labRun(common)
-    } else if (command === 'scale') {
-      result = await labScale({ ...common, replicaCounts })
-    } else if (command === 'knee') {
-      const criteria: KneeOptions['criteria'] = {}
-      const startRate = number(values['start-rate'], 'start-rate')
-      if (startRate !== undefined) criteria.startRate = startRate
-      if (values.step !== undefined) criteria.stepFactor = parseFraction(values.step, '--step')
-      if (values['step-duration'] !== undefined) criteria.stepDurationMs = parseDurationMs(values['step-duration'], '--step-duration')
-      const maxSteps = number(values['max-steps'], 'max-steps')
-      if (maxSteps !== undefined) criteria.maxSteps = maxSteps
-      const maxRate = number(values['max-rate'], 'max-rate')
-      if (maxRate !== undefined) criteria.maxRate = maxRate
-      if (values.margin !== undefined) criteria.throughputMargin = parseFraction(values.margin, '--margin')
-      if (values['p99-limit'] !== undefined) criteria.p99LimitMs = parseDurationMs(values['p99-limit'], '--p99-limit')
-      if (values['error-limit'] !== undefined) criteria.errorRateLimit = parseFraction(values['error-limit'], '--error-limit')
-      result = await labKnee({ ...common, criteria })
-    } else {
-      const strategies = values.strategies?.split(',').map((s) => s.trim()).filter((s) => s !== '')
-      const clients = values.clients?.split(',').map((s) => s.trim()).filter((s) => s !== '') as ClientKind[] | undefined
-      result = await labCompare({ ...common, ...(strategies === undefined ? {} : { strategies }), ...(clients === undefined ? {} : { clients }) })
-    }
+    const strategies = list(values.strategies)
+    const clients = list(values.clients) as ClientKind[] | undefined
+    result = command === 'run'
+      ? await labRun(options)
+      : command === 'scale'
+        ? await labScale({ ...options, replicaCounts })
+        : command === 'knee'
+          ? await labKnee({ ...options, criteria })
+          : await labCompare({ ...options, ...(strategies === undefined ? {} : { strategies }), ...(clients === undefined ? {} : { clients }) })
   } finally {
     progress.end()
     process.off('SIGINT', onSignal)

@@ -3,7 +3,7 @@
  * a timeout per request, and every failure sorted into a kind the report can
  * count (timeout, connection, other) instead of an exception.
  */
-import { Pool, type Dispatcher } from 'undici'
+import { Pool } from 'undici'
 import type { TransportFailure } from './stats.js'
 
 export interface LabRequest {
@@ -58,67 +58,45 @@ function parseRetryAfter (header: string | string[] | undefined): number | null 
   return Number.isNaN(date) ? null : Math.max(0, (date - Date.now()) / 1000)
 }
 
-export interface HttpTargetOptions {
-  /** Most requests in flight at once (one keep-alive connection each). */
-  connections: number
-  timeoutMs: number
-}
-
+/** One keep-alive pool: at most `connections` requests in flight, each given up after `timeoutMs`. */
 export class HttpTarget {
   private readonly pool: Pool
-  private readonly timeoutMs: number
 
-  constructor (readonly url: string, options: HttpTargetOptions) {
-    this.timeoutMs = options.timeoutMs
-    this.pool = new Pool(url, {
-      connections: options.connections,
-      pipelining: 1,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      connectTimeout: Math.min(options.timeoutMs, 10_000),
-      keepAliveTimeout: 30_000,
-    })
+  constructor (readonly url: string, private readonly options: { connections: number, timeoutMs: number }) {
+    const { connections, timeoutMs } = options
+    this.pool = new Pool(url, { connections, pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: Math.min(timeoutMs, 10_000), keepAliveTimeout: 30_000 })
   }
 
   async send (request: LabRequest): Promise<LabResponse> {
     const headers: Record<string, string> = { ...request.headers }
-    let body: string | undefined
-    if (request.body !== undefined) {
-      body = JSON.stringify(request.body)
-      headers['content-type'] = 'application/json'
-    }
+    if (request.body !== undefined) headers['content-type'] = 'application/json'
     if (request.token !== undefined) headers.authorization = `Bearer ${request.token}`
+    const failed = { ok: false, body: undefined, retryAfterSeconds: null } as const
     try {
-      const options: Dispatcher.RequestOptions = { method: request.method, path: request.path, headers, signal: AbortSignal.timeout(this.timeoutMs) }
-      if (body !== undefined) options.body = body
-      const response = await this.pool.request(options)
-      const contentType = String(response.headers['content-type'] ?? '')
-      let parsed: unknown
+      const response = await this.pool.request({
+        method: request.method,
+        path: request.path,
+        headers,
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+        ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
+      })
+      const status = response.statusCode
+      let body: unknown
       let text: string | undefined
-      if (contentType.includes('application/json')) {
-        const text = await response.body.text()
+      if (String(response.headers['content-type'] ?? '').includes('application/json')) {
+        const raw = await response.body.text()
         try {
-          parsed = text === '' ? undefined : JSON.parse(text)
+          body = raw === '' ? undefined : JSON.parse(raw)
         } catch {
-          return { status: response.statusCode, failure: null, ok: false, body: undefined, retryAfterSeconds: null, detail: 'invalid JSON body' }
+          return { ...failed, status, failure: null, detail: 'invalid JSON body' }
         }
-      } else if (request.readText === true) {
-        text = await response.body.text()
-      } else {
-        await response.body.dump()
-      }
-      return {
-        status: response.statusCode,
-        failure: null,
-        ok: response.statusCode >= 200 && response.statusCode < 300,
-        body: parsed,
-        ...(text === undefined ? {} : { text }),
-        retryAfterSeconds: parseRetryAfter(response.headers['retry-after']),
-        detail: null,
-      }
+      } else if (request.readText === true) text = await response.body.text()
+      else await response.body.dump()
+      const retryAfterSeconds = parseRetryAfter(response.headers['retry-after'])
+      return { status, failure: null, ok: status >= 200 && status < 300, body, ...(text === undefined ? {} : { text }), retryAfterSeconds, detail: null }
     } catch (err) {
       const error = err as { code?: string, message?: string }
-      return { status: null, failure: classifyFailure(err), ok: false, body: undefined, retryAfterSeconds: null, detail: error.code ?? error.message ?? String(err) }
+      return { ...failed, status: null, failure: classifyFailure(err), detail: error.code ?? error.message ?? String(err) }
     }
   }
 

@@ -1,19 +1,16 @@
 /**
- * The lab's three commands as library calls, each returning one LabResult:
- * `run` (one load against one service), `knee` (rising open-model steps until
- * the service falls behind) and `compare` (the same load against the service
- * started once per hash strategy, on one database). Without a target the lab
- * starts what it measures and stops it after.
+ * The lab's three commands as library calls, each returning one LabResult. Without a target the
+ * lab starts what it measures (on one database for the whole command) and stops it after.
  */
 import { randomBytes } from 'node:crypto'
 import { createError } from './errors.js'
 import { HttpTarget } from './http.js'
 import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
-import { startLocalDatabase, startLocalService, type LocalDatabase } from './local-service.js'
+import { startLocalDatabase, startLocalService, type ReplicaOptions } from './local-service.js'
 import { machineInfo } from './machine.js'
 import { MetricsSnapshot } from './prometheus.js'
 import { referencesFor } from './references.js'
-import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type RunResult, type SecondSample, type ServerSample, type ServiceInfo, type Stage } from './result.js'
+import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type SecondSample, type ServerSample, type ServiceInfo, type Stage } from './result.js'
 import { LabRun, segmentLoadOf } from './runner.js'
 import type { Scenario, ScenarioRef } from './scenario.js'
 import { loadScenario, scenarioRef } from './scenarios/index.js'
@@ -26,14 +23,12 @@ export const allStrategies = ['event-loop', 'libuv', 'libuv-128', 'spawn', 'pisc
 /** The seeds' own setting: bcrypt cost 10. */
 export const seedServiceEnv: Readonly<Record<string, string>> = { TOLLBOOTH_HASH_ALGORITHM: 'bcrypt', TOLLBOOTH_BCRYPT_COST: '10' }
 
-/** What the user asked for; anything unset comes from the scenario's defaults. */
+/** What the user asked for (the flags of `--help`); anything unset comes from the scenario's defaults. */
 export interface LoadOptions {
   durationMs?: number
   vus?: number
   stages?: Stage[]
-  /** Open model: arrivals per second (constant for the duration). */
   rate?: number
-  /** Open model: rate stages, from `rate` (or the scenario's) to each target. */
   rateStages?: Stage[]
   thinkTimeMs?: number
   maxInFlight?: number
@@ -47,17 +42,17 @@ export interface LoadOptions {
 export interface LabOptions {
   /** A built-in scenario's name, or a .json / .js file. */
   scenario: string
-  /** A running service; unset: the lab starts its own (embedded PostgreSQL). */
+  /** A running service; unset: the lab starts its own. */
   target?: string | undefined
   /** For services the lab starts: PostgreSQL to use instead of an embedded one. */
   databaseUrl?: string | undefined
   load: LoadOptions
-  /** Environment for services the lab starts (hash settings ...). Default: the seeds' bcrypt cost 10. */
+  /** Environment for services the lab starts, over the seeds' bcrypt cost 10. */
   serviceEnv?: Record<string, string>
-  /** Services the lab starts: N replicas behind HAProxy, each under a CPU quota (`lab scale`: one run per count). */
-  replicas?: { count: number, cpusPerReplica?: number | undefined } | undefined
   /** `run` and `knee` with a lab-started service: its hash strategy (default tollbooth). */
   strategy?: string
+  /** Services the lab starts: N replicas behind HAProxy, each under a CPU quota (`lab scale`: one run per count). */
+  replicas?: ReplicaOptions | undefined
   commandLine?: string
   log?: (line: string) => void
   onSecond?: (label: string, sample: SecondSample, server: ServerSample | undefined) => void
@@ -66,7 +61,7 @@ export interface LabOptions {
 }
 
 export interface KneeOptions extends LabOptions {
-  criteria?: Partial<Omit<KneeCriteria, 'startRate'>> & { startRate?: number, maxRate?: number }
+  criteria?: Partial<KneeCriteria> & { maxRate?: number }
 }
 
 /** Closed-model clients: `polite` wait out a 503's Retry-After, `naive` retry at once (as k6 VUs in the seeds' scripts do). */
@@ -79,23 +74,28 @@ export interface CompareOptions extends LabOptions {
   clients?: readonly ClientKind[]
 }
 
-const defaultDurationMs = 30_000
-const defaultMaxInFlight = 2000
+function invalid (field: string, message: string): never {
+  throw createError('CONFIG_INVALID', message, { field })
+}
 
 function positive (value: number | undefined, field: string): void {
-  if (value !== undefined && (!Number.isFinite(value) || value <= 0)) throw createError('CONFIG_INVALID', `${field} must be a number above 0, got ${value}`, { field })
+  if (value !== undefined && (!Number.isFinite(value) || value <= 0)) invalid(field, `${field} must be a number above 0, got ${value}`)
+}
+
+function checkChoices (values: readonly string[], choices: readonly string[], field: string): void {
+  const unknown = values.find((value) => !choices.includes(value))
+  if (unknown !== undefined) invalid(field, `unknown ${field} "${unknown}": use ${choices.join(', ')}`)
 }
 
 /** The user's load options over the scenario's defaults, validated. */
 export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, forceModel?: 'open'): LoadSpec {
   for (const field of ['durationMs', 'vus', 'rate', 'maxInFlight', 'requestTimeoutMs', 'workers'] as const) positive(options[field], field)
-  if (options.vus !== undefined && !Number.isInteger(options.vus)) throw createError('CONFIG_INVALID', `vus must be a whole number, got ${options.vus}`, { field: 'vus' })
-  if (options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers > 64)) throw createError('CONFIG_INVALID', 'workers must be a whole number from 1 to 64', { field: 'workers' })
+  if (options.vus !== undefined && !Number.isInteger(options.vus)) invalid('vus', `vus must be a whole number, got ${options.vus}`)
+  if (options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers > 64)) invalid('workers', 'workers must be a whole number from 1 to 64')
   const wantsOpen = forceModel === 'open' || options.rate !== undefined || options.rateStages !== undefined
   const wantsClosed = options.vus !== undefined || options.stages !== undefined
-  if (wantsOpen && wantsClosed) throw createError('CONFIG_INVALID', 'give either virtual users (--vus / --stages) or an arrival rate (--rate / --rate-stages), not both', { field: 'vus' })
-  const model = wantsOpen ? 'open' : wantsClosed ? 'closed' : scenario.defaults.model
-  const durationMs = options.durationMs ?? defaultDurationMs
+  if (wantsOpen && wantsClosed) invalid('vus', 'give either virtual users (--vus / --stages) or an arrival rate (--rate / --rate-stages), not both')
+  const durationMs = options.durationMs ?? 30_000
   const base = {
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
     healthzProbeRate: options.healthzProbeRate ?? 10,
@@ -103,15 +103,9 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
     honourRetryAfter: options.honourRetryAfter ?? true,
     accounts: options.accounts ?? scenario.defaults.accounts,
   }
-  if (model === 'open') {
+  if (wantsOpen || (!wantsClosed && scenario.defaults.model === 'open')) {
     const startRate = options.rate ?? scenario.defaults.rate
-    return {
-      ...base,
-      model: 'open',
-      startRate,
-      stages: options.rateStages ?? [{ durationMs, target: startRate }],
-      maxInFlight: options.maxInFlight ?? defaultMaxInFlight,
-    }
+    return { ...base, model: 'open', startRate, stages: options.rateStages ?? [{ durationMs, target: startRate }], maxInFlight: options.maxInFlight ?? 2000 }
   }
   // k6: `--vus N --duration D` holds N from the start; stages ramp from 0.
   const constant = options.stages === undefined && options.vus !== undefined
@@ -119,8 +113,11 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
   return { ...base, model: 'closed', startVus: constant ? (options.vus ?? 0) : 0, stages, thinkTimeMs: options.thinkTimeMs ?? scenario.defaults.thinkTimeMs }
 }
 
-/** What /metrics says about the service it came from. */
-export function serviceInfoFromMetrics (url: string, metrics: MetricsSnapshot | null, startedByLab: boolean, settings: Record<string, string>): ServiceInfo {
+/** What /metrics says about the service it came from; `settings` (the lab's own launch) win. */
+async function serviceInfo (url: string, startedByLab: boolean, settings: Record<string, string>): Promise<ServiceInfo> {
+  const target = new HttpTarget(url, { connections: 1, timeoutMs: 5000 })
+  const response = await target.send({ method: 'GET', path: '/metrics', readText: true }).finally(async () => { await target.close() })
+  const metrics = response.status === 200 && response.text !== undefined ? MetricsSnapshot.parse(response.text) : null
   const info = metrics?.labelsOf('tollbooth_info') ?? null
   const pool = metrics?.labelsOf('tollbooth_hash_pool_info') ?? null
   const threads = metrics?.sum('tollbooth_hash_pool_threads') ?? null
@@ -137,49 +134,55 @@ export function serviceInfoFromMetrics (url: string, metrics: MetricsSnapshot | 
   }
 }
 
-async function fetchMetrics (url: string): Promise<MetricsSnapshot | null> {
-  const target = new HttpTarget(url, { connections: 1, timeoutMs: 5000 })
-  try {
-    const response = await target.send({ method: 'GET', path: '/metrics', readText: true })
-    return response.status === 200 && response.text !== undefined ? MetricsSnapshot.parse(response.text) : null
-  } finally {
-    await target.close()
-  }
-}
-
-interface AcquiredService {
+interface Service {
   url: string
   pid: number | undefined
   info: ServiceInfo
   stop (): Promise<void>
 }
 
-/** Settings worth showing in a report: tollbooth's own variables, never secrets. */
-function visibleSettings (env: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).filter(([key]) => (key.startsWith('TOLLBOOTH_') || key === 'UV_THREADPOOL_SIZE') && !/SECRET|ENCRYPTION_KEY/.test(key)))
-}
-
-async function startService (database: LocalDatabase, env: Record<string, string>, log: (line: string) => void, options: Pick<LabOptions, 'replicas'> = {}, warnings: string[] = []): Promise<AcquiredService> {
-  const service = await startLocalService({ databaseUrl: database.url, env, replicas: options.replicas })
-  log(`started ${env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'} at ${service.url} (${service.replicas?.description ?? `pid ${String(service.pid)}`})`)
-  for (const warning of service.replicas?.warnings ?? []) log(`warning: ${warning}`)
-  for (const warning of service.replicas?.warnings ?? []) if (!warnings.includes(warning)) warnings.push(warning)
-  const info = serviceInfoFromMetrics(service.url, await fetchMetrics(service.url), true, visibleSettings(env))
-  if (service.replicas !== undefined) info.settings.replicas = service.replicas.description
-  return { url: service.url, pid: service.pid, info, stop: async () => { await service.stop() } }
-}
-
-function serviceEnvFor (options: LabOptions, scenario: Scenario<unknown>, strategy: string): Record<string, string> {
+/** Where a command's services come from: the target, or services the lab starts on one database (the user's or an embedded one). */
+async function serviceSource (options: LabOptions, scenario: Scenario<unknown>, warnings: string[]): Promise<{ start (strategy: string, replicas?: ReplicaOptions): Promise<Service>, close (): Promise<void> }> {
+  if (options.target !== undefined) {
+    const url = options.target.replace(/\/+$/, '')
+    return { start: async () => ({ url, pid: undefined, info: await serviceInfo(url, false, {}), stop: async () => {} }), close: async () => {} }
+  }
+  const database = options.databaseUrl === undefined ? await startLocalDatabase() : { url: options.databaseUrl, stop: async () => {} }
   return {
-    ...seedServiceEnv,
-    ...options.serviceEnv,
-    TOLLBOOTH_HASH_STRATEGY: strategy,
-    ...(scenario.needsLabDiagnostics === true ? { TOLLBOOTH_LAB_DIAGNOSTICS: 'true' } : {}),
+    async start (strategy, replicas = options.replicas) {
+      const env = {
+        ...seedServiceEnv,
+        ...options.serviceEnv,
+        TOLLBOOTH_HASH_STRATEGY: strategy,
+        ...(scenario.needsLabDiagnostics === true ? { TOLLBOOTH_LAB_DIAGNOSTICS: 'true' } : {}),
+      }
+      const service = await startLocalService({ databaseUrl: database.url, env, replicas })
+      options.log?.(`started ${strategy} at ${service.url} (${service.replicas?.description ?? `pid ${String(service.pid)}`})`)
+      for (const warning of service.replicas?.warnings ?? []) {
+        options.log?.(`warning: ${warning}`)
+        if (!warnings.includes(warning)) warnings.push(warning)
+      }
+      // Settings worth showing in a report: tollbooth's own variables, never secrets.
+      const shown = Object.fromEntries(Object.entries(env).filter(([key]) => (key.startsWith('TOLLBOOTH_') || key === 'UV_THREADPOOL_SIZE') && !/SECRET|ENCRYPTION_KEY/.test(key)))
+      if (service.replicas !== undefined) shown.replicas = service.replicas.description
+      try {
+        return { url: service.url, pid: service.pid, info: await serviceInfo(service.url, true, shown), stop: async () => { await service.stop() } }
+      } catch (err) {
+        await service.stop()
+        throw err
+      }
+    },
+    close: async () => { await database.stop() },
   }
 }
 
-function emptyResult (command: LabCommand, options: LabOptions, scenario: Scenario<unknown>, load: LoadSpec): LabResult {
-  return {
+interface Command { scenario: Scenario<unknown>, ref: ScenarioRef, load: LoadSpec, result: LabResult }
+
+async function prepare (command: LabCommand, options: LabOptions, forceModel?: 'open'): Promise<Command> {
+  const ref = scenarioRef(options.scenario)
+  const scenario = await loadScenario(ref)
+  const load = resolveLoad(scenario, options.load, forceModel)
+  const result: LabResult = {
     schema: labResultSchema,
     command,
     createdAt: new Date().toISOString(),
@@ -191,32 +194,20 @@ function emptyResult (command: LabCommand, options: LabOptions, scenario: Scenar
     references: referencesFor(scenario.name),
     warnings: [],
   }
+  return { scenario, ref, load, result }
 }
-
-/** A database for the services the lab starts: the user's, or an embedded one for this command. */
-async function labDatabase (options: LabOptions): Promise<LocalDatabase> {
-  if (options.databaseUrl !== undefined) return { url: options.databaseUrl, stop: async () => {} }
-  return await startLocalDatabase()
-}
-
-interface Measured { run: RunResult, warnings: string[] }
 
 /**
- * Setup, then the whole load once per phase, against one service. With `each`,
- * the caller drives the segments itself (the knee's steps).
+ * Setup, then the whole load once per phase (or the caller's `segments`: the knee's steps)
+ * against one service, into `result`. An abort stops the load at once; what ran is kept.
  */
 async function measure (
-  label: string,
-  service: AcquiredService,
-  scenario: Scenario<unknown>,
-  ref: ScenarioRef,
-  load: LoadSpec,
-  options: LabOptions,
-  runId: string,
-  segments?: (run: LabRun) => Promise<void>
-): Promise<Measured> {
-  const log = options.log ?? (() => {})
-  const data = await runScenarioSetup(scenario, service.url, load.accounts, log, load.requestTimeoutMs)
+  { scenario, ref, result }: Command, label: string, service: Service, load: LoadSpec, options: LabOptions, runId: string,
+  segments = async (run: LabRun): Promise<void> => {
+    for (const phase of scenario.phases ?? [undefined]) if (options.signal?.aborted !== true) await run.segment(phase, segmentLoadOf(load))
+  }
+): Promise<void> {
+  const data = await runScenarioSetup(scenario, service.url, load.accounts, options.log ?? (() => {}), load.requestTimeoutMs)
   const run = await LabRun.start({
     label,
     url: service.url,
@@ -229,26 +220,12 @@ async function measure (
     runId,
     onSecond: (sample, server) => options.onSecond?.(label, sample, server),
   })
-  let interrupted = options.signal?.aborted === true
   let onAbort = (): void => {}
-  const aborted = new Promise<void>((resolve) => {
-    onAbort = () => {
-      interrupted = true
-      resolve()
-    }
-    if (interrupted) resolve()
-  })
+  const aborted = new Promise<void>((resolve) => { onAbort = resolve })
+  if (options.signal?.aborted === true) onAbort()
   options.signal?.addEventListener('abort', onAbort, { once: true })
   try {
-    const work = segments !== undefined
-      ? segments(run)
-      : (async () => {
-          for (const phase of scenario.phases ?? [undefined]) {
-            if (interrupted) break
-            await run.segment(phase, segmentLoadOf(load))
-          }
-        })()
-    await Promise.race([work, aborted])
+    await Promise.race([segments(run), aborted])
   } catch (err) {
     // A generator that failed: stop the others, the scraper and the probe before reporting it.
     await run.finish(true).catch(() => {})
@@ -256,171 +233,132 @@ async function measure (
   } finally {
     options.signal?.removeEventListener('abort', onAbort)
   }
+  const interrupted = options.signal?.aborted === true
   const measured = await run.finish(interrupted)
   if (interrupted) measured.warnings.push(`${label}: interrupted; the figures cover the run up to the interruption`)
-  return measured
+  result.runs.push(measured.run)
+  result.warnings.push(...measured.warnings)
 }
 
-async function prepare (command: LabCommand, options: LabOptions, forceModel?: 'open'): Promise<{ scenario: Scenario<unknown>, ref: ScenarioRef, load: LoadSpec, result: LabResult }> {
-  const ref = scenarioRef(options.scenario)
-  const scenario = await loadScenario(ref)
-  const load = resolveLoad(scenario, options.load, forceModel)
-  return { scenario, ref, load, result: emptyResult(command, options, scenario, load) }
-}
-
-/** Acquires the service of a `run` or `knee`: the target, or one the lab starts (with its database). */
-async function acquire (options: LabOptions, scenario: Scenario<unknown>, warnings: string[] = []): Promise<AcquiredService> {
-  const log = options.log ?? (() => {})
-  if (options.target !== undefined) {
-    const url = options.target.replace(/\/+$/, '')
-    return { url, pid: undefined, info: serviceInfoFromMetrics(url, await fetchMetrics(url), false, {}), stop: async () => {} }
-  }
+/** `run` and `knee`: one service, the target or one the lab starts with `options.strategy`. */
+async function single (command: Command, options: LabOptions, segments?: (run: LabRun) => Promise<void>): Promise<LabResult> {
   const strategy = options.strategy ?? 'tollbooth'
-  if (!(allStrategies as readonly string[]).includes(strategy)) throw createError('CONFIG_INVALID', `strategy must be one of ${allStrategies.join(', ')}, got "${strategy}"`, { field: 'strategy' })
-  const database = await labDatabase(options)
+  if (options.target === undefined) checkChoices([strategy], allStrategies, 'strategy')
+  const source = await serviceSource(options, command.scenario, command.result.warnings)
   try {
-    const service = await startService(database, serviceEnvFor(options, scenario, strategy), log, options, warnings)
-    return {
-      ...service,
-      stop: async () => {
-        await service.stop()
-        await database.stop()
-      },
+    const service = await source.start(strategy)
+    try {
+      await measure(command, service.info.strategy ?? command.result.command, service, command.load, options, randomBytes(6).toString('hex'), segments)
+    } finally {
+      await service.stop()
     }
-  } catch (err) {
-    await database.stop()
-    throw err
-  }
-}
-
-export async function labRun (options: LabOptions): Promise<LabResult> {
-  const { scenario, ref, load, result } = await prepare('run', options)
-  const service = await acquire(options, scenario, result.warnings)
-  try {
-    const { run, warnings } = await measure(service.info.strategy ?? 'run', service, scenario, ref, load, options, randomBytes(6).toString('hex'))
-    result.runs.push(run)
-    result.warnings.push(...warnings)
   } finally {
-    await service.stop()
+    await source.close()
   }
-  return result
+  return command.result
 }
 
+/** One load against one service. */
+export async function labRun (options: LabOptions): Promise<LabResult> {
+  return await single(await prepare('run', options), options)
+}
+
+/** Rising open-model steps until the service falls behind. */
 export async function labKnee (options: KneeOptions): Promise<LabResult> {
-  const { scenario, ref, load, result } = await prepare('knee', options, 'open')
+  const command = await prepare('knee', options, 'open')
+  const { load, result } = command
   if (load.model !== 'open') throw new Error('unreachable: a knee search is an open model')
-  const criteria: KneeCriteria = { ...defaultKneeCriteria, startRate: load.startRate, ...options.criteria }
+  const { maxRate = Number.POSITIVE_INFINITY, ...chosen } = options.criteria ?? {}
+  const criteria: KneeCriteria = { ...defaultKneeCriteria, startRate: load.startRate, ...chosen }
   for (const field of ['startRate', 'stepFactor', 'stepDurationMs', 'maxSteps'] as const) positive(criteria[field], field)
-  const maxRate = options.criteria?.maxRate ?? Number.POSITIVE_INFINITY
   const steps: KneeStep[] = []
   let search: KneeResult | undefined
-  const service = await acquire(options, scenario, result.warnings)
-  try {
-    const { run, warnings } = await measure(service.info.strategy ?? 'knee', service, scenario, ref, load, options, randomBytes(6).toString('hex'), async (labRun) => {
-      search = await searchKnee(criteria, maxRate, async (offered, index) => {
-        const segment = await labRun.segment(undefined, { model: 'open', startRate: offered, stages: [{ durationMs: criteria.stepDurationMs, target: offered }], maxInFlight: load.maxInFlight })
-        return {
-          index,
-          offeredPerSecond: offered,
-          achievedPerSecond: Math.round((segment.achievedInWindow / (criteria.stepDurationMs / 1000)) * 100) / 100,
-          latency: segment.all.latency,
-          errorRate: segment.all.requests === 0 ? 0 : errorTotal(segment.all.errors) / segment.all.requests,
-          dropped: segment.dropped,
-          startT: segment.startT,
-          endT: segment.endT,
-        }
-      }, steps, options.log)
-    })
-    result.runs.push(run)
-    result.warnings.push(...warnings)
-  } finally {
-    await service.stop()
-  }
-  const first = steps[0]
+  await single(command, options, async (run) => {
+    search = await searchKnee(criteria, maxRate, async (offered, index) => {
+      const segment = await run.segment(undefined, { model: 'open', startRate: offered, stages: [{ durationMs: criteria.stepDurationMs, target: offered }], maxInFlight: load.maxInFlight })
+      return {
+        index,
+        offeredPerSecond: offered,
+        achievedPerSecond: Math.round((segment.achievedInWindow / (criteria.stepDurationMs / 1000)) * 100) / 100,
+        latency: segment.all.latency,
+        errorRate: segment.all.requests === 0 ? 0 : errorTotal(segment.all.errors) / segment.all.requests,
+        dropped: segment.dropped,
+        startT: segment.startT,
+        endT: segment.endT,
+      }
+    }, steps, options.log)
+  })
+  // The load as it ran: from the first step's rate to the last's, in the steps' time.
   const last = steps.at(-1)
   result.load = {
     ...load,
-    startRate: first?.offeredPerSecond ?? criteria.startRate,
+    startRate: steps[0]?.offeredPerSecond ?? criteria.startRate,
     stages: last === undefined ? [] : [{ durationMs: steps.length * criteria.stepDurationMs, target: last.offeredPerSecond }],
   }
   result.knee = search ?? { criteria, steps, kneePerSecond: kneeOf(steps), stoppedBecause: `interrupted after ${steps.length} steps` }
   return result
 }
 
+/** The same load against the service started once per strategy (and kind of clients), on one database. */
 export async function labCompare (options: CompareOptions): Promise<LabResult> {
   if (options.target !== undefined) {
-    throw createError('CONFIG_INVALID', 'compare starts the service once per strategy itself: drop --target (use --database-url to measure on your own PostgreSQL)', { field: 'target' })
+    invalid('target', 'compare starts the service once per strategy itself: drop --target (use --database-url to measure on your own PostgreSQL)')
   }
   const strategies = options.strategies ?? allStrategies
-  for (const strategy of strategies) {
-    if (!(allStrategies as readonly string[]).includes(strategy)) throw createError('CONFIG_INVALID', `unknown strategy "${strategy}": use ${allStrategies.join(', ')}`, { field: 'strategies' })
-  }
-  const { scenario, ref, load, result } = await prepare('compare', options)
-  const log = options.log ?? (() => {})
-  const runId = randomBytes(6).toString('hex')
-  const database = await labDatabase(options)
+  checkChoices(strategies, allStrategies, 'strategies')
+  const command = await prepare('compare', options)
+  const { load, result } = command
   const clients = options.clients ?? [load.honourRetryAfter ? 'polite' : 'naive']
-  for (const kind of clients) {
-    if (!clientKinds.includes(kind)) throw createError('CONFIG_INVALID', `unknown kind of clients "${String(kind)}": use ${clientKinds.join(', ')}`, { field: 'clients' })
-  }
+  checkChoices(clients, clientKinds, 'clients')
   if (clients.length > 1) result.load.politeAndNaive = true
+  const runId = randomBytes(6).toString('hex')
   const pairs = strategies.flatMap((strategy) => clients.map((kind) => ({ strategy, kind })))
+  const source = await serviceSource(options, command.scenario, command.result.warnings)
   try {
     for (const [index, { strategy, kind }] of pairs.entries()) {
       if (options.signal?.aborted === true) break
-      // One kind of clients: the strategy's name alone, as before; both: "tollbooth naive".
+      // One kind of clients: the strategy's name alone; both: "tollbooth naive".
       const label = clients.length > 1 ? `${strategy} ${kind}` : strategy
-      log(`== ${label} (${index + 1} of ${pairs.length})`)
-      let service: AcquiredService
+      options.log?.(`== ${label} (${index + 1} of ${pairs.length})`)
+      const service = await source.start(strategy).catch((err: Error) => {
+        result.warnings.push(`${label}: did not start: ${err.message.split('\n')[0] ?? ''}`)
+      })
+      if (service === undefined) continue
       try {
-        service = await startService(database, serviceEnvFor(options, scenario, strategy), log, options, result.warnings)
-      } catch (err) {
-        result.warnings.push(`${label}: did not start: ${(err as Error).message.split('\n')[0] ?? ''}`)
-        continue
-      }
-      try {
-        const runLoad = { ...load, honourRetryAfter: kind === 'polite' }
-        const { run, warnings } = await measure(label, service, scenario, ref, runLoad, options, `${runId}${index}`)
-        run.clients = kind
-        result.runs.push(run)
-        result.warnings.push(...warnings)
+        await measure(command, label, service, { ...load, honourRetryAfter: kind === 'polite' }, options, `${runId}${index}`)
+        const run = result.runs.at(-1)
+        if (run !== undefined) run.clients = kind
       } finally {
         await service.stop()
       }
     }
   } finally {
-    await database.stop()
+    await source.close()
   }
   return result
 }
 
-/**
- * `lab scale`: the same load against 1, 2, 3 ... replicas (each under the same CPU quota) on one
- * database, reported as a comparison whose runs are the replica counts.
- */
+/** `lab scale`: the same load against 1, 2, 3 ... replicas (each under the same CPU quota) on one database, as a comparison whose runs are the counts. */
 export async function labScale (options: LabOptions & { replicaCounts: readonly number[] }): Promise<LabResult> {
-  if (options.target !== undefined) throw createError('CONFIG_INVALID', 'scale starts the replicas itself: drop --target', { field: 'target' })
+  if (options.target !== undefined) invalid('target', 'scale starts the replicas itself: drop --target')
   for (const count of options.replicaCounts) positive(count, 'replicas')
-  const { scenario, ref, load, result } = await prepare('compare', options)
-  const log = options.log ?? (() => {})
-  const database = await labDatabase(options)
+  const command = await prepare('compare', options)
   const runId = randomBytes(6).toString('hex')
+  const source = await serviceSource(options, command.scenario, command.result.warnings)
   try {
     for (const [index, count] of options.replicaCounts.entries()) {
       if (options.signal?.aborted === true) break
       const label = `${count} replica${count === 1 ? '' : 's'}`
-      log(`== ${label} (${index + 1} of ${options.replicaCounts.length})`)
-      const service = await startService(database, serviceEnvFor(options, scenario, options.strategy ?? 'tollbooth'), log, { replicas: { count, cpusPerReplica: options.replicas?.cpusPerReplica } }, result.warnings)
+      options.log?.(`== ${label} (${index + 1} of ${options.replicaCounts.length})`)
+      const service = await source.start(options.strategy ?? 'tollbooth', { count, cpusPerReplica: options.replicas?.cpusPerReplica })
       try {
-        const { run, warnings } = await measure(label, service, scenario, ref, load, options, `${runId}${index}`)
-        result.runs.push(run)
-        result.warnings.push(...warnings)
+        await measure(command, label, service, command.load, options, `${runId}${index}`)
       } finally {
         await service.stop()
       }
     }
   } finally {
-    await database.stop()
+    await source.close()
   }
-  return result
+  return command.result
 }

@@ -1,16 +1,14 @@
 /**
- * The main thread's side of load generation: starts the generator threads,
- * hands each segment (a phase, a knee step) to all of them at one start time,
- * and merges their per-second and per-segment partials into the run's seconds
- * and the segment's totals.
+ * The main thread's side of load generation: starts the generator threads, hands each segment
+ * (a phase, a knee step) to all of them at one start time, and merges their partials into the
+ * run's seconds and the segment's totals.
  */
 import { Worker } from 'node:worker_threads'
-import { addEncoded, createHistogram, summarise } from './histogram.js'
-import { nowEpochMs, type GeneratorCommand, type GeneratorMessage, type GeneratorOptions, type SecondPartial, type SegmentLoad, type SegmentPartial } from './generator.js'
+import { nowEpochMs, type GeneratorCommand, type GeneratorMessage, type GeneratorOptions, type SegmentLoad } from './generator.js'
 import type { EndpointStats, LatencySummary, SecondSample } from './result.js'
 import type { ScenarioRef } from './scenario.js'
 import { totalDurationMs } from './schedule.js'
-import { EndpointMap } from './stats.js'
+import { EndpointMap, summarise, Tally, type Counts, type TallyPartial } from './stats.js'
 
 const workerUrl = new URL('./generator-worker.js', import.meta.url)
 /** Workers get this long to receive a segment before it starts. */
@@ -31,61 +29,42 @@ export interface LoadSessionOptions {
   onSecond?: (sample: SecondSample) => void
 }
 
-export interface SegmentResult {
+export interface SegmentResult extends Omit<Counts, 'inFlight' | 'vus'> {
   phase: string | undefined
   /** Seconds of the run (`t`) the segment's schedule covered: (startT, endT]. */
   startT: number
   endT: number
-  durationMs: number
-  offered: number
-  started: number
-  achieved: number
-  achievedInWindow: number
-  dropped: number
   /** Every request the segment sent, whenever it ended. */
-  endpoints: Record<string, EndpointStats>
   all: EndpointStats
   sendLag: LatencySummary | null
-  iterationErrors: number
   firstIterationError: string | null
 }
 
-interface PendingSecond {
-  received: number
-  partial: Omit<SecondPartial, 'endpoints' | 'eventLoopUtilisation' | 't'>
-  endpoints: EndpointMap
-}
+interface Shard { worker: Worker, eluSum: number, eluSeconds: number }
 
-interface ShardHandle {
-  worker: Worker
-  eluSum: number
-  eluSeconds: number
-}
+/** Partials of one second or segment until every shard has sent its own. */
+interface Pending { tally: Tally, received: number, resolve?: (tally: Tally) => void, reject?: (err: Error) => void }
 
 export class LoadSession {
   readonly seconds: SecondSample[] = []
   /** Every request of the run by endpoint (merged from the seconds). */
   readonly totals = new EndpointMap()
-  readonly runStartEpochMs: number
-  private readonly shards: ShardHandle[] = []
-  private readonly pendingSeconds = new Map<number, PendingSecond>()
+  /** Second 1 starts when the first segment can (workers need a moment to load). */
+  readonly runStartEpochMs = Math.ceil(nowEpochMs() + 500)
+  private readonly shards: Shard[] = []
+  private readonly pendingSeconds = new Map<number, Pending>()
   private nextSecond = 1
-  private segmentId = 0
-  private readonly segmentWaiters = new Map<number, { partials: SegmentPartial[], resolve: (partials: SegmentPartial[]) => void }>()
+  private readonly segments = new Map<number, Pending>()
   private readonly phaseByT: Array<{ fromT: number, phase: string | undefined }> = []
   private failure: Error | undefined
-  private readonly failureListeners = new Set<(err: Error) => void>()
   private closing = false
 
-  private constructor (private readonly options: LoadSessionOptions) {
-    // Second 1 starts when the first segment can (workers need a moment to load).
-    this.runStartEpochMs = Math.ceil(nowEpochMs() + 500)
-  }
+  private constructor (private readonly options: LoadSessionOptions) {}
 
   static async start (options: LoadSessionOptions): Promise<LoadSession> {
     const session = new LoadSession(options)
     try {
-      await session.startWorkers()
+      await Promise.all(Array.from({ length: options.workers }, async (_, shard) => { await session.startWorker(shard) }))
     } catch (err) {
       await session.close(true)
       throw err
@@ -93,168 +72,107 @@ export class LoadSession {
     return session
   }
 
-  private async startWorkers (): Promise<void> {
+  private async startWorker (index: number): Promise<void> {
     const { workers, connections } = this.options
-    const ready: Array<Promise<void>> = []
-    for (let shard = 0; shard < workers; shard++) {
-      const workerData: GeneratorOptions = {
-        shard,
-        shards: workers,
-        url: this.options.url,
-        connections: Math.max(1, Math.ceil(connections / workers)),
-        requestTimeoutMs: this.options.requestTimeoutMs,
-        scenario: this.options.scenario,
-        data: this.options.data,
-        runStartEpochMs: this.runStartEpochMs,
-        runId: this.options.runId,
-      }
-      const worker = new Worker(workerUrl, { workerData })
-      const handle: ShardHandle = { worker, eluSum: 0, eluSeconds: 0 }
-      this.shards.push(handle)
-      ready.push(new Promise<void>((resolve, reject) => {
-        worker.on('message', (message: GeneratorMessage) => {
-          if (message.type === 'ready') resolve()
-          else if (message.type === 'failed') {
-            const err = new Error(`load generator ${shard} failed: ${message.message}`)
-            reject(err)
-            this.fail(err)
-          } else this.receive(handle, message)
-        })
-        worker.once('error', (err) => {
-          reject(err)
-          this.fail(err)
-        })
-        worker.once('exit', (code) => {
-          if (!this.closing) {
-            const err = new Error(`load generator ${shard} exited with code ${code}`)
-            reject(err)
-            this.fail(err)
-          }
-        })
-      }))
+    const workerData: GeneratorOptions = {
+      shard: index,
+      shards: workers,
+      url: this.options.url,
+      connections: Math.max(1, Math.ceil(connections / workers)),
+      requestTimeoutMs: this.options.requestTimeoutMs,
+      scenario: this.options.scenario,
+      data: this.options.data,
+      runStartEpochMs: this.runStartEpochMs,
+      runId: this.options.runId,
     }
-    await Promise.all(ready)
+    const shard: Shard = { worker: new Worker(workerUrl, { workerData }), eluSum: 0, eluSeconds: 0 }
+    this.shards.push(shard)
+    await new Promise<void>((resolve, reject) => {
+      const fail = (err: Error): void => {
+        reject(err)
+        this.fail(err)
+      }
+      shard.worker.on('message', (message: GeneratorMessage) => {
+        if (message.type === 'ready') resolve()
+        else if (message.type === 'failed') fail(new Error(`load generator ${index} failed: ${message.message}`))
+        else if (message.type === 'second') {
+          shard.eluSum += message.eventLoopUtilisation
+          shard.eluSeconds++
+          this.merge(this.pendingSeconds, message.t, message.tally)
+          this.completeSeconds()
+        } else if (message.type === 'segment-done') {
+          const pending = this.merge(this.segments, message.id, message.tally)
+          if (pending.received === this.shards.length) pending.resolve?.(pending.tally)
+        }
+      })
+      shard.worker.once('error', fail)
+      shard.worker.once('exit', (code) => { if (!this.closing) fail(new Error(`load generator ${index} exited with code ${code}`)) })
+    })
   }
 
   private fail (err: Error): void {
     this.failure ??= err
-    for (const listener of this.failureListeners) listener(err)
+    for (const pending of this.segments.values()) pending.reject?.(err)
   }
 
-  private receive (shard: ShardHandle, message: GeneratorMessage): void {
-    if (message.type === 'second') {
-      shard.eluSum += message.second.eventLoopUtilisation
-      shard.eluSeconds++
-      this.mergeSecond(message.second)
-    } else if (message.type === 'segment-done') {
-      const waiter = this.segmentWaiters.get(message.segment.id)
-      if (waiter === undefined) return
-      waiter.partials.push(message.segment)
-      if (waiter.partials.length === this.shards.length) {
-        this.segmentWaiters.delete(message.segment.id)
-        waiter.resolve(waiter.partials)
-      }
-    }
-  }
-
-  private mergeSecond (second: SecondPartial): void {
-    let pending = this.pendingSeconds.get(second.t)
-    if (pending === undefined) {
-      pending = { received: 0, partial: { offered: 0, started: 0, achieved: 0, dropped: 0, inFlight: 0, vus: 0 }, endpoints: new EndpointMap() }
-      this.pendingSeconds.set(second.t, pending)
-    }
+  private merge (into: Map<number, Pending>, key: number, partial: TallyPartial): Pending {
+    let pending = into.get(key)
+    if (pending === undefined) into.set(key, pending = { tally: new Tally(), received: 0 })
+    pending.tally.add(partial)
     pending.received++
-    for (const key of ['offered', 'started', 'achieved', 'dropped', 'inFlight', 'vus'] as const) pending.partial[key] += second[key]
-    pending.endpoints.addPartials(second.endpoints)
-    // Seconds complete in order: every shard sends every second.
-    for (;;) {
-      const next = this.pendingSeconds.get(this.nextSecond)
-      if (next === undefined || next.received < this.shards.length) return
-      this.pendingSeconds.delete(this.nextSecond)
-      this.finishSecond(this.nextSecond, next)
-      this.nextSecond++
-    }
+    return pending
   }
 
-  private phaseAt (t: number): string | undefined {
-    let phase: string | undefined
-    for (const entry of this.phaseByT) if (entry.fromT <= t) phase = entry.phase
-    return phase
-  }
-
-  private finishSecond (t: number, pending: PendingSecond): void {
-    const { partial, endpoints } = pending
-    const phase = this.phaseAt(t)
-    const sample: SecondSample = {
-      t,
-      ...(phase === undefined ? {} : { phase }),
-      offered: partial.offered,
-      started: partial.started,
-      achieved: partial.achieved,
-      dropped: partial.dropped,
-      inFlight: partial.inFlight,
-      vus: partial.vus,
-      all: endpoints.all().toStats(),
-      byEndpoint: endpoints.toStats(this.options.endpointOrder),
-      healthz: null,
+  /** Seconds complete in order: every shard sends every second. */
+  private completeSeconds (): void {
+    for (let next = this.pendingSeconds.get(this.nextSecond); next !== undefined && next.received >= this.shards.length; next = this.pendingSeconds.get(this.nextSecond)) {
+      const t = this.nextSecond++
+      this.pendingSeconds.delete(t)
+      const { counts, endpoints } = next.tally
+      const phase = this.phaseByT.findLast((entry) => entry.fromT <= t)?.phase
+      const sample: SecondSample = {
+        t,
+        ...(phase === undefined ? {} : { phase }),
+        offered: counts.offered,
+        started: counts.started,
+        achieved: counts.achieved,
+        dropped: counts.dropped,
+        inFlight: counts.inFlight,
+        vus: counts.vus,
+        all: endpoints.all().toStats(),
+        byEndpoint: endpoints.toStats(this.options.endpointOrder),
+        healthz: null,
+      }
+      this.totals.addPartials(Object.fromEntries(endpoints.byName))
+      this.seconds.push(sample)
+      this.options.onSecond?.(sample)
     }
-    this.totals.add(endpoints)
-    this.seconds.push(sample)
-    this.options.onSecond?.(sample)
   }
 
   /** Runs one segment on every shard from the next whole second; resolves when all its requests have ended. */
   async runSegment (phase: string | undefined, load: SegmentLoad): Promise<SegmentResult> {
     if (this.failure !== undefined) throw this.failure
-    const id = ++this.segmentId
-    const now = nowEpochMs()
-    const startT = Math.max(0, Math.ceil((now + segmentLeadMs - this.runStartEpochMs) / 1000))
+    const id = this.segments.size + 1
+    const startT = Math.max(0, Math.ceil((nowEpochMs() + segmentLeadMs - this.runStartEpochMs) / 1000))
     const startEpochMs = this.runStartEpochMs + startT * 1000
-    const durationMs = totalDurationMs(load.stages)
     this.phaseByT.push({ fromT: startT + 1, phase })
-
-    const partials = await new Promise<SegmentPartial[]>((resolve, reject) => {
-      const onFailure = (err: Error): void => { reject(err) }
-      this.failureListeners.add(onFailure)
-      this.segmentWaiters.set(id, {
-        partials: [],
-        resolve: (done) => {
-          this.failureListeners.delete(onFailure)
-          resolve(done)
-        },
-      })
+    const pending: Pending = { tally: new Tally(), received: 0 }
+    this.segments.set(id, pending)
+    const { counts, endpoints, sendLag, firstIterationError } = await new Promise<Tally>((resolve, reject) => {
+      Object.assign(pending, { resolve, reject })
       const command: GeneratorCommand = { type: 'segment', segment: { id, phase, load, startEpochMs } }
       for (const shard of this.shards) shard.worker.postMessage(command)
     })
-
-    const endpoints = new EndpointMap()
-    const sendLag = createHistogram()
-    const result: SegmentResult = {
+    const { inFlight, vus, ...iterations } = counts
+    return {
+      ...iterations,
       phase,
       startT,
-      endT: startT + Math.ceil(durationMs / 1000),
-      durationMs,
-      offered: 0,
-      started: 0,
-      achieved: 0,
-      achievedInWindow: 0,
-      dropped: 0,
-      endpoints: {},
+      endT: startT + Math.ceil(totalDurationMs(load.stages) / 1000),
       all: endpoints.all().toStats(),
-      sendLag: null,
-      iterationErrors: 0,
-      firstIterationError: null,
+      sendLag: sendLag === undefined ? null : summarise(sendLag),
+      firstIterationError,
     }
-    for (const partial of partials) {
-      for (const key of ['offered', 'started', 'achieved', 'achievedInWindow', 'dropped', 'iterationErrors'] as const) result[key] += partial[key]
-      result.firstIterationError ??= partial.firstIterationError
-      endpoints.addPartials(partial.endpoints)
-      if (partial.sendLag !== '') addEncoded(sendLag, partial.sendLag)
-    }
-    result.endpoints = endpoints.toStats(this.options.endpointOrder)
-    result.all = endpoints.all().toStats()
-    result.sendLag = sendLag.totalCount === 0 ? null : summarise(sendLag)
-    return result
   }
 
   /** Highest mean event-loop utilisation of any generator thread over the run (0..1). */
@@ -270,25 +188,19 @@ export class LoadSession {
   async close (abort = false): Promise<void> {
     if (this.closing) return
     this.closing = true
-    const closing = this.shards.map(async (shard) => {
+    await Promise.all(this.shards.map(async ({ worker }) => {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => { void shard.worker.terminate().then(() => { resolve() }) }, abort ? 2000 : 60_000)
-        shard.worker.on('message', (message: GeneratorMessage) => {
-          if (message.type === 'closed') {
-            clearTimeout(timer)
-            resolve()
-          }
-        })
-        shard.worker.once('exit', () => {
+        const timer = setTimeout(() => { void worker.terminate().then(() => { resolve() }) }, abort ? 2000 : 60_000)
+        const done = (): void => {
           clearTimeout(timer)
           resolve()
-        })
-        const command: GeneratorCommand = { type: 'close', abort }
-        shard.worker.postMessage(command)
+        }
+        worker.on('message', (message: GeneratorMessage) => { if (message.type === 'closed') done() })
+        worker.once('exit', done)
+        worker.postMessage({ type: 'close', abort } satisfies GeneratorCommand)
       })
-    })
-    await Promise.all(closing)
-    await Promise.all(this.shards.map(async (shard) => await shard.worker.terminate()))
+      await worker.terminate()
+    }))
     this.pendingSeconds.clear()
   }
 }

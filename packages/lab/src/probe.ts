@@ -4,7 +4,7 @@
  * time, so a frozen event loop shows as the wait it really caused.
  */
 import { nowEpochMs } from './generator.js'
-import { createHistogram, recordMs, summarise, type LatencyHistogram } from './histogram.js'
+import { createHistogram, recordMs, summarise, type LatencyHistogram } from './stats.js'
 import { HttpTarget } from './http.js'
 import type { LatencySummary } from './result.js'
 

@@ -11,16 +11,14 @@ import fs from 'node:fs'
 let systemUnits: { clockTicksPerSecond: number, pageBytes: number } | null | undefined
 
 /** /proc counts CPU in clock ticks and memory in pages: their sizes, asked of the system once (null: unknown). */
-export function procUnits (): { clockTicksPerSecond: number, pageBytes: number } | null {
-  if (systemUnits !== undefined) return systemUnits
+function procUnits (): { clockTicksPerSecond: number, pageBytes: number } | null {
   const getconf = (name: string): number => Number(execFileSync('getconf', [name], { encoding: 'utf8' }).trim())
   try {
-    const units = { clockTicksPerSecond: getconf('CLK_TCK'), pageBytes: getconf('PAGESIZE') }
-    systemUnits = units.clockTicksPerSecond > 0 && units.pageBytes > 0 ? units : null
+    if (systemUnits === undefined) systemUnits = { clockTicksPerSecond: getconf('CLK_TCK'), pageBytes: getconf('PAGESIZE') }
   } catch {
     systemUnits = null
   }
-  return systemUnits
+  return systemUnits !== null && systemUnits.clockTicksPerSecond > 0 && systemUnits.pageBytes > 0 ? systemUnits : null
 }
 
 export interface ProcessTreeUsage {
@@ -51,38 +49,31 @@ function readStat (pid: string): ProcStat | undefined {
 
 /** Null when /proc is not there, the process is gone, or the system did not say its units. */
 export function processTreeUsage (rootPid: number): ProcessTreeUsage | null {
-  let entries: string[]
   const units = procUnits()
-  if (units === null) return null
+  let entries: string[]
   try {
     entries = fs.readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))
   } catch {
     return null
   }
   const stats = new Map<number, ProcStat>()
+  const children = new Map<number, number[]>()
   for (const entry of entries) {
     const stat = readStat(entry)
-    if (stat !== undefined) stats.set(Number(entry), stat)
+    if (stat === undefined) continue
+    stats.set(Number(entry), stat)
+    children.set(stat.ppid, [...(children.get(stat.ppid) ?? []), Number(entry)])
   }
-  if (!stats.has(rootPid)) return null
-  const children = new Map<number, number[]>()
-  for (const [pid, stat] of stats) {
-    const list = children.get(stat.ppid) ?? []
-    list.push(pid)
-    children.set(stat.ppid, list)
-  }
-  let cpuTicks = 0
-  let rssPages = 0
-  let processes = 0
-  const queue = [rootPid]
-  while (queue.length > 0) {
+  if (units === null || !stats.has(rootPid)) return null
+  const usage = { cpuTicks: 0, rssPages: 0, processes: 0 }
+  for (const queue = [rootPid]; queue.length > 0;) {
     const pid = queue.pop() as number
     const stat = stats.get(pid)
     if (stat === undefined) continue
-    cpuTicks += stat.cpuTicks
-    rssPages += stat.rssPages
-    processes++
+    usage.cpuTicks += stat.cpuTicks
+    usage.rssPages += stat.rssPages
+    usage.processes++
     queue.push(...(children.get(pid) ?? []))
   }
-  return { cpuSeconds: cpuTicks / units.clockTicksPerSecond, rssBytes: rssPages * units.pageBytes, processes }
+  return { cpuSeconds: usage.cpuTicks / units.clockTicksPerSecond, rssBytes: usage.rssPages * units.pageBytes, processes: usage.processes }
 }

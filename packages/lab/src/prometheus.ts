@@ -12,15 +12,9 @@ export interface PromSample {
 const sampleLine = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+\d+)?$/
 const labelPair = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g
 
-function unescapeLabel (value: string): string {
-  return value.replace(/\\(["\\n])/g, (_m, c: string) => (c === 'n' ? '\n' : c))
-}
-
-function parseValue (text: string): number {
-  if (text === '+Inf') return Number.POSITIVE_INFINITY
-  if (text === '-Inf') return Number.NEGATIVE_INFINITY
-  return Number(text)
-}
+const unescapeLabel = (value: string): string => value.replace(/\\(["\\n])/g, (_m, c: string) => (c === 'n' ? '\n' : c))
+/** "+Inf" and "-Inf" as Number reads "Infinity". */
+const parseValue = (text: string): number => Number(text.replace(/Inf$/, 'Infinity'))
 
 export function parsePrometheusText (text: string): PromSample[] {
   const samples: PromSample[] = []

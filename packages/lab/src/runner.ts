@@ -1,17 +1,16 @@
 /**
- * One run against one service: the load generators, the /metrics scraper and
- * the /healthz probe side by side, on one clock, from second 1 to the end of
- * the last segment; then everything collected into a RunResult.
+ * One run against one service: the load generators, the /metrics scraper and the /healthz probe
+ * side by side, on one clock, from second 1 to the end of the last segment; then everything
+ * collected into a RunResult.
  */
-import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
-import { LoadSession, type SegmentResult } from './load-session.js'
 import type { SegmentLoad } from './generator.js'
+import { LoadSession, type SegmentResult } from './load-session.js'
 import { HealthzProbe } from './probe.js'
-import type { EndpointStats, GeneratorInfo, LatencySummary, LoadSpec, RunResult, SecondSample, ServerSample, ServiceInfo } from './result.js'
+import type { GeneratorInfo, LatencySummary, LoadSpec, RunResult, RunSummary, SecondSample, ServerSample, ServiceInfo } from './result.js'
 import type { ScenarioRef } from './scenario.js'
 import { MetricsScraper } from './scraper.js'
-import { summariseRun } from './summary.js'
+import { errorTotal } from './stats.js'
 
 /** Above this mean event-loop utilisation a generator thread was the bottleneck, not the service. */
 const saturatedUtilisation = 0.9
@@ -23,21 +22,15 @@ export interface LabRunOptions {
   url: string
   service: ServiceInfo
   /** The service's pid when the lab started it (its process tree is read from /proc). */
-  pid?: number | undefined
+  pid: number | undefined
   scenario: ScenarioRef
   /** Endpoint names in report order. */
   endpointOrder: readonly string[]
   data: unknown
   load: LoadSpec
   /** Unique to the lab command, so runs of one comparison never reuse each other's fresh emails. */
-  runId?: string
+  runId: string
   onSecond?: (sample: SecondSample, server: ServerSample | undefined) => void
-}
-
-/** The most requests a load spec can have in flight: connections to open. */
-export function concurrencyOf (load: LoadSpec): number {
-  if (load.model === 'open') return load.maxInFlight
-  return Math.max(1, load.startVus, ...load.stages.map((stage) => stage.target))
 }
 
 /** The segment a whole-load phase runs. */
@@ -47,8 +40,40 @@ export function segmentLoadOf (load: LoadSpec): SegmentLoad {
     : { model: 'open', startRate: load.startRate, stages: load.stages, maxInFlight: load.maxInFlight }
 }
 
+const round = (value: number, places: number): number => Math.round(value * 10 ** places) / 10 ** places
+
+/** The figures a comparison shows for one run, derived from what the run collected. */
+export function summariseRun (run: Omit<RunResult, 'summary'>): RunSummary {
+  // Seconds with load in them: the ones the schedule offered work in (the drain after the end is left out).
+  const seconds = Math.max(1, run.seconds.filter((sample) => sample.offered > 0 || sample.started > 0).length)
+  const achieved = run.seconds.reduce((sum, sample) => sum + sample.achieved, 0)
+  const values = (pick: (sample: ServerSample) => number | null): number[] => run.server.map(pick).filter((value): value is number => value !== null)
+  const max = (pick: (sample: ServerSample) => number | null): number | null => values(pick).length === 0 ? null : Math.max(...values(pick))
+  const mean = (pick: (sample: ServerSample) => number | null): number | null =>
+    values(pick).length === 0 ? null : round(values(pick).reduce((sum, value) => sum + value, 0) / values(pick).length, 3)
+  // The service's whole process tree when the lab started it (children and cluster workers included).
+  const tree = run.server.some((sample) => sample.processTreeCpuCores !== null)
+  const { all } = run
+  return {
+    durationSeconds: seconds,
+    achievedPerSecond: round(achieved / seconds, 2),
+    requestsPerSecond: round(all.requests / seconds, 2),
+    requests: all.requests,
+    ok: all.ok,
+    latency: all.latency,
+    okLatency: all.okLatency,
+    errors: all.errors,
+    errorRate: all.requests === 0 ? 0 : round(errorTotal(all.errors) / all.requests, 4),
+    healthz: run.healthz,
+    eventLoopDelayP99MaxMs: max((sample) => sample.eventLoopDelayP99Ms),
+    libuvCanaryMaxMs: max((sample) => sample.libuvCanaryMs),
+    cpuCoresMean: mean((sample) => tree ? sample.processTreeCpuCores : sample.cpuCores),
+    peakRssBytes: max((sample) => tree ? sample.processTreeRssBytes : sample.rssBytes),
+  }
+}
+
 export class LabRun {
-  readonly segments: SegmentResult[] = []
+  private readonly segments: SegmentResult[] = []
   private readonly startedAt = new Date()
   private readonly cpuBefore = process.cpuUsage()
   private readonly wallBefore = performance.now()
@@ -63,14 +88,16 @@ export class LabRun {
   static async start (options: LabRunOptions): Promise<LabRun> {
     let scraper: MetricsScraper | undefined
     let probe: HealthzProbe | undefined
+    const { url, load } = options
     const session = await LoadSession.start({
-      url: options.url,
-      workers: options.load.workers,
-      connections: concurrencyOf(options.load),
-      requestTimeoutMs: options.load.requestTimeoutMs,
+      url,
+      workers: load.workers,
+      // The most requests the load can have in flight: connections to open.
+      connections: load.model === 'open' ? load.maxInFlight : Math.max(1, load.startVus, ...load.stages.map((stage) => stage.target)),
+      requestTimeoutMs: load.requestTimeoutMs,
       scenario: options.scenario,
       data: options.data,
-      runId: options.runId ?? randomBytes(6).toString('hex'),
+      runId: options.runId,
       endpointOrder: options.endpointOrder,
       onSecond: (sample) => {
         sample.healthz = probe?.second(sample.t) ?? null
@@ -78,9 +105,9 @@ export class LabRun {
       },
     })
     try {
-      scraper = new MetricsScraper({ url: options.url, runStartEpochMs: session.runStartEpochMs, pid: options.pid })
+      scraper = new MetricsScraper({ url, runStartEpochMs: session.runStartEpochMs, pid: options.pid })
       await scraper.start()
-      probe = new HealthzProbe(options.url, options.load.healthzProbeRate, session.runStartEpochMs, options.load.requestTimeoutMs)
+      probe = new HealthzProbe(url, load.healthzProbeRate, session.runStartEpochMs, load.requestTimeoutMs)
       probe.start()
     } catch (err) {
       await session.close(true)
@@ -103,56 +130,50 @@ export class LabRun {
     const wallSeconds = (performance.now() - this.wallBefore) / 1000
     const cpu = process.cpuUsage(this.cpuBefore)
     await Promise.all([this.probe.stop(), this.scraper.stop()])
-
+    const { label } = this.options
     const seconds = this.session.seconds
     // Probes that ended after their second was merged are in now.
     for (const sample of seconds) sample.healthz = this.probe.second(sample.t)
     const lastT = seconds.at(-1)?.t ?? 0
-    const server = this.scraper.samples.filter((sample) => sample.t <= lastT)
 
-    const warnings: string[] = []
     const generator = this.generatorInfo((cpu.user + cpu.system) / 1e6 / Math.max(0.001, wallSeconds))
-    if (generator.saturated) {
-      warnings.push(`${this.options.label}: the load generator was saturated (busiest thread ${Math.round(generator.maxEventLoopUtilisation * 100)} % busy` +
-        `${generator.sendLagMs?.p99Ms == null ? '' : `, arrivals sent up to ${Math.round(generator.sendLagMs.p99Ms)} ms late (p99)`}): ` +
-        'the figures may describe the lab, not the service; add --workers or lower the load')
-    }
     const failedIterations = this.segments.reduce((sum, segment) => sum + segment.iterationErrors, 0)
-    const firstError = this.segments.find((segment) => segment.firstIterationError !== null)?.firstIterationError
-    if (failedIterations > 0) warnings.push(`${this.options.label}: ${failedIterations} iteration(s) threw in the scenario; the first: ${firstError ?? ''}`)
-    if (this.scraper.failedScrapes > 0) warnings.push(`${this.options.label}: ${this.scraper.failedScrapes} /metrics scrape(s) failed or came late; those seconds have no server signals`)
-    if (this.probe.failures > 0) warnings.push(`${this.options.label}: ${this.probe.failures} /healthz probe(s) did not get a 200`)
-    if (this.probe.skipped > 0) warnings.push(`${this.options.label}: ${this.probe.skipped} /healthz probe(s) were not sent because earlier ones were still waiting`)
+    const firstError = this.segments.find((segment) => segment.firstIterationError !== null)?.firstIterationError ?? ''
+    const lag = generator.sendLagMs?.p99Ms
+    const warnings = [
+      generator.saturated && `the load generator was saturated (busiest thread ${Math.round(generator.maxEventLoopUtilisation * 100)} % busy` +
+        `${lag == null ? '' : `, arrivals sent up to ${Math.round(lag)} ms late (p99)`}): the figures may describe the lab, not the service; add --workers or lower the load`,
+      failedIterations > 0 && `${failedIterations} iteration(s) threw in the scenario; the first: ${firstError}`,
+      this.scraper.failedScrapes > 0 && `${this.scraper.failedScrapes} /metrics scrape(s) failed or came late; those seconds have no server signals`,
+      this.probe.failures > 0 && `${this.probe.failures} /healthz probe(s) did not get a 200`,
+      this.probe.skipped > 0 && `${this.probe.skipped} /healthz probe(s) were not sent because earlier ones were still waiting`,
+    ].filter((warning): warning is string => warning !== false).map((warning) => `${label}: ${warning}`)
 
     const phased = this.segments.filter((segment) => segment.phase !== undefined)
-    const phases: Record<string, EndpointStats> | undefined = phased.length === 0
-      ? undefined
-      : Object.fromEntries(phased.map((segment) => [segment.phase as string, segment.all]))
     const collected: Omit<RunResult, 'summary'> = {
-      label: this.options.label,
+      label,
       service: this.options.service,
       startedAt: this.startedAt.toISOString(),
       durationMs: Math.round(lastT * 1000),
       seconds,
-      server,
+      server: this.scraper.samples.filter((sample) => sample.t <= lastT),
       endpoints: this.session.totals.toStats(this.options.endpointOrder),
       all: this.session.totals.all().toStats(),
       healthz: this.probe.summary(),
-      ...(phases === undefined ? {} : { phases }),
+      ...(phased.length === 0 ? {} : { phases: Object.fromEntries(phased.map((segment) => [segment.phase as string, segment.all])) }),
       generator,
     }
-    const run: RunResult = { ...collected, summary: summariseRun(collected) }
-    return { run, warnings }
+    return { run: { ...collected, summary: summariseRun(collected) }, warnings }
   }
 
   private generatorInfo (cpuCores: number): GeneratorInfo {
-    const lags = this.segments.map((segment) => segment.sendLag).filter((lag): lag is LatencySummary => lag !== null)
     // The worst segment's lag: a knee's last steps are where the generator is tried hardest.
-    const sendLagMs = lags.reduce<LatencySummary | null>((worst, lag) => (worst === null || (lag.p99Ms ?? 0) > (worst.p99Ms ?? 0) ? lag : worst), null)
-    const maxEventLoopUtilisation = Math.round(this.session.maxEventLoopUtilisation() * 1000) / 1000
+    const sendLagMs = this.segments.map((segment) => segment.sendLag).filter((lag): lag is LatencySummary => lag !== null)
+      .reduce<LatencySummary | null>((worst, lag) => (worst === null || (lag.p99Ms ?? 0) > (worst.p99Ms ?? 0) ? lag : worst), null)
+    const maxEventLoopUtilisation = round(this.session.maxEventLoopUtilisation(), 3)
     return {
       workers: this.session.workerCount,
-      cpuCores: Math.round(cpuCores * 1000) / 1000,
+      cpuCores: round(cpuCores, 3),
       maxEventLoopUtilisation,
       sendLagMs,
       saturated: maxEventLoopUtilisation > saturatedUtilisation || (sendLagMs?.p99Ms ?? 0) > saturatedSendLagMs,

@@ -3,7 +3,7 @@
  * needed, quotes doubled), a header row always, an empty cell for an unmeasured value.
  * Numbers are written as measured, unrounded.
  */
-import type { EndpointStats, ErrorCounts, KneeStep, LabResult, LatencySummary, ReferenceFigures, RunResult, SecondSample, ServerSample } from '../result.js'
+import type { EndpointStats, ErrorCounts, KneeStep, LabResult, ReferenceFigures, RunResult, RunSummary, SecondSample, ServerSample } from '../result.js'
 import { orderedEndpointNames } from './tables.js'
 
 type CsvValue = string | number | boolean | null | undefined
@@ -23,57 +23,37 @@ function csv<Row> (columns: ReadonlyArray<CsvColumn<Row>>, rows: Row[]): string 
   return lines.map((cells) => `${cells.join(',')}\r\n`).join('')
 }
 
-/** `<prefix>Count, <prefix>MeanMs ... <prefix>MaxMs` of a latency summary that may be missing. */
-function latencyColumns<Row> (prefix: string, pick: (row: Row) => LatencySummary | null | undefined): Array<CsvColumn<Row>> {
-  const name = (field: string): string => prefix === '' ? field.charAt(0).toLowerCase() + field.slice(1) : prefix + field
-  return [
-    [name('Count'), (row) => pick(row)?.count],
-    [name('MeanMs'), (row) => pick(row)?.meanMs],
-    [name('P50Ms'), (row) => pick(row)?.p50Ms],
-    [name('P90Ms'), (row) => pick(row)?.p90Ms],
-    [name('P95Ms'), (row) => pick(row)?.p95Ms],
-    [name('P99Ms'), (row) => pick(row)?.p99Ms],
-    [name('MaxMs'), (row) => pick(row)?.maxMs],
-  ]
+/** Columns of the named fields of an object picked from the row, headed `<prefix><Field>` (no prefix: the field's name). */
+function fields<Row, T extends object> (pick: (row: Row) => T | null | undefined, names: ReadonlyArray<keyof T & string>, prefix = ''): Array<CsvColumn<Row>> {
+  return names.map((name) => [prefix === '' ? name : prefix + name.charAt(0).toUpperCase() + name.slice(1), (row) => pick(row)?.[name] as CsvValue])
 }
 
-/** "401=3 503=20": non-2xx responses by status in one cell. */
-function byStatusCell (errors: ErrorCounts): string {
-  return Object.entries(errors.byStatus).sort(([a], [b]) => a.localeCompare(b)).map(([status, count]) => `${status}=${count}`).join(' ')
-}
+const latencyFields = ['count', 'meanMs', 'p50Ms', 'p90Ms', 'p95Ms', 'p99Ms', 'maxMs'] as const
 
+/** The error counts, with the non-2xx responses by status in one cell: "401=3 503=20". */
 function errorColumns<Row> (pick: (row: Row) => ErrorCounts): Array<CsvColumn<Row>> {
   return [
-    ['overloaded', (row) => pick(row).overloaded],
-    ['timeouts', (row) => pick(row).timeouts],
-    ['connectionErrors', (row) => pick(row).connectionErrors],
+    ...fields(pick, ['overloaded', 'timeouts', 'connectionErrors']),
     ['otherErrors', (row) => pick(row).other],
-    ['byStatus', (row) => byStatusCell(pick(row))],
+    ['byStatus', (row) => Object.entries(pick(row).byStatus).sort(([a], [b]) => a.localeCompare(b)).map(([status, count]) => `${status}=${count}`).join(' ')],
   ]
 }
 
 interface Labelled<Item> { run: string, item: Item }
+type Endpoint = Labelled<{ endpoint: string, stats: EndpointStats }>
 
 function perRun<Item> (result: LabResult, items: (run: RunResult) => Item[]): Array<Labelled<Item>> {
   return result.runs.flatMap((run) => items(run).map((item) => ({ run: run.label, item })))
 }
 
+const run: CsvColumn<Labelled<unknown>> = ['run', (row) => row.run]
+
 const secondColumns: ReadonlyArray<CsvColumn<Labelled<SecondSample>>> = [
-  ['run', (row) => row.run],
-  ['t', (row) => row.item.t],
-  ['phase', (row) => row.item.phase],
-  ['offered', (row) => row.item.offered],
-  ['started', (row) => row.item.started],
-  ['achieved', (row) => row.item.achieved],
-  ['dropped', (row) => row.item.dropped],
-  ['inFlight', (row) => row.item.inFlight],
-  ['vus', (row) => row.item.vus],
-  ['requests', (row) => row.item.all.requests],
-  ['ok', (row) => row.item.all.ok],
-  ...latencyColumns<Labelled<SecondSample>>('', (row) => row.item.all.latency),
-  ['timeouts', (row) => row.item.all.errors.timeouts],
-  ['overloaded', (row) => row.item.all.errors.overloaded],
-  ['connectionErrors', (row) => row.item.all.errors.connectionErrors],
+  run,
+  ...fields((row: Labelled<SecondSample>) => row.item, ['t', 'phase', 'offered', 'started', 'achieved', 'dropped', 'inFlight', 'vus']),
+  ...fields((row: Labelled<SecondSample>) => row.item.all, ['requests', 'ok']),
+  ...fields((row: Labelled<SecondSample>) => row.item.all.latency, latencyFields),
+  ...fields((row: Labelled<SecondSample>) => row.item.all.errors, ['timeouts', 'overloaded', 'connectionErrors']),
   ['healthzP99Ms', (row) => row.item.healthz?.p99Ms],
 ]
 
@@ -94,72 +74,41 @@ const serverFieldSet: Record<keyof ServerSample, true> = {
   hashDeadlineExceeded: true,
   hashCancelled: true,
 }
-const serverFields = Object.keys(serverFieldSet) as Array<keyof ServerSample>
+const serverColumns = [run, ...fields((row: Labelled<ServerSample>) => row.item, Object.keys(serverFieldSet) as Array<keyof ServerSample>)]
 
-const serverColumns: ReadonlyArray<CsvColumn<Labelled<ServerSample>>> = [
-  ['run', (row) => row.run],
-  ...serverFields.map((field): CsvColumn<Labelled<ServerSample>> => [field, (row) => row.item[field]]),
-]
-
-const endpointColumns: ReadonlyArray<CsvColumn<Labelled<{ endpoint: string, stats: EndpointStats }>>> = [
-  ['run', (row) => row.run],
+const endpointColumns: ReadonlyArray<CsvColumn<Endpoint>> = [
+  run,
   ['endpoint', (row) => row.item.endpoint],
-  ['requests', (row) => row.item.stats.requests],
-  ['ok', (row) => row.item.stats.ok],
-  ...latencyColumns<Labelled<{ endpoint: string, stats: EndpointStats }>>('latency', (row) => row.item.stats.latency),
-  ...latencyColumns<Labelled<{ endpoint: string, stats: EndpointStats }>>('okLatency', (row) => row.item.stats.okLatency),
-  ...errorColumns<Labelled<{ endpoint: string, stats: EndpointStats }>>((row) => row.item.stats.errors),
+  ...fields((row: Endpoint) => row.item.stats, ['requests', 'ok']),
+  ...fields((row: Endpoint) => row.item.stats.latency, latencyFields, 'latency'),
+  ...fields((row: Endpoint) => row.item.stats.okLatency, latencyFields, 'okLatency'),
+  ...errorColumns((row: Endpoint) => row.item.stats.errors),
 ]
 
 const kneeColumns: ReadonlyArray<CsvColumn<KneeStep>> = [
   ['step', (step) => step.index + 1],
-  ['offeredPerSecond', (step) => step.offeredPerSecond],
-  ['achievedPerSecond', (step) => step.achievedPerSecond],
-  ...latencyColumns<KneeStep>('latency', (step) => step.latency),
-  ['errorRate', (step) => step.errorRate],
-  ['dropped', (step) => step.dropped],
-  ['startT', (step) => step.startT],
-  ['endT', (step) => step.endT],
-  ['held', (step) => step.held],
+  ...fields((step: KneeStep) => step, ['offeredPerSecond', 'achievedPerSecond']),
+  ...fields((step: KneeStep) => step.latency, latencyFields, 'latency'),
+  ...fields((step: KneeStep) => step, ['errorRate', 'dropped', 'startT', 'endT', 'held']),
   ['failedBecause', (step) => step.failedBecause.join('; ')],
 ]
 
+const summary = (run: RunResult): RunSummary => run.summary
 const comparisonColumns: ReadonlyArray<CsvColumn<RunResult>> = [
-  ['run', (run) => run.label],
-  ['strategy', (run) => run.service.strategy],
-  ['url', (run) => run.service.url],
-  ['startedByLab', (run) => run.service.startedByLab],
-  ['durationSeconds', (run) => run.summary.durationSeconds],
-  ['achievedPerSecond', (run) => run.summary.achievedPerSecond],
-  ['requestsPerSecond', (run) => run.summary.requestsPerSecond],
-  ['requests', (run) => run.summary.requests],
-  ['ok', (run) => run.summary.ok],
-  ['errorRate', (run) => run.summary.errorRate],
-  ...latencyColumns<RunResult>('latency', (run) => run.summary.latency),
-  ...latencyColumns<RunResult>('okLatency', (run) => run.summary.okLatency),
-  ...errorColumns<RunResult>((run) => run.summary.errors),
-  ...latencyColumns<RunResult>('healthz', (run) => run.summary.healthz),
-  ['eventLoopDelayP99MaxMs', (run) => run.summary.eventLoopDelayP99MaxMs],
-  ['libuvCanaryMaxMs', (run) => run.summary.libuvCanaryMaxMs],
-  ['cpuCoresMean', (run) => run.summary.cpuCoresMean],
-  ['peakRssBytes', (run) => run.summary.peakRssBytes],
-  ['generatorCpuCores', (run) => run.generator.cpuCores],
-  ['generatorSaturated', (run) => run.generator.saturated],
+  ['run', (row) => row.label],
+  ...fields((row: RunResult) => row.service, ['strategy', 'url', 'startedByLab']),
+  ...fields(summary, ['durationSeconds', 'achievedPerSecond', 'requestsPerSecond', 'requests', 'ok', 'errorRate']),
+  ...fields((row: RunResult) => row.summary.latency, latencyFields, 'latency'),
+  ...fields((row: RunResult) => row.summary.okLatency, latencyFields, 'okLatency'),
+  ...errorColumns((row: RunResult) => row.summary.errors),
+  ...fields((row: RunResult) => row.summary.healthz, latencyFields, 'healthz'),
+  ...fields(summary, ['eventLoopDelayP99MaxMs', 'libuvCanaryMaxMs', 'cpuCoresMean', 'peakRssBytes']),
+  ['generatorCpuCores', (row) => row.generator.cpuCores],
+  ['generatorSaturated', (row) => row.generator.saturated],
 ]
 
-const referenceColumns: ReadonlyArray<CsvColumn<ReferenceFigures>> = [
-  ['source', (reference) => reference.source],
-  ['strategy', (reference) => reference.strategy],
-  ['setup', (reference) => reference.setup],
-  ['requestsPerSecond', (reference) => reference.requestsPerSecond],
-  ['meanMs', (reference) => reference.meanMs],
-  ['p50Ms', (reference) => reference.p50Ms],
-  ['p95Ms', (reference) => reference.p95Ms],
-  ['p99Ms', (reference) => reference.p99Ms],
-  ['errorRate', (reference) => reference.errorRate],
-  ['kneePerSecond', (reference) => reference.kneePerSecond],
-  ['note', (reference) => reference.note],
-]
+const referenceColumns = fields((row: ReferenceFigures) => row,
+  ['source', 'strategy', 'setup', 'requestsPerSecond', 'meanMs', 'p50Ms', 'p95Ms', 'p99Ms', 'errorRate', 'kneePerSecond', 'note'])
 
 /**
  * File name -> content. Always `seconds.csv`, `endpoints.csv` and `server.csv`; `knee.csv` for

@@ -3,7 +3,7 @@
  * load, service, machine) and one-line summaries of a run. Text shows them as "label: value"
  * lines, HTML as definition lists.
  */
-import type { ErrorCounts, KneeResult, LabResult, LatencySummary, LoadSpec, RunResult, ServerSample, ServiceInfo } from '../result.js'
+import type { ErrorCounts, KneeResult, LabResult, LatencySummary, LoadSpec, RunResult, ServerSample } from '../result.js'
 import { formatCores, formatCount, formatDuration, formatGiB, formatMiB, formatMs, formatPercent, formatRate } from './format.js'
 
 export interface Fact {
@@ -11,18 +11,15 @@ export interface Fact {
   value: string
 }
 
-function stageUnit (load: LoadSpec): string {
-  return load.model === 'closed' ? ' VUs' : '/s'
-}
-
 /** "0 → 100 VUs over 10 s, 100 VUs for 20 s" (each stage ramps linearly from the previous target). */
 export function describeStages (load: LoadSpec): string {
-  const unit = stageUnit(load)
+  const unit = load.model === 'closed' ? ' VUs' : '/s'
+  const rate = (value: number): string => formatRate(value).replace(/\.0$/, '')
   let from = load.model === 'closed' ? load.startVus : load.startRate
   return load.stages.map((stage) => {
     const text = stage.target === from
-      ? `${formatRate(stage.target).replace(/\.0$/, '')}${unit} for ${formatDuration(stage.durationMs)}`
-      : `${formatRate(from).replace(/\.0$/, '')} → ${formatRate(stage.target).replace(/\.0$/, '')}${unit} over ${formatDuration(stage.durationMs)}`
+      ? `${rate(stage.target)}${unit} for ${formatDuration(stage.durationMs)}`
+      : `${rate(from)} → ${rate(stage.target)}${unit} over ${formatDuration(stage.durationMs)}`
     from = stage.target
     return text
   }).join(', ')
@@ -56,15 +53,6 @@ export function describeSettings (settings: Record<string, string>): string {
   return entries.length === 0 ? '—' : entries.map(([key, value]) => `${key}=${value}`).join(', ')
 }
 
-export function describeService (service: ServiceInfo): string {
-  return [
-    service.url,
-    service.startedByLab ? 'started by the lab' : 'already running',
-    `strategy ${service.strategy ?? '—'}`,
-    `version ${service.version ?? '—'}`,
-  ].join(', ')
-}
-
 function describeMachine (result: LabResult): Fact[] {
   const { machine } = result
   const budget = machine.cpuBudget
@@ -81,7 +69,10 @@ export function headerFacts (result: LabResult): Fact[] {
   const only = result.runs.length === 1 ? result.runs[0] : undefined
   const service: Fact[] = only === undefined
     ? []
-    : [{ label: 'service', value: describeService(only.service) }, { label: 'settings', value: describeSettings(only.service.settings) }]
+    : [
+        { label: 'service', value: `${only.service.url}, ${only.service.startedByLab ? 'started by the lab' : 'already running'}, strategy ${only.service.strategy ?? '—'}, version ${only.service.version ?? '—'}` },
+        { label: 'settings', value: describeSettings(only.service.settings) },
+      ]
   return [
     { label: 'scenario', value: result.scenario.description === '' ? result.scenario.name : `${result.scenario.name}: ${result.scenario.description}` },
     { label: 'endpoints', value: result.scenario.endpoints.join(', ') },
@@ -113,14 +104,10 @@ export function describeLatency (latency: LatencySummary | null, what: string): 
   return `${formatCount(latency.count)} ${what}: p50 ${formatMs(latency.p50Ms)} ms, p99 ${formatMs(latency.p99Ms)} ms, max ${formatMs(latency.maxMs)} ms`
 }
 
-function peak (samples: ServerSample[], pick: (sample: ServerSample) => number | null): number | null {
+/** The peak, or the sum, of a server signal over the run; null when it was never measured. */
+function over (samples: ServerSample[], pick: (sample: ServerSample) => number | null, how: 'peak' | 'total'): number | null {
   const values = samples.map(pick).filter((value): value is number => value !== null)
-  return values.length === 0 ? null : Math.max(...values)
-}
-
-function total (samples: ServerSample[], pick: (sample: ServerSample) => number | null): number | null {
-  const values = samples.map(pick).filter((value): value is number => value !== null)
-  return values.length === 0 ? null : values.reduce((sum, value) => sum + value, 0)
+  return values.length === 0 ? null : how === 'peak' ? Math.max(...values) : values.reduce((sum, value) => sum + value, 0)
 }
 
 /** What the service said about itself during the run. */
@@ -132,12 +119,12 @@ export function serverFacts (run: RunResult): Fact[] {
     { label: 'event-loop delay', value: `p99 ${formatMs(summary.eventLoopDelayP99MaxMs)} ms at its worst second` },
     { label: 'libuv canary', value: `${formatMs(summary.libuvCanaryMaxMs)} ms at its slowest` },
     { label: 'peak RSS', value: `${formatMiB(summary.peakRssBytes)} MiB` },
-    { label: 'hash queue', value: `peak ${formatCount(peak(server, (sample) => sample.hashQueued))} waiting, ${formatCount(peak(server, (sample) => sample.hashRunning))} running` },
+    { label: 'hash queue', value: `peak ${formatCount(over(server, (sample) => sample.hashQueued, 'peak'))} waiting, ${formatCount(over(server, (sample) => sample.hashRunning, 'peak'))} running` },
     {
       label: 'hash rejections',
-      value: `${formatCount(total(server, (sample) => sample.hashRejected))} refused at admission, ` +
-        `${formatCount(total(server, (sample) => sample.hashDeadlineExceeded))} expired in the queue, ` +
-        `${formatCount(total(server, (sample) => sample.hashCancelled))} cancelled`,
+      value: `${formatCount(over(server, (sample) => sample.hashRejected, 'total'))} refused at admission, ` +
+        `${formatCount(over(server, (sample) => sample.hashDeadlineExceeded, 'total'))} expired in the queue, ` +
+        `${formatCount(over(server, (sample) => sample.hashCancelled, 'total'))} cancelled`,
     },
   ]
 }

@@ -13,10 +13,6 @@ const left = (header: string, wrapAtChars?: number): TableColumn => ({ header, a
 /** The strategy whose row the HTML comparison emphasises: this project's own design. */
 export const ownStrategyLabel = 'tollbooth'
 
-function errorCount (stats: EndpointStats): number {
-  return stats.requests - stats.ok
-}
-
 const statsColumns: TableColumn[] = [
   right('requests'), right('ok'), right('errors', 'requests without a 2xx: non-2xx responses, timeouts, connection errors'), right('req/s'),
   right('p50 ms'), right('p90 ms'), right('p95 ms'), right('p99 ms'), right('max ms'),
@@ -25,16 +21,21 @@ const statsColumns: TableColumn[] = [
 function statsCells (stats: EndpointStats, durationSeconds: number): string[] {
   const { latency } = stats
   return [
-    formatCount(stats.requests), formatCount(stats.ok), formatCount(errorCount(stats)),
+    formatCount(stats.requests), formatCount(stats.ok), formatCount(stats.requests - stats.ok),
     formatRate(durationSeconds > 0 ? stats.requests / durationSeconds : null),
     formatMs(latency.p50Ms), formatMs(latency.p90Ms), formatMs(latency.p95Ms), formatMs(latency.p99Ms), formatMs(latency.maxMs),
   ]
 }
 
+/** The names `order` gives first, in its order, then any other the record has. */
+function ordered (order: readonly string[], record: Record<string, unknown>): string[] {
+  const named = order.filter((name) => record[name] !== undefined)
+  return [...named, ...Object.keys(record).filter((name) => !named.includes(name))]
+}
+
 /** The scenario's endpoints first, in its order, then any the run saw that the scenario did not name. */
 export function orderedEndpointNames (result: LabResult, run: RunResult): string[] {
-  const named = result.scenario.endpoints.filter((name) => run.endpoints[name] !== undefined)
-  return [...named, ...Object.keys(run.endpoints).filter((name) => !named.includes(name))]
+  return ordered(result.scenario.endpoints, run.endpoints)
 }
 
 /** One row per endpoint, then the whole run. */
@@ -56,13 +57,11 @@ export function endpointTable (result: LabResult, run: RunResult): Table {
 export function phaseTable (result: LabResult, run: RunResult): Table | null {
   if (run.phases === undefined) return null
   const phases = run.phases
-  const names = [...(result.scenario.phases ?? []).filter((name) => phases[name] !== undefined),
-    ...Object.keys(phases).filter((name) => !(result.scenario.phases ?? []).includes(name))]
   // Phases run in turn, each for its own share of the run.
   const seconds = (name: string): number => run.seconds.filter((sample) => sample.phase === name).length
   return {
     columns: [left('phase'), ...statsColumns],
-    rows: names.map((name) => [name, ...statsCells(phases[name] as EndpointStats, seconds(name))]),
+    rows: ordered(result.scenario.phases ?? [], phases).map((name) => [name, ...statsCells(phases[name] as EndpointStats, seconds(name))]),
   }
 }
 

@@ -1,18 +1,6 @@
 /**
- * A scenario as a JSON file: steps run in order by each iteration, with
- * `{{...}}` placeholders and values saved from earlier responses. For anything
- * richer, write a JS module instead (see docs/guides/load-lab.md).
- *
- *   {
- *     "name": "me-after-login", "description": "...",
- *     "model": "closed", "vus": 20, "thinkTime": "500ms", "accounts": 10,
- *     "steps": [
- *       { "endpoint": "POST /auth/login", "method": "POST", "path": "/api/v1/auth/login",
- *         "body": { "email": "{{account.email}}", "password": "{{account.password}}" },
- *         "save": { "token": "accessToken" } },
- *       { "endpoint": "GET /me", "method": "GET", "path": "/api/v1/me", "token": "{{token}}" }
- *     ]
- *   }
+ * A scenario as a JSON file: steps run in order by each iteration, with `{{...}}` placeholders
+ * and values saved from earlier responses (docs/guides/load-lab.md shows one).
  */
 import { Type, type Static } from '@sinclair/typebox'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
@@ -116,7 +104,6 @@ export function declarativeScenario (file: string, raw: unknown): Scenario<{ acc
     }
   }
   const name = scenario.name
-
   return {
     name,
     description: scenario.description ?? `Steps from ${file}`,

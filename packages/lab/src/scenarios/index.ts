@@ -31,21 +31,18 @@ export function scenarioRef (nameOrPath: string): ScenarioRef {
 }
 
 function checkModule (file: string, value: unknown): Scenario {
-  const scenario = value as Partial<Scenario>
-  if (typeof scenario !== 'object' || scenario === null) throw createError('CONFIG_INVALID', `scenario ${file}: the default export must be a scenario object`)
-  if (typeof scenario.name !== 'string' || scenario.name === '') throw createError('CONFIG_INVALID', `scenario ${file}: name must be a non-empty string`)
-  if (typeof scenario.iteration !== 'function') throw createError('CONFIG_INVALID', `scenario ${file}: iteration must be an async function (vu, data)`)
-  if (scenario.setup !== undefined && typeof scenario.setup !== 'function') throw createError('CONFIG_INVALID', `scenario ${file}: setup must be a function`)
-  if (scenario.endpoints !== undefined && !Array.isArray(scenario.endpoints)) throw createError('CONFIG_INVALID', `scenario ${file}: endpoints must be an array of names`)
+  const scenario = value as Partial<Scenario> | null
+  const fail = (message: string): never => { throw createError('CONFIG_INVALID', `scenario ${file}: ${message}`) }
+  if (typeof scenario !== 'object' || scenario === null) return fail('the default export must be a scenario object')
+  if (typeof scenario.name !== 'string' || scenario.name === '') fail('name must be a non-empty string')
+  if (typeof scenario.iteration !== 'function') fail('iteration must be an async function (vu, data)')
+  if (scenario.setup !== undefined && typeof scenario.setup !== 'function') fail('setup must be a function')
+  if (scenario.endpoints !== undefined && !Array.isArray(scenario.endpoints)) fail('endpoints must be an array of names')
   return {
-    name: scenario.name,
+    ...scenario as Scenario,
     description: scenario.description ?? `Scenario from ${file}`,
     endpoints: scenario.endpoints ?? [],
-    ...(scenario.phases === undefined ? {} : { phases: scenario.phases }),
-    ...(scenario.needsLabDiagnostics === undefined ? {} : { needsLabDiagnostics: scenario.needsLabDiagnostics }),
     defaults: { model: 'closed', stages: rampThenHold(10, 0.2), thinkTimeMs: 0, rate: 10, accounts: 0, ...scenario.defaults },
-    ...(scenario.setup === undefined ? {} : { setup: scenario.setup }),
-    iteration: scenario.iteration,
   }
 }
 

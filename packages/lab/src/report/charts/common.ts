@@ -1,8 +1,5 @@
-/**
- * Chart.js configuration helpers shared by every chart. The chart modules run in Node (which
- * charts have data: charts/plan.ts) and in the page (charts/page.ts, compiled on its own).
- */
-import type { Chart, ChartConfiguration, ChartDataset, ChartOptions, ChartType, Plugin, Scale, ScaleOptions, TooltipItem } from 'chart.js'
+/** Chart.js configuration shared by every chart; runs in Node (plan.ts) and in the page (page.ts). */
+import type { Chart, ChartConfiguration, ChartDataset, ChartOptions, ChartType, Plugin, Scale, ScaleOptions } from 'chart.js'
 import { formatDecimal, groupDigits } from '../format.js'
 
 /** One point of a line over time or rate; y null leaves a gap (unmeasured is not zero). */
@@ -27,7 +24,7 @@ export function seriesColour (index: number): string {
   return seriesColours[index % seriesColours.length] ?? '#555555'
 }
 
-const namedColours = {
+export const colours = {
   p50: '#0072b2',
   p95: '#e69f00',
   p99: '#d55e00',
@@ -39,10 +36,6 @@ const namedColours = {
   vus: '#009e73',
   limit: '#b00020',
 } as const
-
-export function namedColour (name: keyof typeof namedColours): string {
-  return namedColours[name]
-}
 
 export function lineDataset (label: string, points: XY[], colour: string, style: { dashed?: boolean, rightAxis?: boolean } = {}): ChartDataset<'line', XY[]> {
   return {
@@ -60,44 +53,20 @@ export function lineDataset (label: string, points: XY[], colour: string, style:
   }
 }
 
-/** Every finite number of the chart's datasets. */
-export function chartValues (config: AnyChartConfig): number[] {
-  const values: number[] = []
-  for (const dataset of config.data.datasets) {
-    for (const point of dataset.data as Array<XY | number | null>) {
-      const value = typeof point === 'number' || point === null ? point : point.y
-      if (value !== null && Number.isFinite(value)) values.push(value)
-    }
-  }
-  return values
+export function barDataset (label: string, values: Array<number | null>, colour: string | string[]): ChartDataset<'bar', Array<number | null>> {
+  return { label, data: values, backgroundColor: colour, borderColor: colour, borderWidth: 0, maxBarThickness: 48 }
+}
+
+const valueOf = (point: XY | number | null | undefined): number | null => (typeof point === 'object' && point !== null ? point.y : point ?? null)
+
+/** Every finite number of the datasets. */
+function chartValues (datasets: ReadonlyArray<{ data: ReadonlyArray<XY | number | null> }>): number[] {
+  return datasets.flatMap((dataset) => dataset.data.map(valueOf).filter((value): value is number => value !== null && Number.isFinite(value)))
 }
 
 /** Whether the chart would draw anything measured (else the report says "not measured" instead). */
 export function hasData (config: AnyChartConfig): boolean {
-  return chartValues(config).length > 0
-}
-
-/** Logarithmic when the positive values span more than two orders of magnitude (30 s beside 5 ms). */
-export function valueScaleType (values: number[]): 'linear' | 'logarithmic' {
-  const positive = values.filter((value) => value > 0)
-  if (positive.length < 2) return 'linear'
-  return Math.max(...positive) / Math.min(...positive) > 100 ? 'logarithmic' : 'linear'
-}
-
-/** A tick label: on a log scale only 1, 2 and 5 times a power of ten, so labels never crowd. */
-export function tickLabel (value: number, logarithmic: boolean): string {
-  if (logarithmic) {
-    if (value <= 0) return ''
-    const mantissa = Math.round(value / 10 ** Math.floor(Math.log10(value)))
-    if (![1, 2, 5].includes(mantissa)) return ''
-  }
-  return Math.abs(value) >= 1000 ? groupDigits(value) : String(Number(value.toPrecision(3)))
-}
-
-/** A log axis starts at the power of ten below the smallest value, so the smallest bar still shows. */
-export function logAxisMin (values: number[]): number | undefined {
-  const positive = values.filter((value) => value > 0)
-  return positive.length === 0 ? undefined : 10 ** Math.floor(Math.log10(Math.min(...positive)))
+  return chartValues(config.data.datasets).length > 0
 }
 
 export interface AxisSpec {
@@ -115,56 +84,59 @@ export interface AxisSpec {
   rightTitle?: string
 }
 
-export function valueAxis (axis: AxisSpec, values: number[]): ScaleOptions<'linear' | 'logarithmic'> {
-  const type = axis.linear === true || axis.stacked === true ? 'linear' : valueScaleType(values)
-  const min = type === 'logarithmic' ? logAxisMin(values) : undefined
+/** Logarithmic when the positive values span more than two orders of magnitude (30 s beside 5 ms). */
+function valueAxis (axis: AxisSpec, values: number[]): ScaleOptions<'linear' | 'logarithmic'> {
+  const positive = values.filter((value) => value > 0)
+  const log = axis.linear !== true && axis.stacked !== true && positive.length >= 2 && Math.max(...positive) / Math.min(...positive) > 100
+  // A log axis starts at the power of ten below the smallest value, so the smallest bar still shows.
+  const min = log ? 10 ** Math.floor(Math.log10(Math.min(...positive))) : undefined
   return {
-    type,
+    type: log ? 'logarithmic' : 'linear',
     stacked: axis.stacked === true,
-    beginAtZero: type === 'linear' && axis.fromZero !== false,
+    beginAtZero: !log && axis.fromZero !== false,
     ...(min === undefined ? {} : { min }),
     ...(axis.suggestedMax === undefined ? {} : { suggestedMax: axis.suggestedMax }),
-    title: { display: true, text: type === 'logarithmic' ? `${axis.title} (log scale)` : axis.title },
-    ticks: { callback: (value: number | string) => tickLabel(Number(value), type === 'logarithmic') },
+    title: { display: true, text: log ? `${axis.title} (log scale)` : axis.title },
+    ticks: { callback: (tick: number | string) => tickLabel(Number(tick), log) },
     grid: { color: '#e6e6e6' },
   }
 }
 
+/** A tick label: on a log scale only 1, 2 and 5 times a power of ten, so labels never crowd. */
+function tickLabel (value: number, log: boolean): string {
+  if (log && (value <= 0 || ![1, 2, 5].includes(Math.round(value / 10 ** Math.floor(Math.log10(value)))))) return ''
+  return Math.abs(value) >= 1000 ? groupDigits(value) : String(Number(value.toPrecision(3)))
+}
+
 /** Draws each reference line after the datasets, with its label at the line's end. */
-export function referenceLinesPlugin<Type extends ChartType> (lines: ReferenceLine[]): Plugin<Type> {
+function referenceLinesPlugin<Type extends ChartType> (lines: ReferenceLine[]): Plugin<Type> {
   return {
     id: 'referenceLines',
     afterDatasetsDraw (chart: Chart<Type>) {
-      const { ctx, chartArea } = chart
+      const { ctx, chartArea: area } = chart
       for (const line of lines) {
         const scale: Scale | undefined = chart.scales[line.axis]
         if (scale === undefined) continue
         const pixel = scale.getPixelForValue(line.value)
-        const inside = line.axis === 'x' ? pixel >= chartArea.left && pixel <= chartArea.right : pixel >= chartArea.top && pixel <= chartArea.bottom
-        if (!inside) continue
+        const vertical = line.axis === 'x'
+        if (vertical ? pixel < area.left || pixel > area.right : pixel < area.top || pixel > area.bottom) continue
         ctx.save()
         ctx.strokeStyle = line.colour
         ctx.lineWidth = 1.5
         ctx.setLineDash([5, 4])
         ctx.beginPath()
-        if (line.axis === 'x') {
-          ctx.moveTo(pixel, chartArea.top)
-          ctx.lineTo(pixel, chartArea.bottom)
-        } else {
-          ctx.moveTo(chartArea.left, pixel)
-          ctx.lineTo(chartArea.right, pixel)
-        }
+        ctx.moveTo(vertical ? pixel : area.left, vertical ? area.top : pixel)
+        ctx.lineTo(vertical ? pixel : area.right, vertical ? area.bottom : pixel)
         ctx.stroke()
         ctx.setLineDash([])
         ctx.font = '600 12px system-ui, sans-serif'
         const width = ctx.measureText(line.label).width
-        const flip = line.axis === 'y' || pixel > chartArea.left + (chartArea.right - chartArea.left) * 0.7
-        const textX = line.axis === 'x' ? pixel + (flip ? -6 : 6) : chartArea.right - 6
-        const textY = line.axis === 'x' ? chartArea.top + 14 : pixel - 6
-        const left = flip ? textX - width : textX
+        const flip = !vertical || pixel > area.left + (area.right - area.left) * 0.7
+        const textX = vertical ? pixel + (flip ? -6 : 6) : area.right - 6
+        const textY = vertical ? area.top + 14 : pixel - 6
         // A light box under the label keeps it readable where it crosses a line.
         ctx.fillStyle = 'rgba(255, 255, 255, 0.85)'
-        ctx.fillRect(left - 3, textY - 12, width + 6, 16)
+        ctx.fillRect((flip ? textX - width : textX) - 3, textY - 12, width + 6, 16)
         ctx.fillStyle = line.colour
         ctx.textAlign = flip ? 'right' : 'left'
         ctx.fillText(line.label, textX, textY)
@@ -175,48 +147,32 @@ export function referenceLinesPlugin<Type extends ChartType> (lines: ReferenceLi
 }
 
 /** Bar charts: writes "not measured" where a category has no value in any dataset (a gap, not a zero). */
-export function notMeasuredPlugin (): Plugin<'bar'> {
-  return {
-    id: 'notMeasured',
-    afterDatasetsDraw (chart: Chart<'bar'>) {
-      const { ctx, chartArea } = chart
-      const scale: Scale | undefined = chart.scales.x
-      const labels = chart.data.labels ?? []
-      if (scale === undefined) return
+const notMeasuredPlugin: Plugin<'bar'> = {
+  id: 'notMeasured',
+  afterDatasetsDraw (chart: Chart<'bar'>) {
+    const { ctx, chartArea } = chart
+    const scale: Scale | undefined = chart.scales.x
+    if (scale === undefined) return
+    ctx.save()
+    ctx.font = 'italic 11px system-ui, sans-serif'
+    ctx.fillStyle = '#59636e'
+    ctx.textAlign = 'left'
+    ctx.textBaseline = 'middle'
+    for (const [index] of (chart.data.labels ?? []).entries()) {
+      if (!chart.data.datasets.every((dataset) => dataset.data[index] == null)) continue
+      // Upright along the empty column, so it fits however narrow the chart is.
       ctx.save()
-      ctx.font = 'italic 11px system-ui, sans-serif'
-      ctx.fillStyle = '#59636e'
-      ctx.textAlign = 'left'
-      ctx.textBaseline = 'middle'
-      labels.forEach((_, index) => {
-        const missing = chart.data.datasets.every((dataset) => {
-          const value = dataset.data[index]
-          return value === null || value === undefined
-        })
-        if (!missing) return
-        // Upright along the empty column, so it fits however narrow the chart is.
-        ctx.save()
-        ctx.translate(scale.getPixelForValue(index), chartArea.bottom - 6)
-        ctx.rotate(-Math.PI / 2)
-        ctx.fillText('not measured', 0, 0)
-        ctx.restore()
-      })
+      ctx.translate(scale.getPixelForValue(index), chartArea.bottom - 6)
+      ctx.rotate(-Math.PI / 2)
+      ctx.fillText('not measured', 0, 0)
       ctx.restore()
-    },
-  }
-}
-
-/** "label: 1,520 ms" tooltips; null points show no tooltip line. */
-export function tooltipLabel (unit: string): (item: TooltipItem<ChartType>) => string {
-  return (item) => {
-    const raw = item.raw as XY | number | null
-    const value = typeof raw === 'number' || raw === null ? raw : raw.y
-    return `${item.dataset.label ?? ''}: ${value === null ? '—' : formatDecimal(value)}${unit === '' ? '' : ` ${unit}`}`
-  }
+    }
+    ctx.restore()
+  },
 }
 
 /** Options every chart shares; the literal type lets each chart type check it against its own options. */
-export function baseOptions (unit: string) {
+function baseOptions (unit: string) {
   return {
     animation: false,
     responsive: true,
@@ -224,30 +180,43 @@ export function baseOptions (unit: string) {
     interaction: { mode: 'nearest', axis: 'x', intersect: false },
     plugins: {
       legend: { position: 'bottom', labels: { boxWidth: 14, boxHeight: 2, padding: 10 } },
-      tooltip: { callbacks: { label: tooltipLabel(unit) } },
+      // "label: 1,520 ms"; a null point shows a dash.
+      tooltip: {
+        callbacks: {
+          label: (item: { raw: unknown, dataset: { label?: string } }) => {
+            const value = valueOf(item.raw as XY | number | null)
+            return `${item.dataset.label ?? ''}: ${value === null ? '—' : formatDecimal(value)}${unit === '' ? '' : ` ${unit}`}`
+          },
+        },
+      },
     },
   } as const
 }
 
 /** A line chart of numeric x (seconds, offered rate); series on the right axis do not set the left one's scale. */
 export function lineChartConfig (datasets: Array<ChartDataset<'line', XY[]>>, x: { title: string, fromZero: boolean }, axis: AxisSpec, lines: ReferenceLine[] = []): LineConfig {
-  const values = chartValues({ type: 'line', data: { datasets: datasets.filter((dataset) => dataset.yAxisID !== 'y2') } })
   const scales: ChartOptions<'line'>['scales'] & object = {
     x: { type: 'linear', ...(x.fromZero ? { min: 0 } : {}), title: { display: true, text: x.title }, grid: { color: '#eeeeee' } },
-    y: valueAxis(axis, values),
+    y: valueAxis(axis, chartValues(datasets.filter((dataset) => dataset.yAxisID !== 'y2'))),
   }
   if (axis.rightTitle !== undefined) {
     scales.y2 = { type: 'linear', position: 'right', beginAtZero: true, title: { display: true, text: axis.rightTitle }, grid: { drawOnChartArea: false } }
   }
-  return {
-    type: 'line',
-    data: { datasets },
-    options: { ...baseOptions(axis.unit), scales },
-    plugins: [referenceLinesPlugin<'line'>(lines)],
-  }
+  return { type: 'line', data: { datasets }, options: { ...baseOptions(axis.unit), scales }, plugins: [referenceLinesPlugin<'line'>(lines)] }
 }
 
-/** A line chart over the run: x is seconds since the load started. */
-export function timeLineConfig (datasets: Array<ChartDataset<'line', XY[]>>, axis: AxisSpec, lines: ReferenceLine[] = []): LineConfig {
-  return lineChartConfig(datasets, { title: 'seconds since the load started', fromZero: true }, axis, lines)
+/** Bars by category (strategies in the order they ran). */
+export function barChartConfig (labels: string[], datasets: Array<ChartDataset<'bar', Array<number | null>>>, axis: AxisSpec, lines: ReferenceLine[] = []): BarConfig {
+  const options = baseOptions(axis.unit)
+  return {
+    type: 'bar',
+    data: { labels, datasets },
+    options: {
+      ...options,
+      interaction: { mode: 'index', intersect: false },
+      plugins: { ...options.plugins, legend: { display: datasets.length > 1, position: 'bottom', labels: { boxWidth: 14 } } },
+      scales: { x: { stacked: axis.stacked === true, grid: { display: false } }, y: valueAxis(axis, chartValues(datasets)) },
+    },
+    plugins: [referenceLinesPlugin<'bar'>(lines), notMeasuredPlugin],
+  }
 }

@@ -1,53 +1,11 @@
 /**
  * Finds every `<canvas data-chart>` the HTML laid out, builds its Chart.js configuration from
- * the embedded result, and draws it (run by charts/page.ts). The DOM is typed here by the little
- * it uses, because the project compiles without the DOM library.
+ * the embedded result, and draws it (run by page.ts). The DOM is typed here by the little it
+ * uses, because the project compiles without the DOM library.
  */
 import type { ChartConfiguration } from 'chart.js'
 import type { LabResult } from '../../result.js'
-import type { AnyChartConfig } from './common.js'
-import { compareBarConfig, compareOverTimeConfig } from './compare.js'
-import { kneeLatencyConfig, kneeThroughputConfig } from './knee.js'
-import { latencyOverTimeConfig, serverSignalConfig, throughputOverTimeConfig } from './time.js'
-
-export type ChartKind =
-  | 'latency' | 'throughput'
-  | 'server-cpu' | 'server-event-loop' | 'server-libuv' | 'server-hash-queue' | 'server-rss'
-  | 'knee-latency' | 'knee-throughput'
-  | 'compare-p99' | 'compare-achieved'
-  | 'bar-throughput' | 'bar-latency' | 'bar-healthz' | 'bar-delay' | 'bar-cpu' | 'bar-rss' | 'bar-errors'
-
-/** A chart the page draws: its kind and, for one run's charts, the run's index (else every run). */
-export interface ChartSpec {
-  kind: ChartKind
-  run: number | null
-}
-
-/** The configuration of one chart, or null when the result has nothing for it (no such run, no knee). */
-export function chartConfig (result: LabResult, spec: ChartSpec): AnyChartConfig | null {
-  const run = spec.run === null ? undefined : result.runs[spec.run]
-  const runs = run === undefined ? result.runs : [run]
-  switch (spec.kind) {
-    case 'latency': return run === undefined ? null : latencyOverTimeConfig(run)
-    case 'throughput': return run === undefined ? null : throughputOverTimeConfig(run)
-    case 'server-cpu': return serverSignalConfig(result, 'cpu', runs)
-    case 'server-event-loop': return serverSignalConfig(result, 'event-loop', runs)
-    case 'server-libuv': return serverSignalConfig(result, 'libuv', runs)
-    case 'server-hash-queue': return serverSignalConfig(result, 'hash-queue', runs)
-    case 'server-rss': return serverSignalConfig(result, 'rss', runs)
-    case 'knee-latency': return result.knee === undefined ? null : kneeLatencyConfig(result.knee)
-    case 'knee-throughput': return result.knee === undefined ? null : kneeThroughputConfig(result.knee)
-    case 'compare-p99': return compareOverTimeConfig(result, 'p99')
-    case 'compare-achieved': return compareOverTimeConfig(result, 'achieved')
-    case 'bar-throughput': return compareBarConfig(result, 'throughput')
-    case 'bar-latency': return compareBarConfig(result, 'latency')
-    case 'bar-healthz': return compareBarConfig(result, 'healthz')
-    case 'bar-delay': return compareBarConfig(result, 'delay')
-    case 'bar-cpu': return compareBarConfig(result, 'cpu')
-    case 'bar-rss': return compareBarConfig(result, 'rss')
-    case 'bar-errors': return compareBarConfig(result, 'errors')
-  }
-}
+import { chartConfig, type ChartKind, type ChartSpec } from './catalogue.js'
 
 interface PageElement {
   dataset: Record<string, string | undefined>
@@ -70,7 +28,7 @@ export interface ChartConstructor {
 /** Draws every chart of the page; `data-charts-drawn` on <body> says how many when it is done. */
 export function drawCharts (page: ReportPage, ChartClass: ChartConstructor): void {
   const embedded = page.getElementById('lab-result')?.textContent
-  if (embedded === null || embedded === undefined) throw new Error('the report has no embedded result (#lab-result)')
+  if (embedded == null) throw new Error('the report has no embedded result (#lab-result)')
   const result = JSON.parse(embedded) as LabResult
   ChartClass.defaults.font.family = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
   ChartClass.defaults.font.size = 12

@@ -24,7 +24,14 @@ export interface AccessTokens {
   ttlSeconds: number
 }
 
-function userIdOf (payload: unknown): string {
+/** The user id of a token the verifier accepts; AUTH_TOKEN_INVALID for any other. */
+function verifiedUserId (verifier: (token: string) => unknown, token: string): string {
+  let payload: unknown
+  try {
+    payload = verifier(token)
+  } catch (err) {
+    throw createError('AUTH_TOKEN_INVALID', undefined, { cause: err })
+  }
   const sub = (payload as { sub?: unknown }).sub
   // Signed by us but not naming a user id we issue (a leaked key, a token of another service).
   if (typeof sub !== 'string' || !uuidPattern.test(sub)) throw createError('AUTH_TOKEN_INVALID')
@@ -37,15 +44,7 @@ export function createAccessTokens (secret: string, ttlSeconds: number): AccessT
   return {
     ttlSeconds,
     sign: (userId) => signer({ sub: userId }),
-    verify (token) {
-      let payload: unknown
-      try {
-        payload = verifier(token)
-      } catch (err) {
-        throw createError('AUTH_TOKEN_INVALID', undefined, { cause: err })
-      }
-      return userIdOf(payload)
-    },
+    verify: (token) => verifiedUserId(verifier, token),
   }
 }
 
@@ -79,13 +78,7 @@ export function createSignedAccessTokens (ring: KeyRing, ttlSeconds: number): Ac
       verifier = createVerifier({ key: key.publicPem, algorithms: [key.alg], allowedIss: issuer, cache: 1000 })
       verifiers.set(key, verifier)
     }
-    let payload: unknown
-    try {
-      payload = verifier(token)
-    } catch (err) {
-      throw createError('AUTH_TOKEN_INVALID', undefined, { cause: err })
-    }
-    return userIdOf(payload)
+    return verifiedUserId(verifier, token)
   }
   return {
     ttlSeconds,

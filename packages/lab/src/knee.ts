@@ -1,8 +1,5 @@
 /**
- * The knee search of the registration-ramp article: offer a rate, raise it 10 %
- * per step, and stop when the service falls behind (achieved throughput short
- * of the offered rate by a margin) or when p99 or the error rate breaks its
- * limit. The knee is the last rate that held. Pure: the steps come in measured.
+ * The knee search (docs/guides/load-lab.md, "knee"): the last offered rate that held. Pure: the steps come in measured.
  */
 import type { KneeCriteria, KneeResult, KneeStep } from './result.js'
 

@@ -1,9 +1,6 @@
 /**
- * CPU and memory of a process and every process below it, read from /proc
- * (Linux): what a service really costs when it spawns a child per hash or forks
- * cluster workers, which its own process_cpu_seconds_total cannot see. Children
- * that already exited count too: the kernel adds a reaped child's CPU to its
- * parent's cutime/cstime.
+ * CPU and memory of a process and every process below it, from /proc (Linux): what its own
+ * process_cpu_seconds_total cannot see. Reaped children count through their parent's cutime/cstime.
  */
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'

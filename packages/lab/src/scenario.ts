@@ -1,8 +1,6 @@
 /**
- * What a scenario is: an optional setup (pre-registration, not counted) and an
- * iteration that one virtual user (closed model) or one arrival (open model)
- * runs. Built-in scenarios live in ./scenarios/; a user's own can be a JSON
- * file (declarative steps) or a JS module exporting this shape.
+ * What a scenario is: an optional setup (not counted) and the iteration one virtual user or one arrival runs.
+ * Built-ins live in ./scenarios/; a user's own is a JSON file (declarative steps) or a JS module of this shape.
  */
 import type { LabRequest, LabResponse } from './http.js'
 import type { Stage } from './result.js'

@@ -1,10 +1,6 @@
 /**
- * Load schedules as pure functions of time, so they can be tested without a
- * clock: how many virtual users a closed model wants at time t, when each
- * arrival of an open model is due, and the rates of a knee search.
- *
- * Stages follow k6: each stage moves its target linearly from the previous
- * stage's target (or the start value) to its own over its duration.
+ * Load schedules as pure functions of time, testable without a clock. Stages follow k6: each moves its
+ * target linearly from the previous stage's target (or the start value) to its own.
  */
 import { createError } from './errors.js'
 import type { Stage } from './result.js'

@@ -1,9 +1,6 @@
 /**
- * Reads the service's signals once a second during a run: what /metrics says
- * (CPU, event-loop delay, the libuv canary, the hash pool's queue, waits and
- * refusals, RSS) and, when the lab started the service, what /proc says about
- * its whole process tree. Counters become per-second rates; a scrape that fails
- * or is late leaves its second out rather than guessing.
+ * The service's signals once a second: /metrics and, for a lab-started service, /proc. Counters become
+ * per-second rates; a scrape that fails or is late leaves its second out rather than guessing.
  */
 import { HttpTarget } from './http.js'
 import { nowEpochMs } from './generator.js'

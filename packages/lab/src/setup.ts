@@ -1,8 +1,6 @@
 /**
- * Setup before the load, not counted in any result: pre-registering accounts
- * and logging them in, a few at a time, waiting out 503s as their Retry-After
- * asks. Account names are stable (lab.<label>.<n>@tollbooth.test), so a second
- * run on the same database reuses them.
+ * Setup before the load, not counted: pre-registered accounts under stable names, so a second run on the
+ * same database reuses them (docs/guides/load-lab.md).
  */
 import { HttpTarget, type LabRequest, type LabResponse } from './http.js'
 import type { Account, Scenario, SetupContext } from './scenario.js'

@@ -1,9 +1,7 @@
 /**
- * Counting iterations and requests, per second and per segment, in each load-generator thread;
- * partials (counts and encoded histograms) travel to the main thread, where they merge.
- * Latency histograms are HDR (as autocannon and wrk2 keep them): microseconds, 3 significant
- * digits, up to 10 minutes, so a percentile is exact to 0.1 % whatever the spread of a run.
- * Plain JS histograms (not WebAssembly): the garbage collector frees them, no destroy().
+ * Counting iterations and requests per second and per segment in each load-generator thread; partials
+ * (counts and encoded HDR histograms) merge in the main thread. Plain JS histograms (not WebAssembly):
+ * the garbage collector frees them, no destroy().
  */
 import hdr from 'hdr-histogram-js'
 import type { EndpointStats, ErrorCounts, LatencySummary } from './result.js'

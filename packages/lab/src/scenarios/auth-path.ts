@@ -1,10 +1,6 @@
 /**
- * `auth-path`, the NestJS article's diagnosis: the same login under the same
- * load three times, first with the password check replaced by a no-op (one
- * database lookup), then by JWT signing only, then in full, to show which step
- * costs the time. Needs the service's lab diagnostic routes
- * (TOLLBOOTH_LAB_DIAGNOSTICS=true), which the lab turns on when it starts the
- * service itself; they are never on by default.
+ * `auth-path`, the NestJS article's diagnosis (the guide's scenario table). Needs the service's lab diagnostic
+ * routes (TOLLBOOTH_LAB_DIAGNOSTICS=true), which the lab turns on only for services it starts itself.
  */
 import { rampThenHold, type Account, type Scenario } from '../scenario.js'
 

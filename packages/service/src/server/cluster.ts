@@ -133,8 +133,17 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
 
   const tell = (drain: boolean): void => {
     for (const worker of workers) {
-      if (worker.isConnected()) worker.send({ type: shutdownType, drain } satisfies ShutdownMessage)
-      else if (!worker.isDead()) worker.process.kill('SIGTERM')
+      const terminate = (): void => { if (!worker.isDead()) worker.process.kill('SIGTERM') }
+      if (!worker.isConnected()) {
+        terminate()
+        continue
+      }
+      // A worker can die between the check and the write (EPIPE): then a signal, never a crash of the primary.
+      try {
+        worker.send({ type: shutdownType, drain } satisfies ShutdownMessage, (err: Error | null) => { if (err !== null) terminate() })
+      } catch {
+        terminate()
+      }
     }
   }
   const close = async (): Promise<void> => {

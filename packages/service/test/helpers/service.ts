@@ -15,6 +15,26 @@ export const testJwtSecret = 'test-secret-that-is-at-least-32-characters-long'
 /** Seals the test services' signing keys (EdDSA, the default) in their databases. */
 export const testKeyEncryptionKey = 'dGVzdCBrZXktZW5jcnlwdGlvbiBrZXksIDMyIGJ5dGU='
 
+/**
+ * The environment of a real `tollbooth serve` process on a test database: cheap bcrypt, EdDSA with the
+ * test's key-encryption key (no inherited HS256 secret), any port, no drain, logs at info; `extra` on top.
+ */
+export function serveEnv (databaseUrl: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
+    PORT: '0',
+    TOLLBOOTH_LOG_LEVEL: 'info',
+    TOLLBOOTH_HASH_ALGORITHM: 'bcrypt',
+    TOLLBOOTH_BCRYPT_COST: '4',
+    TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0',
+  }
+  delete env.TOLLBOOTH_JWT_SECRET
+  delete env.TOLLBOOTH_JWT_ALGORITHM
+  return { ...env, ...extra }
+}
+
 export interface TestService {
   app: TollboothApp
   /** http://127.0.0.1:<port> of a real listening socket. */

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import { startServe, type ServeProcess } from '../../src/launcher.js'
 import { packageRoot } from '../../src/paths.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
-import { request, testKeyEncryptionKey, uniqueEmail } from '../helpers/service.js'
+import { request, serveEnv, uniqueEmail } from '../helpers/service.js'
 
 const accountFailures = 3
 
@@ -22,22 +22,12 @@ describe('three replicas on one PostgreSQL share their state', () => {
 
   before(async () => {
     db = await createTestDatabase({ migrate: false })
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATABASE_URL: db.url,
-      TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
-      PORT: '0',
-      TOLLBOOTH_LOG_LEVEL: 'info',
-      TOLLBOOTH_HASH_ALGORITHM: 'bcrypt',
-      TOLLBOOTH_BCRYPT_COST: '4',
+    const env = serveEnv(db.url, {
       TOLLBOOTH_HASH_THREADS: '1',
-      TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0',
       TOLLBOOTH_LOGIN_THROTTLE_ACCOUNT_FAILURES: String(accountFailures),
       // Long enough that the test's next attempt always falls inside the wait.
       TOLLBOOTH_LOGIN_THROTTLE_BASE_DELAY_SECONDS: '120',
-    }
-    delete env.TOLLBOOTH_JWT_SECRET
-    delete env.TOLLBOOTH_JWT_ALGORITHM
+    })
     // Together, on an empty database: each runs the migrations at start.
     const starts = await Promise.allSettled([0, 1, 2].map(async () => await startServe({ env, tailLines: 400, startTimeoutMs: 90_000 })))
     replicas = starts.flatMap((start) => start.status === 'fulfilled' ? [start.value] : [])

@@ -4,20 +4,10 @@ import http from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
-import { request, testKeyEncryptionKey } from '../helpers/service.js'
+import { request, serveEnv } from '../helpers/service.js'
 
 async function startWorkers (db: TestDatabase, args: string[], env: NodeJS.ProcessEnv = {}): Promise<StartedCli> {
-  return await startCli({
-    ...process.env,
-    DATABASE_URL: db.url,
-    TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
-    PORT: '0',
-    TOLLBOOTH_LOG_LEVEL: 'info',
-    TOLLBOOTH_HASH_ALGORITHM: 'bcrypt',
-    TOLLBOOTH_BCRYPT_COST: '4',
-    TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0',
-    ...env,
-  }, ['serve', ...args], 60_000)
+  return await startCli(serveEnv(db.url, env), ['serve', ...args], 60_000)
 }
 
 /** One request on a connection of its own (no keep-alive), so the primary hands each to the next worker. */

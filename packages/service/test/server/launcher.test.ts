@@ -13,22 +13,18 @@ import { detectCpuBudget } from '../../src/hashing/cpu.js'
 import { machineFacts, serviceVersion, startServe, tollboothBin } from '../../src/launcher.js'
 import { startCli, stopCli } from '../helpers/cli.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
-import { testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
+import { serveEnv } from '../helpers/service.js'
 
+/** A cheap argon2id service on the test database (serveEnv's base, with the default algorithm). */
 function serviceEnv (databaseUrl: string, more: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
+  return serveEnv(databaseUrl, {
     HOST: '127.0.0.1',
-    PORT: '0',
-    DATABASE_URL: databaseUrl,
-    TOLLBOOTH_JWT_SECRET: testJwtSecret,
-    TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
-    TOLLBOOTH_LOG_LEVEL: 'info',
+    TOLLBOOTH_HASH_ALGORITHM: 'argon2id',
     TOLLBOOTH_ARGON2_MEMORY_KIB: '1024',
     TOLLBOOTH_ARGON2_TIME_COST: '1',
     TOLLBOOTH_HASH_THREADS: '1',
     ...more,
-  }
+  })
 }
 
 describe('startServe: `tollbooth serve` as its own process, its URL from the ready file', () => {

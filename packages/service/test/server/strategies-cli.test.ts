@@ -4,19 +4,10 @@ import fs from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
-import { request, testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
+import { request, serveEnv } from '../helpers/service.js'
 
 async function startWithStrategy (db: TestDatabase, args: string[]): Promise<StartedCli> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    DATABASE_URL: db.url,
-    TOLLBOOTH_JWT_SECRET: testJwtSecret,
-    TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
-    PORT: '0',
-    TOLLBOOTH_LOG_LEVEL: 'info',
-    TOLLBOOTH_HASH_ALGORITHM: 'bcrypt',
-    TOLLBOOTH_BCRYPT_COST: '4',
-  }
+  const env = serveEnv(db.url)
   delete env.UV_THREADPOOL_SIZE
   return await startCli(env, args, 30_000)
 }

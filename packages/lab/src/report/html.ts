@@ -9,8 +9,7 @@ import {
   describeErrors, describeGenerator, describeLatency, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'
 import { escapeHtml, jsonForScriptElement, scriptForInlineElement } from './html-escape.js'
-import { renderHtmlTable } from './table.js'
-import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable } from './tables.js'
+import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table, type TableColumn } from './tables.js'
 
 export interface HtmlAssets {
   /** The page with its stylesheet and a {{slot}} for each part (template.html). */
@@ -22,6 +21,31 @@ export interface HtmlAssets {
 }
 
 export const contentSecurityPolicy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+
+/** An HTML table in a scrollable wrapper (narrow screens), numbers right-aligned. */
+function renderHtmlTable (table: Table, caption: string): string {
+  const alignClass = (column: TableColumn | undefined): string => {
+    if (column?.align === 'right') return ' class="num"'
+    return column?.wrapAtChars === undefined ? '' : ' class="prose"'
+  }
+  const head = table.columns.map((column) => {
+    const title = column.description === undefined ? '' : ` title="${escapeHtml(column.description)}"`
+    return `<th scope="col"${alignClass(column)}${title}>${escapeHtml(column.header)}</th>`
+  }).join('')
+  const body = table.rows.map((row, rowIndex) => {
+    const classes = [
+      ...(table.emphasisedRows?.includes(rowIndex) === true ? ['emphasised'] : []),
+      ...(rowIndex === table.totalRow ? ['total'] : []),
+    ]
+    const rowClass = classes.length === 0 ? '' : ` class="${classes.join(' ')}"`
+    const cells = table.columns.map((column, index) => {
+      const cell = escapeHtml(row[index] ?? '')
+      return index === 0 ? `<th scope="row">${cell}</th>` : `<td${alignClass(column)}>${cell}</td>`
+    }).join('')
+    return `<tr${rowClass}>${cells}</tr>`
+  }).join('\n')
+  return `<div class="table-wrap"><table>\n<caption>${escapeHtml(caption)}</caption>\n<thead><tr>${head}</tr></thead>\n<tbody>\n${body}\n</tbody>\n</table></div>`
+}
 
 function factList (facts: Fact[]): string {
   return `<dl class="facts">\n${facts.map((fact) => `<dt>${escapeHtml(fact.label)}</dt><dd>${escapeHtml(fact.value)}</dd>`).join('\n')}\n</dl>`

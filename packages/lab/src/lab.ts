@@ -254,7 +254,7 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
   try {
     for (const [index, plan] of planned.entries()) {
       if (options.signal?.aborted === true) break
-      if (planned.length > 1) options.log?.(`== ${plan.label ?? plan.strategy} (${index + 1} of ${planned.length})`)
+      if (result.command === 'compare') options.log?.(`== ${plan.label ?? plan.strategy} (${index + 1} of ${planned.length})`)
       const service = await source.start(plan.strategy, plan.replicas).catch((err: Error) => {
         if (!skipFailedStart) throw err
         result.warnings.push(`${plan.label ?? plan.strategy}: did not start: ${err.message.split('\n')[0] ?? ''}`)

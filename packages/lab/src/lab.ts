@@ -240,22 +240,45 @@ async function measure (
   result.warnings.push(...measured.warnings)
 }
 
-/** `run` and `knee`: one service, the target or one the lab starts with `options.strategy`. */
-async function single (command: Command, options: LabOptions, segments?: (run: LabRun) => Promise<void>): Promise<LabResult> {
-  const strategy = options.strategy ?? 'tollbooth'
-  if (options.target === undefined) checkChoices([strategy], allStrategies, 'strategy')
-  const source = await serviceSource(options, command.scenario, command.result.warnings)
+/** One run of a command: its label (unset: the service's strategy) and the service it runs against. */
+interface PlannedRun { label?: string, strategy: string, replicas?: ReplicaOptions | undefined, load: LoadSpec, clients?: ClientKind }
+
+/**
+ * The planned runs in turn, each against the target or a service the lab starts for it, all on
+ * one database. `skipFailedStart` (compare): a strategy that does not start is a warning, not the end.
+ */
+async function series (command: Command, options: LabOptions, planned: PlannedRun[], skipFailedStart = false, segments?: (run: LabRun) => Promise<void>): Promise<LabResult> {
+  const { result } = command
+  const runId = randomBytes(6).toString('hex')
+  const source = await serviceSource(options, command.scenario, result.warnings)
   try {
-    const service = await source.start(strategy)
-    try {
-      await measure(command, service.info.strategy ?? command.result.command, service, command.load, options, randomBytes(6).toString('hex'), segments)
-    } finally {
-      await service.stop()
+    for (const [index, plan] of planned.entries()) {
+      if (options.signal?.aborted === true) break
+      if (result.command === 'compare') options.log?.(`== ${plan.label ?? plan.strategy} (${index + 1} of ${planned.length})`)
+      const service = await source.start(plan.strategy, plan.replicas).catch((err: Error) => {
+        if (!skipFailedStart) throw err
+        result.warnings.push(`${plan.label ?? plan.strategy}: did not start: ${err.message.split('\n')[0] ?? ''}`)
+      })
+      if (service === undefined) continue
+      try {
+        await measure(command, plan.label ?? service.info.strategy ?? result.command, service, plan.load, options, `${runId}${index}`, segments)
+        const run = result.runs.at(-1)
+        if (run !== undefined && plan.clients !== undefined) run.clients = plan.clients
+      } finally {
+        await service.stop()
+      }
     }
   } finally {
     await source.close()
   }
-  return command.result
+  return result
+}
+
+/** `run` and `knee`: one service, the target or one the lab starts with `options.strategy`. */
+async function single (command: Command, options: LabOptions, segments?: (run: LabRun) => Promise<void>): Promise<LabResult> {
+  const strategy = options.strategy ?? 'tollbooth'
+  if (options.target === undefined) checkChoices([strategy], allStrategies, 'strategy')
+  return await series(command, options, [{ strategy, load: command.load }], false, segments)
 }
 
 /** One load against one service. */
@@ -311,31 +334,11 @@ export async function labCompare (options: CompareOptions): Promise<LabResult> {
   const clients = options.clients ?? [load.honourRetryAfter ? 'polite' : 'naive']
   checkChoices(clients, clientKinds, 'clients')
   if (clients.length > 1) result.load.politeAndNaive = true
-  const runId = randomBytes(6).toString('hex')
-  const pairs = strategies.flatMap((strategy) => clients.map((kind) => ({ strategy, kind })))
-  const source = await serviceSource(options, command.scenario, command.result.warnings)
-  try {
-    for (const [index, { strategy, kind }] of pairs.entries()) {
-      if (options.signal?.aborted === true) break
-      // One kind of clients: the strategy's name alone; both: "tollbooth naive".
-      const label = clients.length > 1 ? `${strategy} ${kind}` : strategy
-      options.log?.(`== ${label} (${index + 1} of ${pairs.length})`)
-      const service = await source.start(strategy).catch((err: Error) => {
-        result.warnings.push(`${label}: did not start: ${err.message.split('\n')[0] ?? ''}`)
-      })
-      if (service === undefined) continue
-      try {
-        await measure(command, label, service, { ...load, honourRetryAfter: kind === 'polite' }, options, `${runId}${index}`)
-        const run = result.runs.at(-1)
-        if (run !== undefined) run.clients = kind
-      } finally {
-        await service.stop()
-      }
-    }
-  } finally {
-    await source.close()
-  }
-  return result
+  // One kind of clients: the strategy's name alone; both: "tollbooth naive".
+  const planned = strategies.flatMap((strategy) => clients.map((kind): PlannedRun => ({
+    label: clients.length > 1 ? `${strategy} ${kind}` : strategy, strategy, load: { ...load, honourRetryAfter: kind === 'polite' }, clients: kind,
+  })))
+  return await series(command, options, planned, true)
 }
 
 /** `lab scale`: the same load against 1, 2, 3 ... replicas (each under the same CPU quota) on one database, as a comparison whose runs are the counts. */
@@ -343,22 +346,8 @@ export async function labScale (options: LabOptions & { replicaCounts: readonly 
   if (options.target !== undefined) invalid('target', 'scale starts the replicas itself: drop --target')
   for (const count of options.replicaCounts) positive(count, 'replicas')
   const command = await prepare('compare', options)
-  const runId = randomBytes(6).toString('hex')
-  const source = await serviceSource(options, command.scenario, command.result.warnings)
-  try {
-    for (const [index, count] of options.replicaCounts.entries()) {
-      if (options.signal?.aborted === true) break
-      const label = `${count} replica${count === 1 ? '' : 's'}`
-      options.log?.(`== ${label} (${index + 1} of ${options.replicaCounts.length})`)
-      const service = await source.start(options.strategy ?? 'tollbooth', { count, cpusPerReplica: options.replicas?.cpusPerReplica })
-      try {
-        await measure(command, label, service, command.load, options, `${runId}${index}`)
-      } finally {
-        await service.stop()
-      }
-    }
-  } finally {
-    await source.close()
-  }
-  return command.result
+  const cpusPerReplica = options.replicas?.cpusPerReplica
+  return await series(command, options, options.replicaCounts.map((count) => ({
+    label: `${count} replica${count === 1 ? '' : 's'}`, strategy: options.strategy ?? 'tollbooth', replicas: { count, cpusPerReplica }, load: command.load,
+  })))
 }

@@ -112,22 +112,13 @@ export interface SecondSample {
   healthz: LatencySummary | null
 }
 
-export interface ServerSample {
-  t: number
-  cpuCores: number | null
-  processTreeCpuCores: number | null
-  rssBytes: number | null
-  processTreeRssBytes: number | null
-  eventLoopDelayP99Ms: number | null
-  eventLoopDelayMaxMs: number | null
-  libuvCanaryMs: number | null
-  hashQueued: number | null
-  hashRunning: number | null
-  hashWaitMeanMs: number | null
-  hashRejected: number | null
-  hashDeadlineExceeded: number | null
-  hashCancelled: number | null
-}
+/** What the service said about itself in one second, in the order of server.csv; null where unmeasured. */
+export const serverSignalNames = [
+  'cpuCores', 'processTreeCpuCores', 'rssBytes', 'processTreeRssBytes', 'eventLoopDelayP99Ms', 'eventLoopDelayMaxMs', 'libuvCanaryMs',
+  'hashQueued', 'hashRunning', 'hashWaitMeanMs', 'hashRejected', 'hashDeadlineExceeded', 'hashCancelled',
+] as const
+
+export type ServerSample = { t: number } & Record<(typeof serverSignalNames)[number], number | null>
 
 export interface GeneratorInfo {
   workers: number

@@ -3,7 +3,7 @@
  * needed, quotes doubled), a header row always, an empty cell for an unmeasured value.
  * Numbers are written as measured, unrounded.
  */
-import type { EndpointStats, ErrorCounts, KneeStep, LabResult, ReferenceFigures, RunResult, RunSummary, SecondSample, ServerSample } from '../result.js'
+import { serverSignalNames, type EndpointStats, type ErrorCounts, type KneeStep, type LabResult, type ReferenceFigures, type RunResult, type RunSummary, type SecondSample, type ServerSample } from '../result.js'
 import { orderedEndpointNames } from './tables.js'
 
 type CsvValue = string | number | boolean | null | undefined
@@ -57,24 +57,7 @@ const secondColumns: ReadonlyArray<CsvColumn<Labelled<SecondSample>>> = [
   ['healthzP99Ms', (row) => row.item.healthz?.p99Ms],
 ]
 
-/** Every ServerSample field, in the contract's order: a Record so that a field added to the contract breaks the build here. */
-const serverFieldSet: Record<keyof ServerSample, true> = {
-  t: true,
-  cpuCores: true,
-  processTreeCpuCores: true,
-  rssBytes: true,
-  processTreeRssBytes: true,
-  eventLoopDelayP99Ms: true,
-  eventLoopDelayMaxMs: true,
-  libuvCanaryMs: true,
-  hashQueued: true,
-  hashRunning: true,
-  hashWaitMeanMs: true,
-  hashRejected: true,
-  hashDeadlineExceeded: true,
-  hashCancelled: true,
-}
-const serverColumns = [run, ...fields((row: Labelled<ServerSample>) => row.item, Object.keys(serverFieldSet) as Array<keyof ServerSample>)]
+const serverColumns = [run, ...fields((row: Labelled<ServerSample>) => row.item, ['t', ...serverSignalNames])]
 
 const endpointColumns: ReadonlyArray<CsvColumn<Endpoint>> = [
   run,

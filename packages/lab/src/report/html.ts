@@ -4,16 +4,16 @@
  * rendered here; charts are drawn in the page from the embedded result by the chart modules.
  */
 import type { LabResult, RunResult } from '../result.js'
-import { comparisonBarCharts, comparisonOverTimeCharts, kneeCharts, runOverTimeCharts, serverCharts, strategyCharts, type ChartGroup } from './charts/plan.js'
+import { comparisonBarCharts, comparisonOverTimeCharts, kneeCharts, runOverTimeCharts, serverCharts, strategyCharts, type ChartGroup } from './charts/catalogue.js'
 import {
   describeErrors, describeGenerator, describeLatency, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'
 import { escapeHtml, jsonForScriptElement, scriptForInlineElement } from './html-escape.js'
-import { reportCss } from './html-style.js'
-import { renderHtmlTable } from './table.js'
-import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable } from './tables.js'
+import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table, type TableColumn } from './tables.js'
 
 export interface HtmlAssets {
+  /** The page with its stylesheet and a {{slot}} for each part (template.html). */
+  template: string
   /** Chart.js's UMD build (chart.umd.min.js), inlined as is. */
   chartJs: string
   /** The compiled chart code (charts/page.ts) with its module loader. */
@@ -21,6 +21,31 @@ export interface HtmlAssets {
 }
 
 export const contentSecurityPolicy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+
+/** An HTML table in a scrollable wrapper (narrow screens), numbers right-aligned. */
+function renderHtmlTable (table: Table, caption: string): string {
+  const alignClass = (column: TableColumn | undefined): string => {
+    if (column?.align === 'right') return ' class="num"'
+    return column?.wrapAtChars === undefined ? '' : ' class="prose"'
+  }
+  const head = table.columns.map((column) => {
+    const title = column.description === undefined ? '' : ` title="${escapeHtml(column.description)}"`
+    return `<th scope="col"${alignClass(column)}${title}>${escapeHtml(column.header)}</th>`
+  }).join('')
+  const body = table.rows.map((row, rowIndex) => {
+    const classes = [
+      ...(table.emphasisedRows?.includes(rowIndex) === true ? ['emphasised'] : []),
+      ...(rowIndex === table.totalRow ? ['total'] : []),
+    ]
+    const rowClass = classes.length === 0 ? '' : ` class="${classes.join(' ')}"`
+    const cells = table.columns.map((column, index) => {
+      const cell = escapeHtml(row[index] ?? '')
+      return index === 0 ? `<th scope="row">${cell}</th>` : `<td${alignClass(column)}>${cell}</td>`
+    }).join('')
+    return `<tr${rowClass}>${cells}</tr>`
+  }).join('\n')
+  return `<div class="table-wrap"><table>\n<caption>${escapeHtml(caption)}</caption>\n<thead><tr>${head}</tr></thead>\n<tbody>\n${body}\n</tbody>\n</table></div>`
+}
 
 function factList (facts: Fact[]): string {
   return `<dl class="facts">\n${facts.map((fact) => `<dt>${escapeHtml(fact.label)}</dt><dd>${escapeHtml(fact.value)}</dd>`).join('\n')}\n</dl>`
@@ -123,34 +148,23 @@ function body (result: LabResult): string[] {
   }
 }
 
-/** The whole report page of one result. */
+/** The whole report page of one result: the template (template.html) with its slots filled. */
 export function renderHtml (result: LabResult, assets: HtmlAssets): string {
-  const title = `tollbooth lab ${result.command}: ${result.scenario.name}`
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${contentSecurityPolicy}">
-<meta name="referrer" content="no-referrer">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>${reportCss}</style>
-</head>
-<body>
-<header class="page">
-<h1><span class="command">tollbooth lab ${escapeHtml(result.command)} ·</span> ${escapeHtml(result.scenario.name)}</h1>
-${paragraph(result.scenario.description, 'lede')}
-${warningCallouts(result)}
-${factList(headerFacts(result))}
-</header>
-<main>
-${body(result).join('\n')}
-</main>
-<footer>${escapeHtml(`${result.schema}, created ${result.createdAt}. Every figure above is a pure function of the embedded result.json; the articles' figures are theirs.`)}</footer>
-<script type="application/json" id="lab-result">${jsonForScriptElement(result)}</script>
-<script>${scriptForInlineElement(assets.chartJs)}</script>
-<script>${scriptForInlineElement(assets.pageScript)}</script>
-</body>
-</html>
-`
+  const slots: Record<string, string> = {
+    csp: contentSecurityPolicy,
+    title: escapeHtml(`tollbooth lab ${result.command}: ${result.scenario.name}`),
+    header: [
+      `<h1><span class="command">tollbooth lab ${escapeHtml(result.command)} ·</span> ${escapeHtml(result.scenario.name)}</h1>`,
+      paragraph(result.scenario.description, 'lede'),
+      warningCallouts(result),
+      factList(headerFacts(result)),
+    ].join('\n'),
+    main: body(result).join('\n'),
+    footer: escapeHtml(`${result.schema}, created ${result.createdAt}. Every figure above is a pure function of the embedded result.json; the articles' figures are theirs.`),
+    result: jsonForScriptElement(result),
+    chartJs: scriptForInlineElement(assets.chartJs),
+    pageScript: scriptForInlineElement(assets.pageScript),
+  }
+  // A function, not a replacement string: `$` in Chart.js's source must stay as it is.
+  return assets.template.replace(/\{\{(\w+)\}\}/g, (slot, name: string) => slots[name] ?? slot)
 }

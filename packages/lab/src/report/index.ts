@@ -14,7 +14,7 @@ export { renderHtml, contentSecurityPolicy, type HtmlAssets } from './html.js'
 export { renderText } from './text.js'
 
 /**
- * The page's scripts, read from built files. Chart.js: its minified UMD build from the installed
+ * The page's template, and its scripts, read from built files. Chart.js: its minified UMD build from the installed
  * package (the `exports` map hides dist/, so resolve the CommonJS entry and take the build beside
  * it), without its source-map comment: a report opened with devtools must not ask for it.
  * The chart code: charts/page.ts and its imports, compiled by `npm run build`
@@ -41,7 +41,9 @@ ${modules}
 load('report/charts/page')
 })()
 `
-  return { chartJs: chartJs.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n'), pageScript }
+  // The template is not compiled: it is read from src/ beside this module's source.
+  const template = await fs.readFile(new URL('../../../src/report/template.html', import.meta.url), 'utf8')
+  return { template, chartJs: chartJs.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n'), pageScript }
 }
 
 /** Writes result.json, every CSV and report.html into `outDir` (created if need be); returns the paths written. */

@@ -1,11 +1,28 @@
 /**
- * Every table of the reports, built once from a LabResult; text.ts and html.ts only choose
- * how to draw them.
+ * Every table of the reports as data (headers and already formatted cells), built once from a
+ * LabResult; text.ts and html.ts only choose how to draw them.
  */
 import type { EndpointStats, KneeResult, LabResult, ReferenceFigures, RunResult } from '../result.js'
 import { describeSettings } from './describe.js'
 import { formatCores, formatCount, formatMiB, formatMs, formatPercent, formatRate } from './format.js'
-import type { Table, TableColumn } from './table.js'
+
+export interface TableColumn {
+  header: string
+  align: 'left' | 'right'
+  /** A longer explanation: the HTML header's tooltip and the legend under text tables. */
+  description?: string
+  /** Prose: plain text wraps cells longer than this onto continuation lines; HTML lets them wrap. */
+  wrapAtChars?: number
+}
+
+export interface Table {
+  columns: TableColumn[]
+  rows: string[][]
+  /** Rows to emphasise (HTML only), by index. */
+  emphasisedRows?: number[]
+  /** A row that sums the others (drawn apart), by index. */
+  totalRow?: number
+}
 
 const right = (header: string, description?: string): TableColumn => ({ header, align: 'right', ...(description === undefined ? {} : { description }) })
 const left = (header: string, wrapAtChars?: number): TableColumn => ({ header, align: 'left', ...(wrapAtChars === undefined ? {} : { wrapAtChars }) })

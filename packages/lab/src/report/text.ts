@@ -5,8 +5,59 @@ import type { LabResult, RunResult } from '../result.js'
 import {
   describeErrors, describeGenerator, describeLatency, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'
-import { renderTextTable, tableLegend, wrapWords, type Table } from './table.js'
-import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable } from './tables.js'
+import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table, type TableColumn } from './tables.js'
+
+const columnGap = '  '
+
+/** Word-wraps `text` to lines of at most `widthChars` (longer words stand alone); later lines start with `indent`. */
+function wrapWords (text: string, widthChars: number, indent = ''): string[] {
+  const lines: string[] = []
+  let line = ''
+  for (const word of text.split(/\s+/).filter((part) => part !== '')) {
+    if (line === '') line = word
+    else if (line.length + 1 + word.length <= widthChars) line += ` ${word}`
+    else {
+      lines.push(line)
+      line = indent + word
+    }
+  }
+  lines.push(line)
+  return lines
+}
+
+function pad (text: string, widthChars: number, align: TableColumn['align']): string {
+  return align === 'right' ? text.padStart(widthChars) : text.padEnd(widthChars)
+}
+
+/** Plain aligned columns, a dashed rule under the header; trailing spaces trimmed. */
+function renderTextTable (table: Table): string {
+  const { columns } = table
+  const wrapped = table.rows.map((row) => columns.map((column, index) => {
+    const cell = row[index] ?? ''
+    return column.wrapAtChars !== undefined && cell.length > column.wrapAtChars ? wrapWords(cell, column.wrapAtChars) : [cell]
+  }))
+  const widths = columns.map((column, index) => Math.max(
+    column.header.length,
+    ...wrapped.map((cells) => Math.max(...(cells[index] ?? ['']).map((line) => line.length)))
+  ))
+  const line = (cells: string[]): string => cells.map((cell, index) => {
+    const column = columns[index]
+    return column === undefined ? cell : pad(cell, widths[index] ?? 0, column.align)
+  }).join(columnGap).trimEnd()
+  const rule = widths.map((width) => '-'.repeat(width)).join(columnGap)
+  const out = [line(columns.map((column) => column.header)), rule]
+  wrapped.forEach((cells, rowIndex) => {
+    if (rowIndex === table.totalRow) out.push(rule)
+    const height = Math.max(...cells.map((lines) => lines.length))
+    for (let lineIndex = 0; lineIndex < height; lineIndex++) out.push(line(cells.map((lines) => lines[lineIndex] ?? '')))
+  })
+  return out.join('\n')
+}
+
+/** "header: description" lines for the columns that have one (the plain-text legend). */
+function tableLegend (table: Table): string[] {
+  return table.columns.flatMap((column) => column.description === undefined ? [] : [`${column.header}: ${column.description}`])
+}
 
 const lineWidthChars = 150
 

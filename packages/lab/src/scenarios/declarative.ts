@@ -58,13 +58,6 @@ function check (file: string, raw: unknown): Static<typeof ScenarioFile> {
   invalid(file, `${where === '' ? 'the scenario' : where} ${String(error.schema.description ?? error.message)}`)
 }
 
-function placeholdersIn (value: unknown): string[] {
-  if (typeof value === 'string') return [...value.matchAll(placeholder)].map((match) => match[1] ?? '')
-  if (Array.isArray(value)) return value.flatMap(placeholdersIn)
-  if (typeof value === 'object' && value !== null) return Object.values(value).flatMap(placeholdersIn)
-  return []
-}
-
 function substitute (value: unknown, variables: (name: string) => string): unknown {
   if (typeof value === 'string') {
     // Every placeholder becomes text, even one that is the whole string: a saved number is sent as its digits.
@@ -96,7 +89,9 @@ export function declarativeScenario (file: string, raw: unknown): Scenario<{ acc
 
   const saved = new Set(steps.flatMap((step) => Object.keys(step.save)))
   for (const [index, step] of steps.entries()) {
-    for (const name of placeholdersIn([step.path, step.body, step.token, step.headers])) {
+    const names: string[] = []
+    substitute([step.path, step.body, step.token, step.headers], (name) => String(names.push(name)))
+    for (const name of names) {
       if (!builtInVariables.includes(name) && !saved.has(name)) {
         invalid(file, `steps[${index}] uses {{${name}}}, which is neither built in (${builtInVariables.join(', ')}) nor saved by a step`)
       }

@@ -1,4 +1,4 @@
-/** Chart.js configuration shared by every chart; runs in Node (plan.ts) and in the page (page.ts). */
+/** Chart.js configuration shared by every chart; runs in Node (catalogue.ts, to plan the charts) and in the page (page.ts). */
 import type { Chart, ChartConfiguration, ChartDataset, ChartOptions, ChartType, Plugin, Scale, ScaleOptions } from 'chart.js'
 import { formatDecimal, groupDigits } from '../format.js'
 

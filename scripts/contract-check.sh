@@ -52,7 +52,7 @@ echo "== schemathesis: all checks for ${seconds} s against $base_url/openapi.jso
 started=$(date +%s)
 status=0
 # --max-time bounds the generation; timeout bounds everything else (a hung request, shrinking).
-timeout --kill-after=10 "$(( seconds + 180 ))" "$schemathesis" run "$base_url/openapi.json" \
+timeout --kill-after=10 "$(( seconds + 180 ))" "$schemathesis" --config-file "$(dirname "$0")/schemathesis.toml" run "$base_url/openapi.json" \
   --checks all \
   --max-time "$seconds" \
   --max-response-time 10 \

@@ -13,6 +13,7 @@ import { insertRefreshToken, lockRefreshToken, markRotated, revokeFamily } from 
 import { readFailures, recordFailure, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
 import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
 import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens } from './tokens.js'
+import { acceptNewPassword, passwordForms } from './password-policy.js'
 
 export interface AuthResult {
   user: ReturnType<typeof publicUser>
@@ -47,6 +48,11 @@ export interface RequestContext {
 export interface LoginContext extends RequestContext {
   /** The client's address as Fastify resolved it (`request.ip`, after TOLLBOOTH_TRUST_PROXY). */
   client: string
+}
+
+/** A verify's result, with the form of the typed password that matched (undefined: none tried). */
+interface VerifiedForm extends VerifyResult {
+  form: string | undefined
 }
 
 /** Why a login failed, for the security log (never sent to the client: it would tell accounts apart). */
@@ -94,10 +100,12 @@ export class AuthService {
 
   async register (input: { email: string, password: string, name?: string | undefined }, context: RequestContext = {}): Promise<AuthResult> {
     const email = normaliseEmail(input.email)
+    // The policy's cheap checks before the hash; the NFC form is what is hashed.
+    const password = acceptNewPassword(input.password)
     // Hash first: a taken email costs the same as a new one (and admission is decided before any query).
     let passwordHash: string
     try {
-      passwordHash = await this.deps.engine.hash(input.password, this.hashOptions(this.deps.registerDeadlineMs, context))
+      passwordHash = await this.deps.engine.hash(password, this.hashOptions(this.deps.registerDeadlineMs, context))
     } catch (err) {
       if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'password' })
       throw err
@@ -111,6 +119,8 @@ export class AuthService {
 
   async login (input: { email: string, password: string }, context: LoginContext): Promise<AuthResult> {
     const email = normaliseEmail(input.email)
+    // Malformed text is refused before anything costs: no hash, no query.
+    const forms = passwordForms(input.password)
     const hashOptions = this.hashOptions(this.deps.loginDeadlineMs, context)
     // Admission at once: a login the hash queue cannot serve in time is refused before it
     // costs a database query. Known and unknown emails both pass here first.
@@ -136,20 +146,21 @@ export class AuthService {
       throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
     }
     if (user === undefined) {
-      // Exactly one verify of the current policy: same status, body and time as a wrong password.
-      await this.deps.engine.verifyDummy(input.password, hashOptions)
+      // As many verifies of the current policy as a wrong password of this input costs (one per
+      // form): same status, body and time.
+      await this.verifyDummies(forms, hashOptions)
       return await this.failLogin(keys, 'unknown_email')
     }
-    let verified: VerifyResult
+    let verified: VerifiedForm
     try {
-      verified = await this.deps.engine.verify(input.password, user.passwordHash, hashOptions)
+      verified = await this.verifyForms(forms, user.passwordHash, hashOptions)
     } catch (err) {
       if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
       // A stored hash we refuse to compute is the operator's problem (an import gone wrong, a
       // tampered row), not the client's: it is logged, and the client gets a wrong password's
       // answer at a wrong password's cost, so the account cannot be told apart from others.
       this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the login is answered as a wrong password')
-      await this.deps.engine.verifyDummy(input.password, hashOptions)
+      await this.verifyDummies(forms, hashOptions)
       return await this.failLogin(keys, 'stored_hash_refused')
     }
     if (!verified.match) return await this.failLogin(keys, 'wrong_password')
@@ -158,8 +169,28 @@ export class AuthService {
       this.issue(this.deps.db, user, newTokenFamily()),
       failures.account === undefined ? undefined : resetAccountFailures(this.deps.db, keys.account),
     ])
-    if (verified.needsRehash) this.rehashInBackground(user.id, user.passwordHash, input.password)
+    // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.
+    if (verified.needsRehash || verified.form !== forms[0]) this.rehashInBackground(user.id, user.passwordHash, forms[0])
     return result
+  }
+
+  /**
+   * Verifies the forms in order (NFC, then the raw form when it differs) and stops at the first
+   * match; a stored hash the engine refuses throws at the first form.
+   */
+  private async verifyForms (forms: readonly string[], storedHash: string, hashOptions: HashRequestOptions): Promise<VerifiedForm> {
+    let result: VerifiedForm = { match: false, needsRehash: false, form: undefined }
+    for (const form of forms) {
+      const verified = await this.deps.engine.verify(form, storedHash, hashOptions)
+      result = { ...verified, form }
+      if (verified.match) break
+    }
+    return result
+  }
+
+  /** One dummy verify per form: what a wrong password of the same input costs a known account. */
+  private async verifyDummies (forms: readonly string[], hashOptions: HashRequestOptions): Promise<void> {
+    for (const form of forms) await this.deps.engine.verifyDummy(form, hashOptions)
   }
 
   /** Counts the failure for the account and the address (before answering), logs it, and throws the 401. */

@@ -37,6 +37,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
     schema: {
       tags: ['auth'],
       summary: 'Create an account and sign in',
+      description: 'The password is normalised to Unicode NFC before it is hashed. 400 PASSWORD_TOO_COMMON (one of the 10,000 most common, any case), PASSWORD_BLANK (nothing visible) or PASSWORD_MALFORMED (a lone UTF-16 surrogate) for a password the schema admits but the policy refuses.',
       body: RegisterBody,
       response: { 201: Type.Ref('AuthResponse'), ...errors(400, 409, 413, 415, 503) },
     },
@@ -51,7 +52,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
     schema: {
       tags: ['auth'],
       summary: 'Sign in with email and password',
-      description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline.',
+      description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline. The password is compared in its NFC form (and as typed, for hashes made before normalisation); 400 PASSWORD_MALFORMED for a lone UTF-16 surrogate, before any hash.',
       body: LoginBody,
       response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415, 429, 503) },
     },

@@ -50,6 +50,7 @@ const flags: Record<string, Flag> = {
   workers: { group: 'load', arg: 'N', help: 'load-generator worker threads (default 1)', parse: 'number', load: 'workers' },
   accounts: { group: 'load', arg: 'N', help: 'accounts pre-registered in setup (default: the scenario\'s)', parse: 'number', load: 'accounts' },
   target: { group: 'service', arg: 'URL', help: 'measure a running service instead' },
+  'metrics-url': { group: 'service', arg: 'URL', help: 'with --target: where its /metrics is, when TOLLBOOTH_ADMIN_PORT moved it (default: the target)' },
   strategy: { group: 'service', arg: 'NAME', help: 'run/knee: the hash strategy of the service the lab starts (default tollbooth)' },
   'hash-algorithm': { group: 'service', arg: 'A', help: 'services the lab starts: argon2id | bcrypt | scrypt (default bcrypt, the seeds\')', env: 'TOLLBOOTH_HASH_ALGORITHM' },
   'bcrypt-cost': { group: 'service', arg: 'N', help: 'services the lab starts (default 10, the seeds\')', env: 'TOLLBOOTH_BCRYPT_COST' },
@@ -137,7 +138,7 @@ function labOptionsOf (values: Values): { common: Omit<LabOptions, 'scenario'>, 
   const text = (name: string): string | undefined => values[name] as string | undefined
   const strategy = text('strategy')
   return {
-    common: { target: text('target'), databaseUrl: text('database-url'), load: load as LoadOptions, serviceEnv: env, ...(strategy === undefined ? {} : { strategy }) },
+    common: { target: text('target'), metricsUrl: text('metrics-url'), databaseUrl: text('database-url'), load: load as LoadOptions, serviceEnv: env, ...(strategy === undefined ? {} : { strategy }) },
     criteria,
   }
 }

@@ -44,6 +44,8 @@ export interface LabOptions {
   scenario: string
   /** A running service; unset: the lab starts its own. */
   target?: string | undefined
+  /** With `target`: where its /metrics is (its admin listener, TOLLBOOTH_ADMIN_PORT); default the target. */
+  metricsUrl?: string | undefined
   /** For services the lab starts: PostgreSQL to use instead of an embedded one. */
   databaseUrl?: string | undefined
   load: LoadOptions
@@ -114,8 +116,8 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
 }
 
 /** What /metrics says about the service it came from; `settings` (the lab's own launch) win. */
-async function serviceInfo (url: string, startedByLab: boolean, settings: Record<string, string>): Promise<ServiceInfo> {
-  const target = new HttpTarget(url, { connections: 1, timeoutMs: 5000 })
+async function serviceInfo (url: string, metricsUrl: string, startedByLab: boolean, settings: Record<string, string>): Promise<ServiceInfo> {
+  const target = new HttpTarget(metricsUrl, { connections: 1, timeoutMs: 5000 })
   const response = await target.send({ method: 'GET', path: '/metrics', readText: true }).finally(async () => { await target.close() })
   const metrics = response.status === 200 && response.text !== undefined ? MetricsSnapshot.parse(response.text) : null
   const info = metrics?.labelsOf('tollbooth_info') ?? null
@@ -136,6 +138,8 @@ async function serviceInfo (url: string, startedByLab: boolean, settings: Record
 
 interface Service {
   url: string
+  /** Where its /metrics is: `url`, or its admin listener (TOLLBOOTH_ADMIN_PORT). */
+  metricsUrl: string
   pid: number | undefined
   info: ServiceInfo
   stop (): Promise<void>
@@ -145,7 +149,8 @@ interface Service {
 async function serviceSource (options: LabOptions, scenario: Scenario<unknown>, warnings: string[]): Promise<{ start (strategy: string, replicas?: ReplicaOptions): Promise<Service>, close (): Promise<void> }> {
   if (options.target !== undefined) {
     const url = options.target.replace(/\/+$/, '')
-    return { start: async () => ({ url, pid: undefined, info: await serviceInfo(url, false, {}), stop: async () => {} }), close: async () => {} }
+    const metricsUrl = options.metricsUrl?.replace(/\/+$/, '') ?? url
+    return { start: async () => ({ url, metricsUrl, pid: undefined, info: await serviceInfo(url, metricsUrl, false, {}), stop: async () => {} }), close: async () => {} }
   }
   const database = options.databaseUrl === undefined ? await startLocalDatabase() : { url: options.databaseUrl, stop: async () => {} }
   return {
@@ -166,7 +171,7 @@ async function serviceSource (options: LabOptions, scenario: Scenario<unknown>, 
       const shown = Object.fromEntries(Object.entries(env).filter(([key]) => (key.startsWith('TOLLBOOTH_') || key === 'UV_THREADPOOL_SIZE') && !/SECRET|ENCRYPTION_KEY/.test(key)))
       if (service.replicas !== undefined) shown.replicas = service.replicas.description
       try {
-        return { url: service.url, pid: service.pid, info: await serviceInfo(service.url, true, shown), stop: async () => { await service.stop() } }
+        return { url: service.url, metricsUrl: service.metricsUrl, pid: service.pid, info: await serviceInfo(service.url, service.metricsUrl, true, shown), stop: async () => { await service.stop() } }
       } catch (err) {
         await service.stop()
         throw err
@@ -211,6 +216,7 @@ async function measure (
   const run = await LabRun.start({
     label,
     url: service.url,
+    metricsUrl: service.metricsUrl,
     service: service.info,
     pid: service.pid,
     scenario: ref,

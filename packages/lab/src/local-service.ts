@@ -27,6 +27,8 @@ export interface ReplicaOptions { count: number, cpusPerReplica?: number | undef
 
 export interface LocalService {
   url: string
+  /** Where its /metrics is: `url`, or its admin listener when the service env sets TOLLBOOTH_ADMIN_PORT. */
+  metricsUrl: string
   /** Undefined for replicas: HAProxy's URL is no one process. */
   pid: number | undefined
   /** Replicas: how they run (count, quota, each one's hash threads), and what went without. */
@@ -39,6 +41,8 @@ export async function startLocalService (options: { databaseUrl: string, env: Re
   const inherited = { ...process.env }
   // libuv reads this once: an inherited value would change what the libuv strategies measure.
   delete inherited.UV_THREADPOOL_SIZE
+  // The lab sets these secrets itself; an inherited _FILE beside them would be refused as "both".
+  for (const name of ['DATABASE_URL_FILE', 'TOLLBOOTH_JWT_SECRET_FILE', 'TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE']) delete inherited[name]
   const env = {
     ...inherited, TOLLBOOTH_LOG_LEVEL: 'info', ...options.env, HOST: '127.0.0.1', PORT: '0', DATABASE_URL: options.databaseUrl, TOLLBOOTH_JWT_SECRET: labJwtSecret, TOLLBOOTH_KEY_ENCRYPTION_KEY: labKeyEncryptionKey,
   }
@@ -48,10 +52,10 @@ export async function startLocalService (options: { databaseUrl: string, env: Re
       const set = await startReplicas({ count, cpusPerReplica, env, databaseUrl: options.databaseUrl })
       const quota = set.quota === 'none' ? 'no CPU quota' : `${String(set.cpusPerReplica)} CPU each (${set.quota})`
       const description = `${count} x ${quota} behind HAProxy; hash threads ${set.replicas.map((replica) => String(replica.hashThreads)).join(',')}`
-      return { url: set.url, pid: undefined, replicas: { description, warnings: set.warnings }, stop: set.stop }
+      return { url: set.url, metricsUrl: set.metricsUrl, pid: undefined, replicas: { description, warnings: set.warnings }, stop: set.stop }
     }
     const service = await startServe({ env })
-    return { url: service.url, pid: service.pid, stop: async () => { await service.stop() } }
+    return { url: service.url, metricsUrl: service.metricsUrl, pid: service.pid, stop: async () => { await service.stop() } }
   } catch (err) {
     throw new Error(`the service (${options.env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'}): ${(err as Error).message}`, { cause: err })
   }

@@ -20,6 +20,8 @@ const saturatedSendLagMs = 25
 export interface LabRunOptions {
   label: string
   url: string
+  /** Where the service's /metrics is (its admin listener with TOLLBOOTH_ADMIN_PORT); the scraper reads it there. */
+  metricsUrl: string
   service: ServiceInfo
   /** The service's pid when the lab started it (its process tree is read from /proc). */
   pid: number | undefined
@@ -105,7 +107,7 @@ export class LabRun {
       },
     })
     try {
-      scraper = new MetricsScraper({ url, runStartEpochMs: session.runStartEpochMs, pid: options.pid })
+      scraper = new MetricsScraper({ url: options.metricsUrl, runStartEpochMs: session.runStartEpochMs, pid: options.pid })
       await scraper.start()
       probe = new HealthzProbe(url, load.healthzProbeRate, session.runStartEpochMs, load.requestTimeoutMs)
       probe.start()

@@ -3,6 +3,7 @@
  * Every setting is declared once in `settings` below; docs/reference/config.md
  * documents each one (a test keeps the two in step).
  */
+import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
@@ -32,6 +33,12 @@ interface Setting {
   min?: number
   max?: number
   choices?: readonly string[]
+  /**
+   * A secret: read from the environment variable or from a file named by `<env>_FILE` (a mounted
+   * secret), never from a flag, which every user of the machine can read (ps, /proc/<pid>/cmdline).
+   * `flag` is kept only to refuse it with a message that says where the value goes instead.
+   */
+  secret?: true
 }
 
 /** The config as flat settings, one per variable, before grouping into `Config`. */
@@ -67,7 +74,6 @@ interface FlatConfig {
   jwtAlgorithm: 'EdDSA' | 'ES256' | 'HS256'
   /** Seals the private signing keys in PostgreSQL; undefined in embedded mode: generated into the data folder. */
   keyEncryptionKey: string | undefined
-  keyEncryptionKeyFile: string | undefined
   /** PEM files instead of keys in PostgreSQL: the one that signs, and older ones that still verify. */
   signingKeyFile: string | undefined
   verificationKeyFiles: string | undefined
@@ -78,6 +84,9 @@ interface FlatConfig {
   refreshTokenTtlSeconds: number
   bodyLimitBytes: number
   logLevel: string
+  /** Where /metrics and the readiness details are served instead of the API port; undefined: on the API port. */
+  adminPort: number | undefined
+  adminHost: string
   /** Exposes the load lab's diagnostic routes (never on by default). */
   labDiagnostics: boolean
   /** Where to write `{ url, pid, version, strategy }` once listening (src/cli/ready-file.ts); undefined: nowhere. */
@@ -108,7 +117,7 @@ export type TrustProxy = boolean | number | string[]
 export const settings: readonly Setting[] = [
   { key: 'host', env: 'HOST', flag: 'host', kind: 'string', defaultValue: '127.0.0.1', description: 'Address the HTTP server listens on.' },
   { key: 'port', env: 'PORT', flag: 'port', kind: 'int', defaultValue: '3000', min: 0, max: 65535, description: 'TCP port of the HTTP server (0 picks a free one).' },
-  { key: 'databaseUrl', env: 'DATABASE_URL', flag: 'database-url', kind: 'string', defaultValue: undefined, description: 'PostgreSQL connection string. Unset: tollbooth starts its embedded PostgreSQL in the data folder.' },
+  { key: 'databaseUrl', env: 'DATABASE_URL', flag: 'database-url', kind: 'string', secret: true, defaultValue: undefined, description: 'PostgreSQL connection string. Unset: tollbooth starts its embedded PostgreSQL in the data folder.' },
   { key: 'dataDir', env: 'TOLLBOOTH_DATA_DIR', flag: 'data-dir', kind: 'string', defaultValue: './.tollbooth', description: 'Folder for the embedded database and the generated JWT key.' },
   { key: 'databasePoolSize', env: 'TOLLBOOTH_DB_POOL_SIZE', flag: 'db-pool-size', kind: 'int', defaultValue: '10', min: 1, max: 200, description: 'Connections in the PostgreSQL client pool.' },
   { key: 'databaseAcquireTimeoutMs', env: 'TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS', flag: 'db-acquire-timeout-ms', kind: 'int', defaultValue: '1000', min: 10, max: 60000, description: 'How long a request may wait for a database connection (behind busy ones, or connecting a new one) before it is answered 503: SERVICE_OVERLOADED when every connection is busy, DATABASE_UNAVAILABLE when the database does not answer.' },
@@ -127,10 +136,9 @@ export const settings: readonly Setting[] = [
   { key: 'workers', env: 'TOLLBOOTH_WORKERS', flag: 'workers', kind: 'string', defaultValue: '1', description: 'Processes serving HTTP on one port (node:cluster), sharing one CPU budget: each runs tollbooth\'s pool with max(1, floor(budget / workers)) hash threads. 1: one process (no cluster). `auto` or 0: one per CPU of the budget. Only with the `tollbooth` hash strategy.' },
   { key: 'loginDeadlineMs', env: 'TOLLBOOTH_LOGIN_DEADLINE_MS', flag: 'login-deadline-ms', kind: 'int', defaultValue: '2000', min: 1, max: 600000, description: 'When the answer to a login is due, from its arrival: one that cannot get a hash thread in time to finish by then is answered 503 with Retry-After at once.' },
   { key: 'registerDeadlineMs', env: 'TOLLBOOTH_REGISTER_DEADLINE_MS', flag: 'register-deadline-ms', kind: 'int', defaultValue: '5000', min: 1, max: 600000, description: 'The same for registration.' },
-  { key: 'jwtSecret', env: 'TOLLBOOTH_JWT_SECRET', flag: 'jwt-secret', kind: 'string', defaultValue: undefined, description: 'HMAC key for access tokens (at least 32 characters). Unset with the embedded database: generated once and kept in the data folder; unset with DATABASE_URL: refused.' },
+  { key: 'jwtSecret', env: 'TOLLBOOTH_JWT_SECRET', flag: 'jwt-secret', kind: 'string', secret: true, defaultValue: undefined, description: 'HMAC key for access tokens (at least 32 characters). Unset with the embedded database: generated once and kept in the data folder; unset with DATABASE_URL: refused.' },
   { key: 'jwtAlgorithm', env: 'TOLLBOOTH_JWT_ALGORITHM', flag: 'jwt-algorithm', kind: 'enum', choices: ['EdDSA', 'ES256', 'HS256'], defaultValue: 'EdDSA', description: 'How access tokens are signed. EdDSA (Ed25519) or ES256 (P-256): a private key shared by every replica, its public key published at /.well-known/jwks.json so other services verify tokens alone. HS256: the shared secret TOLLBOOTH_JWT_SECRET (the JWK Set is then empty).' },
-  { key: 'keyEncryptionKey', env: 'TOLLBOOTH_KEY_ENCRYPTION_KEY', flag: 'key-encryption-key', kind: 'string', defaultValue: undefined, description: 'Seals the private signing keys kept in PostgreSQL (AES-256-GCM): 32 random bytes as base64 or 64 hex digits (openssl rand -base64 32), the same for every replica. Unset with the embedded database: generated once into the data folder (mode 600, logged); unset with DATABASE_URL (and no key file): refused.' },
-  { key: 'keyEncryptionKeyFile', env: 'TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE', flag: 'key-encryption-key-file', kind: 'string', defaultValue: undefined, description: 'A file holding TOLLBOOTH_KEY_ENCRYPTION_KEY (a mounted secret); not with it.' },
+  { key: 'keyEncryptionKey', env: 'TOLLBOOTH_KEY_ENCRYPTION_KEY', flag: 'key-encryption-key', kind: 'string', secret: true, defaultValue: undefined, description: 'Seals the private signing keys kept in PostgreSQL (AES-256-GCM): 32 random bytes as base64 or 64 hex digits (openssl rand -base64 32), the same for every replica. Unset with the embedded database: generated once into the data folder (mode 600, logged); unset with DATABASE_URL (and no key file): refused.' },
   { key: 'signingKeyFile', env: 'TOLLBOOTH_SIGNING_KEY_FILE', flag: 'signing-key-file', kind: 'string', defaultValue: undefined, description: 'A PEM private key (PKCS#8, Ed25519 or P-256, matching TOLLBOOTH_JWT_ALGORITHM) that signs access tokens, instead of keys kept in PostgreSQL. Nothing is stored or rotated; the key id is its JWK thumbprint.' },
   { key: 'verificationKeyFiles', env: 'TOLLBOOTH_VERIFICATION_KEY_FILES', flag: 'verification-key-files', kind: 'string', defaultValue: undefined, description: 'With TOLLBOOTH_SIGNING_KEY_FILE: comma-separated PEM keys (private or public) that no longer sign but still verify and are published, until their last token has expired.' },
   { key: 'signingKeyRotationSeconds', env: 'TOLLBOOTH_SIGNING_KEY_ROTATION_SECONDS', flag: 'signing-key-rotation-seconds', kind: 'int', defaultValue: '2592000', min: 0, max: 315360000, description: 'Age at which a key in PostgreSQL is replaced (30 days): a new key is created and published at once and signs a reload interval plus the JWK Set cache lifetime later; the old one verifies until its last token expires. 0: only when its algorithm changes or it is retired.' },
@@ -140,7 +148,9 @@ export const settings: readonly Setting[] = [
   { key: 'refreshTokenTtlSeconds', env: 'TOLLBOOTH_REFRESH_TOKEN_TTL_SECONDS', flag: 'refresh-token-ttl-seconds', kind: 'int', defaultValue: '2592000', min: 60, max: 31536000, description: 'Lifetime of a refresh token (30 days).' },
   { key: 'bodyLimitBytes', env: 'TOLLBOOTH_BODY_LIMIT_BYTES', flag: 'body-limit-bytes', kind: 'int', defaultValue: '16384', min: 1024, max: 10485760, description: 'Largest accepted request body; larger ones get 413.' },
   { key: 'logLevel', env: 'TOLLBOOTH_LOG_LEVEL', flag: 'log-level', kind: 'enum', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], defaultValue: 'info', description: 'pino log level.' },
-  { key: 'labDiagnostics', env: 'TOLLBOOTH_LAB_DIAGNOSTICS', flag: 'lab-diagnostics', kind: 'bool', defaultValue: 'false', description: 'Expose the load lab\'s diagnostic login variants under /api/v1/lab (never in production).' },
+  { key: 'adminPort', env: 'TOLLBOOTH_ADMIN_PORT', flag: 'admin-port', kind: 'int', defaultValue: undefined, min: 0, max: 65535, description: 'A second listener for operations, as Keycloak\'s management port: /metrics and the readiness details (the hash pool\'s figures) are served there only, and the API port keeps /healthz and a bare /readyz (status only) and answers 404 for /metrics. Unset: everything on the API port.' },
+  { key: 'adminHost', env: 'TOLLBOOTH_ADMIN_HOST', flag: 'admin-host', kind: 'string', defaultValue: '127.0.0.1', description: 'Address the admin listener (TOLLBOOTH_ADMIN_PORT) listens on; loopback unless a scraper elsewhere needs it.' },
+  { key: 'labDiagnostics', env: 'TOLLBOOTH_LAB_DIAGNOSTICS', flag: 'lab-diagnostics', kind: 'bool', defaultValue: 'false', description: 'Expose the load lab\'s diagnostic login variants under /api/v1/lab (never in production). Refused unless HOST is a loopback address: two variants hand out tokens without a password.' },
   { key: 'readyFile', env: 'TOLLBOOTH_READY_FILE', flag: 'ready-file', kind: 'string', defaultValue: undefined, description: 'Once the service listens, it writes {"url", "pid", "version", "strategy"} as JSON to this file (renamed into place, so never half-written), for programs that start it (docs/reference/launcher.md). Unset: no file.' },
   { key: 'loginThrottleAccountFailures', env: 'TOLLBOOTH_LOGIN_THROTTLE_ACCOUNT_FAILURES', flag: 'login-throttle-account-failures', kind: 'int', defaultValue: '5', min: 1, max: 1000000, description: 'Failed logins one account (email, known or not) may have in a window before each further login, the right password included, waits (429 TOO_MANY_ATTEMPTS).' },
   { key: 'loginThrottleAddressFailures', env: 'TOLLBOOTH_LOGIN_THROTTLE_ADDRESS_FAILURES', flag: 'login-throttle-address-failures', kind: 'int', defaultValue: '100', min: 1, max: 1000000, description: 'The same for one client address (IPv6 by /64), over all accounts.' },
@@ -204,7 +214,8 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   const flat: Record<string, unknown> = {}
   for (const setting of settings) {
     const fromFlag = parsed.values[setting.flag]
-    const fromEnv = env[setting.env]
+    if (setting.secret === true && fromFlag !== undefined) throw secretFlagRefused(setting)
+    const fromEnv = setting.secret === true ? secretFromEnvironment(setting, env) : env[setting.env]
     if (fromFlag !== undefined) {
       flat[setting.key] = parseValue(setting, String(fromFlag), 'flag')
     } else if (fromEnv !== undefined && fromEnv !== '') {
@@ -229,11 +240,17 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     if (c.jwtAlgorithm === 'HS256' && c.jwtSecret === undefined) {
       throw createError('CONFIG_INVALID', 'TOLLBOOTH_JWT_SECRET is required with DATABASE_URL and TOLLBOOTH_JWT_ALGORITHM=HS256 (instances behind one load balancer must share it)')
     }
-    if (c.jwtAlgorithm !== 'HS256' && c.signingKeyFile === undefined && c.keyEncryptionKey === undefined && c.keyEncryptionKeyFile === undefined) {
+    if (c.jwtAlgorithm !== 'HS256' && c.signingKeyFile === undefined && c.keyEncryptionKey === undefined) {
       throw createError('CONFIG_INVALID', `TOLLBOOTH_KEY_ENCRYPTION_KEY (or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE) is required with DATABASE_URL and TOLLBOOTH_JWT_ALGORITHM=${c.jwtAlgorithm}: it seals the signing keys shared by every replica (or give the key as TOLLBOOTH_SIGNING_KEY_FILE, or set TOLLBOOTH_JWT_ALGORITHM=HS256 with TOLLBOOTH_JWT_SECRET)`, { field: 'TOLLBOOTH_KEY_ENCRYPTION_KEY' })
     }
   }
   checkTokenSettings(c)
+  if (c.labDiagnostics && !isLoopbackHost(c.host)) {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_LAB_DIAGNOSTICS needs the service on a loopback address (HOST 127.0.0.1, ::1 or localhost), not ${c.host}: its diagnostic logins hand out tokens without a password`, { field: 'TOLLBOOTH_LAB_DIAGNOSTICS' })
+  }
+  if (c.adminPort !== undefined && c.adminPort !== 0 && c.adminPort === c.port) {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_ADMIN_PORT must differ from PORT (${c.port}): the admin listener is a second one`, { field: 'TOLLBOOTH_ADMIN_PORT' })
+  }
 
   c.trustProxy = parseTrustProxy(c.trustProxy)
   c.workers = parseWorkers(c.workers)
@@ -255,11 +272,60 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   return { ...rest, dataDir: path.resolve(c.dataDir), hashPolicy }
 }
 
+function secretFlagRefused (setting: Setting): Error {
+  return createError('CONFIG_INVALID', `--${setting.flag} is refused: a secret on the command line is visible to every user of the machine (ps, /proc). Set ${setting.env} in the environment, or ${setting.env}_FILE to a file that holds it`, { field: setting.env })
+}
+
+/**
+ * One secret for a command other than `serve` (`tollbooth migrate`): from its variable or its
+ * _FILE, and its flag, when given, refused just as `serve` refuses it.
+ */
+export function readSecret (envName: string, env: NodeJS.ProcessEnv, flagValue?: string): string | undefined {
+  const setting = settings.find((s) => s.env === envName && s.secret === true)
+  if (setting === undefined) throw new TypeError(`${envName} is not a secret setting`)
+  if (flagValue !== undefined) throw secretFlagRefused(setting)
+  const value = secretFromEnvironment(setting, env)
+  return value === '' ? undefined : value
+}
+
+/**
+ * A secret setting's value: its environment variable, or the content of the file `<env>_FILE`
+ * names (read once, here; one trailing newline dropped, as `echo` and editors leave one).
+ */
+function secretFromEnvironment (setting: Setting, env: NodeJS.ProcessEnv): string | undefined {
+  const value = env[setting.env]
+  const fileVariable = `${setting.env}_FILE`
+  const file = env[fileVariable]
+  if (file === undefined || file === '') return value
+  if (value !== undefined && value !== '') {
+    throw createError('CONFIG_INVALID', `set ${setting.env} or ${fileVariable}, not both`, { field: setting.env })
+  }
+  let text: string
+  try {
+    text = fs.readFileSync(file, 'utf8')
+  } catch (err) {
+    throw createError('CONFIG_INVALID', `cannot read ${fileVariable} (${file}): ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { field: fileVariable })
+  }
+  const secret = text.replace(/\r?\n$/, '')
+  if (secret.length === 0) throw createError('CONFIG_INVALID', `${fileVariable} (${file}) is empty`, { field: fileVariable })
+  return secret
+}
+
+/** 127.0.0.0/8, ::1 (also as ::ffff:127.x) or the name localhost: reachable from this machine alone. */
+export function isLoopbackHost (host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase()
+  if (bare === 'localhost') return true
+  if (net.isIPv4(bare)) return bare.startsWith('127.')
+  if (net.isIPv6(bare)) {
+    if (bare === '::1' || bare === '0:0:0:0:0:0:0:1') return true
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare)?.[1]
+    return mapped !== undefined && mapped.startsWith('127.')
+  }
+  return false
+}
+
 /** The token settings that only make sense together (the key material itself is read at start). */
 function checkTokenSettings (c: FlatConfig): void {
-  if (c.keyEncryptionKey !== undefined && c.keyEncryptionKeyFile !== undefined) {
-    throw createError('CONFIG_INVALID', 'set TOLLBOOTH_KEY_ENCRYPTION_KEY or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE, not both', { field: 'TOLLBOOTH_KEY_ENCRYPTION_KEY' })
-  }
   if (c.keyEncryptionKey !== undefined) parseKeyEncryptionKey(c.keyEncryptionKey, 'TOLLBOOTH_KEY_ENCRYPTION_KEY')
   if (c.jwtAlgorithm === 'HS256' && c.signingKeyFile !== undefined) {
     throw createError('CONFIG_INVALID', 'TOLLBOOTH_SIGNING_KEY_FILE needs TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256, not HS256', { field: 'TOLLBOOTH_SIGNING_KEY_FILE' })
@@ -341,6 +407,7 @@ export function configHelp (): string {
   const lines = settings.map((s) => {
     const def = s.defaultValue === undefined ? '' : ` (default ${s.defaultValue})`
     const choices = s.choices === undefined ? '' : ` [${s.choices.join(' | ')}]`
+    if (s.secret === true) return `  ${'(secret: no flag)'.padEnd(28)} ${s.env} or ${s.env}_FILE\n      ${s.description}`
     return `  --${s.flag.padEnd(26)} ${s.env}${choices}${def}\n      ${s.description}`
   })
   return lines.join('\n')

@@ -75,6 +75,8 @@ export interface StartServeOptions {
 
 export interface ServeProcess {
   url: string
+  /** Where its /metrics is: the admin listener when TOLLBOOTH_ADMIN_PORT is set, else `url` (the ready file says). */
+  metricsUrl: string
   /** The process started (the root of the service's process tree). */
   pid: number
   ready: ReadyInfo
@@ -155,6 +157,7 @@ export async function startServe (options: StartServeOptions = {}): Promise<Serv
     })
     return {
       url: ready.url,
+      metricsUrl: ready.adminUrl ?? ready.url,
       pid: child.pid ?? 0,
       ready,
       logTail,

@@ -37,7 +37,7 @@ async function serve (argv: string[]): Promise<void> {
   const clustered = config.hashStrategy === 'cluster' || clusterSize(config) > 1
   const service = clustered ? await startClusterPrimary(config, log) : await startService(config, { logger: log })
   handleSignals(service, log)
-  writeReadyFile(config.readyFile, { url: service.url, pid: process.pid, version: packageVersion, strategy: config.hashStrategy })
+  writeReadyFile(config.readyFile, { url: service.url, ...(service.adminUrl === undefined ? {} : { adminUrl: service.adminUrl }), pid: process.pid, version: packageVersion, strategy: config.hashStrategy })
 }
 
 async function main (argv: string[]): Promise<void> {

@@ -6,6 +6,7 @@
  * migration a failed step that says so, rather than replicas that crash in a loop.
  */
 import { parseArgs } from 'node:util'
+import { readSecret } from '../config.js'
 import { migrate } from '../db/migrate.js'
 import { createDatabasePool } from '../db/pool.js'
 
@@ -13,13 +14,14 @@ export async function runMigrateCommand (argv: string[], env: NodeJS.ProcessEnv 
   let url: string | undefined
   try {
     const { values } = parseArgs({ args: argv, options: { 'database-url': { type: 'string' } }, strict: true, allowPositionals: false })
-    url = values['database-url'] ?? (env.DATABASE_URL === '' ? undefined : env.DATABASE_URL)
+    // A secret never comes from a flag (ps shows it): the same refusal and DATABASE_URL_FILE as `serve`.
+    url = readSecret('DATABASE_URL', env, values['database-url'])
   } catch (err) {
     process.stderr.write(`tollbooth migrate: ${(err as Error).message}\n`)
     return 2
   }
   if (url === undefined || !/^postgres(ql)?:\/\//.test(url)) {
-    process.stderr.write('tollbooth migrate: set DATABASE_URL (or --database-url) to a postgres:// URL\n')
+    process.stderr.write('tollbooth migrate: set DATABASE_URL (or DATABASE_URL_FILE) to a postgres:// URL\n')
     return 2
   }
   const pool = createDatabasePool(url, 1, { acquireTimeoutMs: 10_000 })

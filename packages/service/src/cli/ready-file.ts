@@ -1,5 +1,5 @@
 /**
- * TOLLBOOTH_READY_FILE: once the service listens, it writes `{ url, pid, version, strategy }`
+ * TOLLBOOTH_READY_FILE: once the service listens, it writes `{ url, adminUrl?, pid, version, strategy }`
  * as JSON to that path, so a program that started it (the launcher API, a script, a
  * supervisor) learns its URL without reading its logs. The file is written beside its
  * final name and renamed into place, so a reader never sees half of it; a file left by an
@@ -11,6 +11,8 @@ import path from 'node:path'
 /** What the service writes to TOLLBOOTH_READY_FILE once it listens. */
 export interface ReadyInfo {
   url: string
+  /** The admin listener (TOLLBOOTH_ADMIN_PORT), where /metrics and the readiness details are; absent: they are on `url`. */
+  adminUrl?: string
   /** The process that listens (with `libuv-128`, a child of the process started). */
   pid: number
   version: string

@@ -15,6 +15,7 @@ import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { ensurePostgresUser, isRoot, placeBinaries, placeCluster, type PostgresUser } from './embedded-placement.js'
+import { prepareServiceRole, serviceRoleName } from './embedded-role.js'
 
 export interface EmbeddedDatabase {
   /** A postgres:// URL on 127.0.0.1 (an IP, so no DNS lookup touches libuv's pool). */
@@ -34,6 +35,12 @@ export interface StartEmbeddedOptions {
   log?: (message: string) => void
   /** What an operator should see: where the binaries and the cluster were put when they had to move. Defaults to `log`. */
   notice?: (message: string) => void
+  /**
+   * The service's own database (src/server/database.ts): `url` then connects as a least-privilege
+   * role that owns the database, its schema and its tables (embedded-role.ts), and the superuser
+   * is used only to create that role and database. Unset: `url` is the superuser's (tests, the lab).
+   */
+  serviceRole?: boolean
   /** As root, where copies of unreachable binaries and relocated clusters may go (tests); defaults in embedded-placement.ts. */
   placement?: { binaryCacheBases?: readonly string[], clusterBases?: readonly string[], nativeDir?: string }
 }
@@ -52,9 +59,9 @@ export async function freePort (): Promise<number> {
   })
 }
 
-/** Reads or creates the cluster password kept beside the cluster (0600). */
-function clusterPassword (clusterDir: string): string {
-  const file = path.join(path.dirname(clusterDir), 'pg-password')
+/** Reads or creates a password kept beside the cluster (0600): the superuser's, or the service role's. */
+function clusterPassword (clusterDir: string, name = 'pg-password'): string {
+  const file = path.join(path.dirname(clusterDir), name)
   try {
     return fs.readFileSync(file, 'utf8').trim()
   } catch {
@@ -189,12 +196,19 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
   process.once('exit', killOnExit)
 
   const databaseName = options.databaseName ?? 'tollbooth'
+  let account = { user: superuser, password }
   const client = new pg.Client({ user: superuser, password, host: '127.0.0.1', port, database: 'postgres' })
   client.on('error', (err) => { log(String(err)) })
   try {
     await client.connect()
-    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [databaseName])
-    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(databaseName)}`)
+    if (options.serviceRole === true) {
+      const rolePassword = clusterPassword(requestedDir, 'pg-service-password')
+      await prepareServiceRole(client, rolePassword, databaseName, async () => new pg.Client({ user: superuser, password, host: '127.0.0.1', port, database: databaseName }))
+      account = { user: serviceRoleName, password: rolePassword }
+    } else {
+      const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [databaseName])
+      if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(databaseName)}`)
+    }
   } catch (err) {
     child.kill('SIGINT')
     process.removeListener('exit', killOnExit)
@@ -203,7 +217,7 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
     await client.end().catch(() => {})
   }
 
-  const url = `postgres://${superuser}:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(databaseName)}`
+  const url = `postgres://${account.user}:${encodeURIComponent(account.password)}@127.0.0.1:${port}/${encodeURIComponent(databaseName)}`
   let stopped: Promise<void> | undefined
   return {
     url,

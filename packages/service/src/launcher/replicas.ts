@@ -25,6 +25,8 @@ export interface StartReplicasOptions {
 export interface Replica {
   name: string
   url: string
+  /** Where its /metrics is: its admin listener when TOLLBOOTH_ADMIN_PORT is set, else `url`. */
+  metricsUrl: string
   /** The process started: it changes on restart. */
   pid: number
   /** What the replica reports on /metrics: its hash threads and the CPU budget it sized them to. */
@@ -42,6 +44,8 @@ export interface Replica {
 export interface ReplicaSet {
   /** HAProxy's address: where clients go. */
   url: string
+  /** Where the lab scrapes: through HAProxy (`url`), or the first replica's admin listener when TOLLBOOTH_ADMIN_PORT is set. */
+  metricsUrl: string
   replicas: Replica[]
   /** How the quotas were applied: `cgroup-v2`, `cgroup-v1`, or `none` (see `warnings`). */
   quota: 'cgroup-v2' | 'cgroup-v1' | 'none'
@@ -110,10 +114,13 @@ export async function startReplicas (options: StartReplicasOptions): Promise<Rep
     }
     const ports = await Promise.all(Array.from({ length: count }, freePort))
     const names = ports.map((_, index) => `r${index + 1}`)
+    // DATABASE_URL is set here; an inherited DATABASE_URL_FILE would make the service refuse both.
+    const { DATABASE_URL_FILE: _inheritedUrlFile, ...env } = options.env
     const launch = async (index: number): Promise<ServeProcess> => {
       const procsFile = groups[index]?.procsFile
       return await startServe({
-        env: { ...options.env, HOST: '127.0.0.1', PORT: String(ports[index]), DATABASE_URL: options.databaseUrl },
+        // An admin port asked for becomes one of each replica's own (0: any free one), never one they all fight for.
+        env: { ...env, HOST: '127.0.0.1', PORT: String(ports[index]), DATABASE_URL: options.databaseUrl, ...(options.env.TOLLBOOTH_ADMIN_PORT === undefined ? {} : { TOLLBOOTH_ADMIN_PORT: '0' }) },
         ...(procsFile === undefined ? {} : { cgroupProcsFile: procsFile }),
         ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }),
       })
@@ -136,15 +143,17 @@ export async function startReplicas (options: StartReplicasOptions): Promise<Rep
       const replica: Replica = {
         name,
         url: serve().url,
+        metricsUrl: serve().metricsUrl,
         pid: serve().pid,
-        ...await poolOf(serve().url),
+        ...await poolOf(serve().metricsUrl),
         logTail: () => serve().logTail(),
         async restart () {
           await serve().stop()
           processes[index] = undefined
           processes[index] = await launch(index)
           replica.pid = serve().pid
-          Object.assign(replica, await poolOf(serve().url))
+          replica.metricsUrl = serve().metricsUrl
+          Object.assign(replica, await poolOf(serve().metricsUrl))
           await running.waitFor([name], true)
         },
       }
@@ -158,7 +167,8 @@ export async function startReplicas (options: StartReplicasOptions): Promise<Rep
         }
       }
     }
-    return { url: running.url, replicas, quota, cpusPerReplica: quota === 'none' ? null : (cpusPerReplica ?? null), warnings, stop }
+    const metricsUrl = options.env.TOLLBOOTH_ADMIN_PORT === undefined ? running.url : (replicas[0]?.metricsUrl ?? running.url)
+    return { url: running.url, metricsUrl, replicas, quota, cpusPerReplica: quota === 'none' ? null : (cpusPerReplica ?? null), warnings, stop }
   } catch (err) {
     await stop()
     throw err

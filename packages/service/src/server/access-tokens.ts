@@ -3,7 +3,6 @@
  * with the key ring, whose keys come from PEM files or from PostgreSQL (sealed under the
  * key-encryption key). Key material is read here, once, and never logged.
  */
-import fs from 'node:fs'
 import type pg from 'pg'
 import type { Config } from '../config.js'
 import { createError } from '../errors.js'
@@ -27,18 +26,9 @@ export interface OpenedAccessTokens {
   keyRing: KeyRing | undefined
 }
 
-/** The KEK from the setting, its file, or (development, the embedded database) the data folder. */
+/** The KEK from the setting (or its _FILE, read by loadConfig), or (development, the embedded database) the data folder. */
 export function keyEncryptionKey (config: Config, log: RingLog): Buffer {
   if (config.keyEncryptionKey !== undefined) return parseKeyEncryptionKey(config.keyEncryptionKey, 'TOLLBOOTH_KEY_ENCRYPTION_KEY')
-  if (config.keyEncryptionKeyFile !== undefined) {
-    let text: string
-    try {
-      text = fs.readFileSync(config.keyEncryptionKeyFile, 'utf8')
-    } catch (err) {
-      throw createError('CONFIG_INVALID', `cannot read TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE (${config.keyEncryptionKeyFile}): ${(err as Error).message}`, { cause: err })
-    }
-    return parseKeyEncryptionKey(text, `TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE (${config.keyEncryptionKeyFile})`)
-  }
   // loadConfig refuses DATABASE_URL without a KEK; here is the embedded database (or a
   // cluster worker of it, which shares the data folder).
   const persisted = persistedKeyEncryptionKey(config.dataDir)

@@ -6,6 +6,7 @@ import type http from 'node:http'
 import type { Duplex } from 'node:stream'
 import type pg from 'pg'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import helmet from '@fastify/helmet'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
@@ -24,7 +25,8 @@ import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
 import { openAccessTokens } from './access-tokens.js'
 import type { KeyRing } from '../keys/key-ring.js'
 import { authRoutes } from './routes/auth.js'
-import { healthRoutes } from './routes/health.js'
+import { healthRoutes, metricsRoute } from './routes/health.js'
+import { helmetOptions, installTokenResponseHeaders } from './security-headers.js'
 import { jwksRoutes } from './routes/jwks.js'
 import { labRoutes } from './routes/lab.js'
 import { postRoutes } from './routes/posts.js'
@@ -112,6 +114,9 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  // First, so its onRequest hook runs before any that answers early (404, 405, shedding, pacing).
+  await app.register(helmet, helmetOptions)
+  installTokenResponseHeaders(app)
   const pacer = new RefusalPacer({ now: () => performance.now() })
   installErrorHandling(app, pacer)
   app.server.on('connect', (request: http.IncomingMessage, socket: Duplex) => { connectHandler(app, request, socket) })
@@ -190,7 +195,10 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     },
   })
 
-  await app.register(healthRoutes, { db, engine, metrics })
+  // With TOLLBOOTH_ADMIN_PORT, /metrics and the readiness details live on the admin listener (admin.ts).
+  const adminPortServes = config.adminPort !== undefined
+  await app.register(healthRoutes, { db, engine, details: !adminPortServes })
+  if (!adminPortServes) await app.register(metricsRoute, { metrics })
   await app.register(jwksRoutes, { keyRing, maxAgeSeconds: config.jwksMaxAgeSeconds })
   // The API in a context of its own: shedding's hooks apply to these routes alone, never to
   // /healthz, /readyz, /metrics or /openapi.json, registered outside it.

@@ -34,6 +34,12 @@ export function serveClusterMetrics (): () => void {
   return () => { cluster.off('message', onMessage) }
 }
 
+/** In the primary: every worker's registry, aggregated (the admin listener's /metrics under `serve --workers`). */
+export function primaryMetrics (): { render: () => Promise<string>, contentType: string } {
+  const aggregator = new client.AggregatorRegistry()
+  return { render: async () => await aggregator.clusterMetrics(), contentType: aggregator.contentType }
+}
+
 function send (worker: Worker, response: MetricsResponse): void {
   // A worker that left while the others answered has no one to read this.
   if (worker.isConnected()) worker.send(response)

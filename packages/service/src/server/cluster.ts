@@ -18,7 +18,9 @@ import { randomBytes } from 'node:crypto'
 import type pino from 'pino'
 import type { Config } from '../config.js'
 import { detectCpuBudget } from '../hashing/index.js'
-import { serveClusterMetrics } from './cluster-metrics.js'
+import { createError } from '../errors.js'
+import { startAdminServer, type AdminServer } from './admin.js'
+import { primaryMetrics, serveClusterMetrics } from './cluster-metrics.js'
 import { startDatabase } from './database.js'
 import { persistedJwtSecret, startService, type RunningService } from './start.js'
 import { splitCpuBudget } from './worker-budget.js'
@@ -70,6 +72,8 @@ export async function startClusterWorker (log: pino.Logger): Promise<RunningServ
 
 export interface RunningCluster {
   url: string
+  /** The admin listener (TOLLBOOTH_ADMIN_PORT), in the primary: the workers' metrics aggregated. */
+  adminUrl: string | undefined
   workers: number
   /** Hash threads in each worker's pool (undefined: the cluster strategy's Piscina default). */
   threadsPerWorker: number | undefined
@@ -104,6 +108,8 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
   let stopping = false
   let drainSent = false
   const workers = new Set<Worker>()
+  const listeningWorkers = new Set<Worker>()
+  let admin: AdminServer | undefined
   const forkedAt = new WeakMap<Worker, number>()
   let quickDeaths = 0
   let restartTimer: NodeJS.Timeout | undefined
@@ -112,10 +118,12 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
     const worker = cluster.fork({ [workerConfigEnv]: JSON.stringify(workerConfig) })
     workers.add(worker)
     forkedAt.set(worker, Date.now())
+    worker.once('listening', () => { if (!worker.isDead()) listeningWorkers.add(worker) })
     return worker
   }
   const onExit = (worker: Worker, code: number, signal: string): void => {
     workers.delete(worker)
+    listeningWorkers.delete(worker)
     if (stopping || !started) return
     const lived = Date.now() - (forkedAt.get(worker) ?? 0)
     quickDeaths = lived < quickDeathMs ? quickDeaths + 1 : 0
@@ -152,6 +160,7 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
     const exits = [...workers].filter((worker) => !worker.isDead()).map(async (worker) => await new Promise((resolve) => worker.once('exit', resolve)))
     if (!drainSent) tell(false)
     await Promise.all(exits)
+    await admin?.close()
     stopServingMetrics()
     cluster.off('exit', onExit)
     await database.stop()
@@ -183,11 +192,31 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
   started = true
   const port = addresses[0]?.port ?? config.port
   const url = `http://${config.host}:${port}`
+  if (config.adminPort !== undefined) {
+    try {
+      admin = await startAdminServer({
+        host: config.adminHost,
+        port: config.adminPort,
+        log,
+        metrics: primaryMetrics(),
+        // The primary has no database pool or hash pool of its own: its details are the workers serving.
+        readiness: async () => {
+          if (stopping) throw createError('SHUTTING_DOWN', 'The service is draining before it shuts down')
+          if (listeningWorkers.size === 0) throw createError('NOT_READY', 'no worker process is listening')
+          return { workers: { listening: listeningWorkers.size, configured: workerCount } }
+        },
+      })
+    } catch (err) {
+      await close()
+      throw err
+    }
+  }
   log.info({
     url,
+    ...(admin === undefined ? {} : { adminUrl: admin.url }),
     workers: workerCount,
     strategy: config.hashStrategy,
     ...(threadsPerWorker === undefined ? {} : { cpuBudget: split.budget, threadsPerWorker, unusedCpus: split.unusedCpus }),
   }, 'tollbooth is listening')
-  return { url, workers: workerCount, threadsPerWorker, drain, close }
+  return { url, adminUrl: admin?.url, workers: workerCount, threadsPerWorker, drain, close }
 }

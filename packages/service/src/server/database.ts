@@ -25,6 +25,8 @@ export async function startDatabase (config: Pick<Config, 'databaseUrl' | 'dataD
     const pgLog = log.child({ component: 'postgres' })
     embedded = await startEmbeddedPostgres({
       clusterDir: path.join(config.dataDir, 'pg'),
+      // The service connects as a role that owns its tables and nothing more, never as the superuser.
+      serviceRole: true,
       log: (message) => { pgLog.debug(message) },
       notice: (message) => { pgLog.info(message) },
     })

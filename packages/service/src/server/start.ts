@@ -15,13 +15,18 @@ import { createDatabasePool } from '../db/pool.js'
 import { createPasswordEngine } from '../hashing/index.js'
 import type { PasswordEngine } from '../hashing/types.js'
 import { packageVersion } from '../paths.js'
+import { startAdminServer, type AdminServer } from './admin.js'
 import { buildApp, type TollboothApp } from './app.js'
 import { startDatabase, type ServiceDatabase } from './database.js'
+import { createError } from '../errors.js'
 import { createLogger } from './logger.js'
+import { checkReadiness } from './routes/health.js'
 
 export interface RunningService {
   app: TollboothApp
   url: string
+  /** The admin listener's URL (TOLLBOOTH_ADMIN_PORT; never in a cluster worker: the primary listens there). */
+  adminUrl: string | undefined
   db: pg.Pool
   engine: PasswordEngine
   embedded: EmbeddedDatabase | undefined
@@ -108,9 +113,11 @@ export async function startService (config: Config, options: StartServiceOptions
   let db: pg.Pool | undefined
   let engine: PasswordEngine | undefined
   let app: TollboothApp | undefined
+  let admin: AdminServer | undefined
   // Everything started so far, in reverse order; a part that fails to stop is logged and the rest still stop.
   const stop = async (): Promise<void> => {
     const parts: Array<[string, (() => Promise<void>) | undefined]> = [
+      ['the admin listener', admin?.close],
       ['the app', app === undefined ? undefined : async () => { await app?.close() }],
       ['the password engine', engine?.close.bind(engine)],
       ['the database pool', db?.end.bind(db)],
@@ -156,11 +163,26 @@ export async function startService (config: Config, options: StartServiceOptions
     // which would also fail the database pool's next connection.
     if (config.maxConnections > 0) app.server.maxConnections = config.maxConnections
     const url = await app.listen({ host: config.host, port: config.port, backlog: config.listenBacklog })
-    log.info({ url, version: packageVersion, strategy: config.hashStrategy }, options.listeningMessage ?? 'tollbooth is listening')
     const running = app
+    if (config.adminPort !== undefined && options.clusterWorker !== true) {
+      const readyDb = db
+      const readyEngine = engine
+      admin = await startAdminServer({
+        host: config.adminHost,
+        port: config.adminPort,
+        log,
+        metrics: running.metrics,
+        readiness: async (requestLog) => {
+          if (running.drain.draining) throw createError('SHUTTING_DOWN', 'The service is draining before it shuts down')
+          return { ...await checkReadiness(readyDb, readyEngine, 2000, requestLog) }
+        },
+      })
+    }
+    log.info({ url, ...(admin === undefined ? {} : { adminUrl: admin.url }), version: packageVersion, strategy: config.hashStrategy }, options.listeningMessage ?? 'tollbooth is listening')
     return {
       app,
       url,
+      adminUrl: admin?.url,
       db,
       engine,
       embedded: database.embedded,

@@ -32,6 +32,8 @@ export function serveEnv (databaseUrl: string, extra: NodeJS.ProcessEnv = {}): N
   }
   delete env.TOLLBOOTH_JWT_SECRET
   delete env.TOLLBOOTH_JWT_ALGORITHM
+  // The secrets are set above; an inherited _FILE beside one would be refused as "both".
+  for (const name of ['DATABASE_URL_FILE', 'TOLLBOOTH_JWT_SECRET_FILE', 'TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE']) delete env[name]
   return { ...env, ...extra }
 }
 

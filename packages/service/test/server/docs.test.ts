@@ -16,7 +16,12 @@ describe('reference docs stay in step with the code', () => {
       const row = doc.split('\n').find((line) => line.startsWith(`| \`${setting.env}\` |`))
       assert.ok(row !== undefined, `${setting.env} has a row`)
       const cells = row.split(' | ')
-      assert.equal(cells[1], `\`--${setting.flag}\``, `--${setting.flag} documented`)
+      if (setting.secret === true) {
+        assert.equal(cells[1], '(none: secret)', `${setting.env} is documented as a secret without a flag`)
+        assert.ok(row.includes(`\`${setting.env}_FILE\``), `${setting.env} names its _FILE variant`)
+      } else {
+        assert.equal(cells[1], `\`--${setting.flag}\``, `--${setting.flag} documented`)
+      }
       assert.equal(cells[2], setting.defaultValue === undefined ? '(unset)' : `\`${setting.defaultValue}\``, `${setting.env} default`)
       const meaning = cells.slice(3).join(' | ')
       for (const choice of setting.choices ?? []) assert.ok(meaning.includes(`\`${choice}\``), `${setting.env} lists the choice ${choice}`)

@@ -32,6 +32,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
   const { auth, accessTokens, engine, pacer, loginDeadlineMs, registerDeadlineMs } = options
   const loginAdmission = { engine, pacer, kind: 'verify' as const, deadlineMs: loginDeadlineMs }
   app.post('/auth/register', {
+    config: { tokenResponse: true },
     onRequest: hashAdmission({ engine, pacer, kind: 'hash', deadlineMs: registerDeadlineMs }),
     preValidation: trimEmail,
     schema: {
@@ -47,6 +48,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
   })
 
   app.post('/auth/login', {
+    config: { tokenResponse: true },
     onRequest: hashAdmission(loginAdmission),
     preValidation: trimEmail,
     schema: {
@@ -65,6 +67,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
   })
 
   app.post('/auth/refresh', {
+    config: { tokenResponse: true },
     schema: {
       tags: ['auth'],
       summary: 'Trade a refresh token for a new token pair (the old one is spent)',

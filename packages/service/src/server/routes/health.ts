@@ -1,4 +1,5 @@
 import type pg from 'pg'
+import type { FastifyBaseLogger } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { createError, isTollboothError } from '../../errors.js'
@@ -10,9 +11,17 @@ import type { Metrics } from '../metrics.js'
 export interface HealthRoutesOptions {
   db: pg.Pool
   engine: PasswordEngine
-  metrics: Metrics
+  /** The hash pool's figures in /readyz's answer: false when TOLLBOOTH_ADMIN_PORT serves them (admin.ts), and /readyz says its status alone. */
+  details: boolean
   readinessTimeoutMs?: number
 }
+
+export interface MetricsRouteOptions {
+  metrics: Pick<Metrics, 'render' | 'contentType'>
+}
+
+/** What /readyz reports besides its status, where details are shown. */
+export interface ReadinessDetails { hashPool: { threads: number, queued: number } }
 
 async function withTimeout<T> (work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
@@ -26,7 +35,35 @@ async function withTimeout<T> (work: Promise<T>, ms: number, what: string): Prom
   }
 }
 
-export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { db, engine, metrics, readinessTimeoutMs = 2000 }) => {
+/**
+ * The database answers and the hash pool is alive, within `timeoutMs` each; else NOT_READY with a
+ * fixed message: the driver's or the pool's own text goes to the log, never into the answer
+ * (it names hosts, users and databases).
+ */
+export async function checkReadiness (db: pg.Pool, engine: PasswordEngine, timeoutMs: number, log: FastifyBaseLogger): Promise<ReadinessDetails> {
+  try {
+    await withTimeout(db.query('SELECT 1'), timeoutMs, 'the database')
+  } catch (err) {
+    // A pool whose connections are all busy is serving: failing readiness for it would take
+    // every busy instance out of the load balancer at once and move the crowd onto fewer.
+    if (!isTollboothError(err, 'SERVICE_OVERLOADED')) {
+      // Connection faults are logged by the pool (throttled); anything else (a wrong password,
+      // a missing database) only shows here.
+      if (!isConnectionFailure(err) && !isDatabaseFault(err)) log.warn({ code: (err as { code?: unknown }).code, reason: (err as Error).message }, 'readiness: the database check failed')
+      throw createError('NOT_READY', 'database unavailable')
+    }
+  }
+  try {
+    await withTimeout(engine.ping(timeoutMs), timeoutMs, 'the hash pool')
+  } catch (err) {
+    log.warn({ reason: (err as Error).message }, 'readiness: the hash pool check failed')
+    throw createError('NOT_READY', 'hash pool unavailable')
+  }
+  const stats = engine.stats()
+  return { hashPool: { threads: stats.threads, queued: stats.queued } }
+}
+
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { db, engine, details, readinessTimeoutMs = 2000 }) => {
   app.get('/healthz', {
     schema: {
       tags: ['operations'],
@@ -36,47 +73,34 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
     logLevel: 'warn',
   }, async () => ({ status: 'ok' as const }))
 
+  const ready = details
+    ? Type.Object({ status: Type.Literal('ready'), hashPool: Type.Object({ threads: Type.Integer(), queued: Type.Integer() }) })
+    : Type.Object({ status: Type.Literal('ready') })
   app.get('/readyz', {
     schema: {
       tags: ['operations'],
-      summary: 'Readiness: the database answers and the hash pool is alive',
-      response: {
-        200: Type.Object({ status: Type.Literal('ready'), hashPool: Type.Object({ threads: Type.Integer(), queued: Type.Integer() }) }),
-        ...errors(503),
-      },
+      summary: details ? 'Readiness: the database answers and the hash pool is alive' : 'Readiness: the database answers and the hash pool is alive (status only; the details are on the admin port)',
+      response: { 200: ready, ...errors(503) },
     },
     logLevel: 'warn',
   }, async (request) => {
-    try {
-      await withTimeout(db.query('SELECT 1'), readinessTimeoutMs, 'the database')
-    } catch (err) {
-      // A pool whose connections are all busy is serving: failing readiness for it would take
-      // every busy instance out of the load balancer at once and move the crowd onto fewer.
-      if (!isTollboothError(err, 'SERVICE_OVERLOADED')) {
-        // Connection faults are logged by the pool (throttled); anything else (a wrong password,
-        // a missing database) only shows here. The driver's text never goes into the answer.
-        if (!isConnectionFailure(err) && !isDatabaseFault(err)) request.log.warn({ code: (err as { code?: unknown }).code, reason: (err as Error).message }, 'readiness: the database check failed')
-        throw createError('NOT_READY', 'database unavailable')
-      }
-    }
-    try {
-      await withTimeout(engine.ping(readinessTimeoutMs), readinessTimeoutMs, 'the hash pool')
-    } catch (err) {
-      throw createError('NOT_READY', `the hash pool is not alive: ${(err as Error).message}`)
-    }
-    const stats = engine.stats()
-    return { status: 'ready' as const, hashPool: { threads: stats.threads, queued: stats.queued } }
+    const found = await checkReadiness(db, engine, readinessTimeoutMs, request.log)
+    return details ? { status: 'ready' as const, ...found } : { status: 'ready' as const }
   })
+}
 
+/** GET /metrics: on the API port, or on the admin port alone when TOLLBOOTH_ADMIN_PORT is set (admin.ts). */
+export const metricsRoute: FastifyPluginAsyncTypebox<MetricsRouteOptions> = async (app, { metrics }) => {
   app.get('/metrics', {
     schema: { tags: ['operations'], summary: 'Prometheus metrics (text exposition format)', produces: ['text/plain'] },
     logLevel: 'warn',
-  }, async (_request, reply) => {
+  }, async (request, reply) => {
     let body: string
     try {
       body = await metrics.render()
     } catch (err) {
-      throw createError('NOT_READY', `metrics could not be gathered: ${(err as Error).message}`)
+      request.log.warn({ reason: (err as Error).message }, 'metrics could not be gathered')
+      throw createError('NOT_READY', 'metrics could not be gathered')
     }
     return await reply.type(metrics.contentType).send(body)
   })

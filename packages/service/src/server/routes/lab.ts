@@ -23,6 +23,7 @@ export interface LabRoutesOptions {
 
 export const labRoutes: FastifyPluginAsyncTypebox<LabRoutesOptions> = async (app, { db, auth, accessTokens }) => {
   app.post('/lab/login', {
+    config: { tokenResponse: true },
     preValidation: trimEmail,
     schema: {
       tags: ['lab'],

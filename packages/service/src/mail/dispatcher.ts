@@ -72,7 +72,7 @@ export class MailDispatcher {
     })
   }
 
-  /** Stops polling and waits for a run in progress; no timer is left. */
+  /** Stops polling and waits for a run in progress; no timer is left (the timers are not unref'd: a dispatcher never closed shows). */
   async close (): Promise<void> {
     this.closed = true
     if (this.timer !== undefined) clearTimeout(this.timer)
@@ -95,7 +95,6 @@ export class MailDispatcher {
       this.timer = undefined
       this.wake()
     }, delayMs)
-    this.timer.unref()
   }
 
   private async run (): Promise<void> {
@@ -158,6 +157,5 @@ export class MailDispatcher {
       this.retryTimer = undefined
       this.wake()
     }, delayMs + 5)
-    this.retryTimer.unref()
   }
 }

@@ -99,18 +99,23 @@ export class AccountService {
       ? passwordResetMail(email, accountLink(this.deps.publicUrl, 'reset-password', token.token), ttlSeconds)
       : verificationMail(email, accountLink(this.deps.publicUrl, 'verify-email', token.token), ttlSeconds)
     const address = addressKey(client)
-    const counts = await countMailRequest(this.deps.db, { account: email, address }, this.deps.throttle.windowSeconds)
-    const addressCount = counts.address ?? { requests: 1, windowEndsInSeconds: 1 }
-    if (addressCount.requests > this.deps.throttle.addressRequests) {
-      this.deps.log.warn({ event: 'mail_request_throttled', scope: 'address', purpose, address, requests: addressCount.requests }, 'mail request throttled')
-      throw createError('TOO_MANY_ATTEMPTS', 'Too many requests from this address; retry after the given delay', { retryAfterSeconds: addressCount.windowEndsInSeconds })
-    }
-    if ((counts.account?.requests ?? 1) > this.deps.throttle.accountRequests) {
-      // Answered as any other (202): it says nothing of whether the account exists.
-      this.deps.log.info({ event: 'mail_request_throttled', scope: 'account', purpose, account: email, address }, 'mail request throttled (answered 202)')
-      return
-    }
-    const issued = await issueTokenWithMail(this.deps.db, { email, purpose, tokenHash: token.tokenHash, ttlSeconds, onlyUnverified: purpose === 'verify_email', mail })
+    // One transaction for the count and the token: one commit (one WAL flush) whether or not
+    // the account exists; two commits for a known one were a timing difference of a disk flush.
+    const issued = await withTransaction(this.deps.db, async (db) => {
+      const counts = await countMailRequest(db, { account: email, address }, this.deps.throttle.windowSeconds)
+      const addressCount = counts.address ?? { requests: 1, windowEndsInSeconds: 1 }
+      if (addressCount.requests > this.deps.throttle.addressRequests) {
+        this.deps.log.warn({ event: 'mail_request_throttled', scope: 'address', purpose, address, requests: addressCount.requests }, 'mail request throttled')
+        throw createError('TOO_MANY_ATTEMPTS', 'Too many requests from this address; retry after the given delay', { retryAfterSeconds: addressCount.windowEndsInSeconds })
+      }
+      if ((counts.account?.requests ?? 1) > this.deps.throttle.accountRequests) {
+        // Answered as any other (202): it says nothing of whether the account exists.
+        this.deps.log.info({ event: 'mail_request_throttled', scope: 'account', purpose, account: email, address }, 'mail request throttled (answered 202)')
+        return undefined
+      }
+      return await issueTokenWithMail(db, { email, purpose, tokenHash: token.tokenHash, ttlSeconds, onlyUnverified: purpose === 'verify_email', mail })
+    })
+    if (issued === undefined) return
     this.mailQueued()
     this.deps.log.info({ event: 'mail_requested', purpose, account: email, address, issued }, 'account mail requested')
   }

@@ -8,7 +8,7 @@ export const errorRegistry = {
   REQUEST_MALFORMED: { status: 400, message: 'The HTTP request is malformed' },
   BODY_INVALID_JSON: { status: 400, message: 'The request body is not valid JSON' },
   PASSWORD_TOO_LONG: { status: 400, message: 'The password is longer than the hashing algorithm accepts' },
-  ACCOUNT_TOKEN_INVALID: { status: 400, message: 'The link is invalid, already used or expired; ask for a new one' },
+  ACCOUNT_TOKEN_INVALID: { status: 401, message: 'The link is invalid, already used or expired; ask for a new one' },
   AUTH_INVALID_CREDENTIALS: { status: 401, message: 'Email or password is incorrect' },
   AUTH_TOKEN_MISSING: { status: 401, message: 'A Bearer access token is required' },
   AUTH_TOKEN_INVALID: { status: 401, message: 'The access token is invalid or has expired' },

@@ -47,14 +47,17 @@ export class MailDispatcher {
     this.leaseMs = options.leaseMs ?? 120_000
   }
 
-  /** Starts polling, with a first look at once (mail left by an earlier run). */
+  /**
+   * Starts polling. The first look (mail left by an earlier run) is at the first poll, not at
+   * once: a start takes no database connection beyond what its requests need.
+   */
   start (): void {
     if (this.started || this.closed) return
     this.started = true
     if (this.mode === 'log') {
       this.options.log.warn('TOLLBOOTH_SMTP_URL is unset: mail is not sent but written to the log (links included) and kept in the outbox; set it to send mail')
     }
-    this.wake()
+    this.schedule(this.options.pollIntervalMs)
   }
 
   /** Looks for due mail now (after a commit that queued some); coalesced with a run in progress. */

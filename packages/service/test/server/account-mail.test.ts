@@ -70,7 +70,7 @@ describe('account mail through a real SMTP server', () => {
     const login = await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })
     assert.equal(login.body.user.emailVerified, true)
     const again = await request(service, 'POST', '/api/v1/auth/verify-email', { body: { token } })
-    assert.equal(again.status, 400)
+    assert.equal(again.status, 401)
     assert.equal(again.body.error.code, 'ACCOUNT_TOKEN_INVALID')
   })
 
@@ -90,7 +90,7 @@ describe('account mail through a real SMTP server', () => {
       request(service, 'POST', '/api/v1/auth/password/reset', { body: { token, password: 'another new password' } }),
     ])
     const statuses = [first.status, racer.status].sort()
-    assert.deepEqual(statuses, [204, 400], 'exactly one use wins')
+    assert.deepEqual(statuses, [204, 401], 'exactly one use wins')
     const newPassword = first.status === 204 ? 'a brand new password' : 'another new password'
 
     for (const refreshToken of [body.refreshToken, second.body.refreshToken]) {
@@ -114,7 +114,7 @@ describe('account mail through a real SMTP server', () => {
     await service.db.pool.query("UPDATE account_tokens SET expires_at = now() - interval '1 second' WHERE token_hash = $1", [createHash('sha256').update(expiring).digest()])
     const expired = await request(service, 'POST', '/api/v1/auth/password/reset', { body: { token: expiring, password: 'yet another password' } })
     for (const refused of [used, unknown, expired]) {
-      assert.equal(refused.status, 400)
+      assert.equal(refused.status, 401)
       assert.deepEqual(refused.body, used.body)
     }
     assert.equal(used.body.error.code, 'ACCOUNT_TOKEN_INVALID')

@@ -40,9 +40,9 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountRoutesOptions> = as
     schema: {
       tags: ['auth'],
       summary: 'Set a new password with the token of a reset mail',
-      description: 'The token works once. Every session of the account is revoked (its refresh tokens stop working) and its failed logins are forgotten. An unknown, used or expired token: 400 ACCOUNT_TOKEN_INVALID.',
+      description: 'The token works once. Every session of the account is revoked (its refresh tokens stop working) and its failed logins are forgotten. An unknown, used or expired token: 401 ACCOUNT_TOKEN_INVALID.',
       body: ResetPasswordBody,
-      response: { 204: Type.Null({ description: 'Password changed; sign in with it' }), ...errors(400, 413, 415, 503) },
+      response: { 204: Type.Null({ description: 'Password changed; sign in with it' }), ...errors(400, 401, 413, 415, 503) },
     },
   }, async (request, reply) => {
     await account.resetPassword(request.body, requestContext(request, reply))
@@ -53,9 +53,9 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountRoutesOptions> = as
     schema: {
       tags: ['auth'],
       summary: 'Confirm the email address with the token of a verification mail',
-      description: 'The token works once. An unknown, used or expired token: 400 ACCOUNT_TOKEN_INVALID.',
+      description: 'The token works once. An unknown, used or expired token: 401 ACCOUNT_TOKEN_INVALID.',
       body: AccountTokenBody,
-      response: { 204: Type.Null({ description: 'Address verified' }), ...errors(400, 413, 415, 503) },
+      response: { 204: Type.Null({ description: 'Address verified' }), ...errors(400, 401, 413, 415, 503) },
     },
   }, async (request, reply) => {
     await account.verifyEmail(request.body.token)

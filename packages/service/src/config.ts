@@ -109,6 +109,21 @@ interface FlatConfig {
   maxConnections: number
   /** On SIGTERM: how long /readyz answers 503 while everything else is still served (src/server/drain.ts). */
   shutdownDrainMs: number
+  /** Mail (src/mail/): undefined SMTP URL: mail is written to the log. The URL may hold a password. */
+  smtpUrl: string | undefined
+  /** Base of the links in mails; undefined: http://<host>:<port>. */
+  publicUrl: string | undefined
+  mailFrom: string
+  mailMaxAttempts: number
+  mailRetryDelayMs: number
+  mailPollIntervalMs: number
+  passwordResetTtlSeconds: number
+  emailVerificationTtlSeconds: number
+  mailThrottleAccountRequests: number
+  mailThrottleAddressRequests: number
+  mailThrottleWindowSeconds: number
+  requireVerifiedEmail: boolean
+  registrationMode: 'immediate' | 'enumeration-safe'
 }
 
 /** false: the socket's peer is the client; true: every hop; a number: that many hops; a list: those proxies. */
@@ -165,6 +180,19 @@ export const settings: readonly Setting[] = [
   { key: 'maxConnections', env: 'TOLLBOOTH_MAX_CONNECTIONS', flag: 'max-connections', kind: 'int', defaultValue: '10000', min: 0, max: 1000000, description: 'Open client connections at most; one more is closed at once. The start warns when the file-descriptor limit cannot hold this many. 0: no cap.' },
   { key: 'trustProxy', env: 'TOLLBOOTH_TRUST_PROXY', flag: 'trust-proxy', kind: 'string', defaultValue: 'false', description: 'Which proxies\' X-Forwarded-For gives the client address: false (the peer is the client), true (any), a hop count, or a comma-separated list of addresses and CIDRs.' },
   { key: 'shutdownDrainMs', env: 'TOLLBOOTH_SHUTDOWN_DRAIN_MS', flag: 'shutdown-drain-ms', kind: 'int', defaultValue: '5000', min: 0, max: 600000, description: 'On SIGTERM, how long /readyz answers 503 while every other request is still served, so a load balancer stops sending traffic here before the listener closes; then the service stops accepting, finishes the requests in flight and exits. 0: close at once. SIGINT (Ctrl-C) does not drain.' },
+  { key: 'smtpUrl', env: 'TOLLBOOTH_SMTP_URL', flag: 'smtp-url', kind: 'string', defaultValue: undefined, description: 'SMTP server that sends the account mails (smtp://host:port, smtps://, with user:password@ if it needs them; a secret, never logged). Unset: mail is written to the log, links included, and kept in the outbox (development).' },
+  { key: 'publicUrl', env: 'TOLLBOOTH_PUBLIC_URL', flag: 'public-url', kind: 'string', defaultValue: undefined, description: 'Base URL of the links in mails (<base>/verify-email?token=..., <base>/reset-password?token=...): the application page that posts the token to the API. Unset: http://HOST:PORT.' },
+  { key: 'mailFrom', env: 'TOLLBOOTH_MAIL_FROM', flag: 'mail-from', kind: 'string', defaultValue: 'tollbooth <no-reply@localhost>', description: 'Sender (From) of the mails.' },
+  { key: 'mailMaxAttempts', env: 'TOLLBOOTH_MAIL_MAX_ATTEMPTS', flag: 'mail-max-attempts', kind: 'int', defaultValue: '8', min: 1, max: 100, description: 'Send attempts of one mail before it is given up (logged at error, kept in the outbox as failed).' },
+  { key: 'mailRetryDelayMs', env: 'TOLLBOOTH_MAIL_RETRY_DELAY_MS', flag: 'mail-retry-delay-ms', kind: 'int', defaultValue: '30000', min: 10, max: 3600000, description: 'Wait before the first retry of a failed send, doubled per attempt, at most an hour.' },
+  { key: 'mailPollIntervalMs', env: 'TOLLBOOTH_MAIL_POLL_INTERVAL_MS', flag: 'mail-poll-interval-ms', kind: 'int', defaultValue: '10000', min: 50, max: 600000, description: 'How often each replica looks in the outbox for mail it did not queue itself (retries, a stopped replica\'s); mail a request queues is sent at once.' },
+  { key: 'passwordResetTtlSeconds', env: 'TOLLBOOTH_PASSWORD_RESET_TTL_SECONDS', flag: 'password-reset-ttl-seconds', kind: 'int', defaultValue: '3600', min: 60, max: 86400, description: 'Lifetime of a password-reset link.' },
+  { key: 'emailVerificationTtlSeconds', env: 'TOLLBOOTH_EMAIL_VERIFICATION_TTL_SECONDS', flag: 'email-verification-ttl-seconds', kind: 'int', defaultValue: '86400', min: 60, max: 2592000, description: 'Lifetime of an email-verification link.' },
+  { key: 'mailThrottleAccountRequests', env: 'TOLLBOOTH_MAIL_THROTTLE_ACCOUNT_REQUESTS', flag: 'mail-throttle-account-requests', kind: 'int', defaultValue: '3', min: 1, max: 1000000, description: 'Mails one address (known or not) may be sent per window by password-reset, verification-again and enumeration-safe registration requests; past it the request is still answered 202 and sends nothing.' },
+  { key: 'mailThrottleAddressRequests', env: 'TOLLBOOTH_MAIL_THROTTLE_ADDRESS_REQUESTS', flag: 'mail-throttle-address-requests', kind: 'int', defaultValue: '30', min: 1, max: 1000000, description: 'Password-reset and verification-again requests one client address (IPv6 by /64) may make per window; past it: 429 TOO_MANY_ATTEMPTS with Retry-After.' },
+  { key: 'mailThrottleWindowSeconds', env: 'TOLLBOOTH_MAIL_THROTTLE_WINDOW_SECONDS', flag: 'mail-throttle-window-seconds', kind: 'int', defaultValue: '3600', min: 1, max: 604800, description: 'The counting window of both mail bounds, from a key\'s first request.' },
+  { key: 'requireVerifiedEmail', env: 'TOLLBOOTH_REQUIRE_VERIFIED_EMAIL', flag: 'require-verified-email', kind: 'bool', defaultValue: 'false', description: 'Login of an account whose address is not verified is refused (403 EMAIL_NOT_VERIFIED), after the password matched.' },
+  { key: 'registrationMode', env: 'TOLLBOOTH_REGISTRATION_MODE', flag: 'registration-mode', kind: 'enum', choices: ['immediate', 'enumeration-safe'], defaultValue: 'immediate', description: 'immediate: 201 with tokens, 409 for a taken address. enumeration-safe: 202 with the same body whether or not the address is taken; the new address gets the verification mail, a taken one\'s owner a notice.' },
 ]
 
 function parseValue (setting: Setting, raw: string, origin: string): unknown {
@@ -251,6 +279,7 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   if (c.adminPort !== undefined && c.adminPort !== 0 && c.adminPort === c.port) {
     throw createError('CONFIG_INVALID', `TOLLBOOTH_ADMIN_PORT must differ from PORT (${c.port}): the admin listener is a second one`, { field: 'TOLLBOOTH_ADMIN_PORT' })
   }
+  checkMailSettings(c)
 
   c.trustProxy = parseTrustProxy(c.trustProxy)
   c.workers = parseWorkers(c.workers)
@@ -333,6 +362,22 @@ function checkTokenSettings (c: FlatConfig): void {
   if (c.verificationKeyFiles !== undefined && c.signingKeyFile === undefined) {
     throw createError('CONFIG_INVALID', 'TOLLBOOTH_VERIFICATION_KEY_FILES needs TOLLBOOTH_SIGNING_KEY_FILE', { field: 'TOLLBOOTH_VERIFICATION_KEY_FILES' })
   }
+}
+
+/** The mail settings' URLs, checked at start rather than at the first mail. */
+function checkMailSettings (c: FlatConfig): void {
+  const check = (value: string | undefined, env: string, protocols: string[]): void => {
+    if (value === undefined) return
+    let protocol: string
+    try {
+      protocol = new URL(value).protocol
+    } catch {
+      throw createError('CONFIG_INVALID', `${env} must be a URL (${protocols.join(' or ')})`, { field: env })
+    }
+    if (!protocols.includes(protocol)) throw createError('CONFIG_INVALID', `${env} must be a ${protocols.join(' or ')} URL`, { field: env })
+  }
+  check(c.smtpUrl, 'TOLLBOOTH_SMTP_URL', ['smtp:', 'smtps:'])
+  check(c.publicUrl, 'TOLLBOOTH_PUBLIC_URL', ['http:', 'https:'])
 }
 
 /** Most worker processes `--workers` starts (each holds a database pool and at least one hash thread). */

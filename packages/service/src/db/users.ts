@@ -5,6 +5,8 @@ export interface User {
   email: string
   name: string | null
   createdAt: Date
+  /** When the owner opened the verification link (or reset the password by mail); null: not verified. */
+  emailVerifiedAt: Date | null
 }
 
 export interface UserWithHash extends User {
@@ -17,12 +19,13 @@ interface UserRow {
   name: string | null
   password_hash: string
   created_at: Date
+  email_verified_at: Date | null
 }
 
-const columns = 'id, email, name, password_hash, created_at'
+const columns = 'id, email, name, password_hash, created_at, email_verified_at'
 
 function toUser (row: UserRow): UserWithHash {
-  return { id: row.id, email: row.email, name: row.name, passwordHash: row.password_hash, createdAt: row.created_at }
+  return { id: row.id, email: row.email, name: row.name, passwordHash: row.password_hash, createdAt: row.created_at, emailVerifiedAt: row.email_verified_at }
 }
 
 /** Inserts a user; undefined when the (normalised) email is taken. */
@@ -52,6 +55,19 @@ export async function replacePasswordHash (db: Queryable, id: string, expectedHa
   return result.rowCount === 1
 }
 
-export function publicUser (user: User): { id: string, email: string, name: string | null, createdAt: string } {
-  return { id: user.id, email: user.email, name: user.name, createdAt: user.createdAt.toISOString() }
+/** Sets a new hash (a password reset); true when the user exists. The address counts as verified: the reset link came by mail. */
+export async function setPasswordHashByMail (db: Queryable, id: string, passwordHash: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ email: string }>(
+    'UPDATE users SET password_hash = $2, updated_at = now(), email_verified_at = coalesce(email_verified_at, now()) WHERE id = $1 RETURNING email',
+    [id, passwordHash])
+  return rows[0]?.email
+}
+
+/** Marks the address verified (kept as it was when it already is). */
+export async function markEmailVerified (db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE users SET email_verified_at = coalesce(email_verified_at, now()), updated_at = now() WHERE id = $1', [id])
+}
+
+export function publicUser (user: User): { id: string, email: string, name: string | null, createdAt: string, emailVerified: boolean } {
+  return { id: user.id, email: user.email, name: user.name, createdAt: user.createdAt.toISOString(), emailVerified: user.emailVerifiedAt !== null }
 }

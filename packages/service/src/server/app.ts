@@ -5,7 +5,7 @@
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
 import type pg from 'pg'
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import helmet from '@fastify/helmet'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -21,10 +21,14 @@ import { clientErrorHandler, connectHandler, frameworkErrorHandler, installError
 import { loggerOptions } from './logger.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { installDrain, type Drain } from './drain.js'
-import { AuthResponse, ErrorResponse, Post, User } from './schemas.js'
+import { AuthResponse, ErrorResponse, MailAccepted, Post, User } from './schemas.js'
 import { openAccessTokens } from './access-tokens.js'
 import type { KeyRing } from '../keys/key-ring.js'
 import { authRoutes } from './routes/auth.js'
+import { accountMailRoutes } from './routes/account-mail.js'
+import { AccountMailService } from './account-mail-service.js'
+import { MailDispatcher } from '../mail/dispatcher.js'
+import { smtpTransport } from '../mail/transport.js'
 import { healthRoutes, metricsRoute } from './routes/health.js'
 import { helmetOptions, installTokenResponseHeaders } from './security-headers.js'
 import { jwksRoutes } from './routes/jwks.js'
@@ -47,7 +51,7 @@ export interface AppOptions {
 }
 
 /** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. drain: SIGTERM's drain (drain.ts). */
-export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null, drain: Drain }
+export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null, drain: Drain, mail: MailDispatcher }
 
 /**
  * TOLLBOOTH_TRUST_PROXY in Fastify's terms. A hop count becomes "trust the n nearest hops"
@@ -72,7 +76,7 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
 }
 
 /** The API routes whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
-export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register'])
+export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset'])
 
 function sheddingOptions (config: Config, metrics: Metrics): SheddingOptions {
   // The seeds' strategies reproduce the articles' services, which shed nothing.
@@ -87,6 +91,21 @@ function sheddingOptions (config: Config, metrics: Metrics): SheddingOptions {
     onShed: (reason) => { metrics.observeShed(reason) },
   }
 }
+
+/** Sends the outbox through TOLLBOOTH_SMTP_URL, or writes it to the log when that is unset (src/mail/). */
+function mailDispatcher (config: Config, db: pg.Pool, log: FastifyBaseLogger): MailDispatcher {
+  return new MailDispatcher({
+    db,
+    log: log.child({ component: 'mail' }),
+    transport: config.smtpUrl === undefined ? undefined : smtpTransport({ url: config.smtpUrl, from: config.mailFrom, timeoutMs: mailSendTimeoutMs }),
+    maxAttempts: config.mailMaxAttempts,
+    retryDelayMs: config.mailRetryDelayMs,
+    pollIntervalMs: config.mailPollIntervalMs,
+  })
+}
+
+/** Bounds each SMTP step (connect, greeting, each command): well inside the dispatcher's claim lease. */
+const mailSendTimeoutMs = 20_000
 
 export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   const { config, db, engine } = options
@@ -148,6 +167,18 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   }))
 
   const { accessTokens, keyRing } = await openAccessTokens({ config, db, jwtSecret: options.jwtSecret, log: app.log, now: options.now ?? Date.now })
+  const mail = mailDispatcher(config, db, app.log)
+  const account = new AccountMailService({
+    db,
+    engine,
+    mail,
+    publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
+    passwordResetTtlSeconds: config.passwordResetTtlSeconds,
+    emailVerificationTtlSeconds: config.emailVerificationTtlSeconds,
+    throttle: { accountRequests: config.mailThrottleAccountRequests, addressRequests: config.mailThrottleAddressRequests, windowSeconds: config.mailThrottleWindowSeconds },
+    registerDeadlineMs: config.registerDeadlineMs,
+    log: app.log,
+  })
   const auth = new AuthService({
     db,
     engine,
@@ -157,6 +188,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     registerDeadlineMs: config.registerDeadlineMs,
     loginThrottle: loginThrottlePolicy(config),
     log: app.log,
+    accountMail: account,
+    requireVerifiedEmail: config.requireVerifiedEmail,
     ...(options.now === undefined ? {} : { now: options.now }),
   })
   const metrics = createMetrics(engine, {
@@ -168,18 +201,20 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   app.decorate('auth', auth)
   app.decorate('metrics', metrics)
   app.decorate('keyRing', keyRing ?? null)
+  app.decorate('mail', mail)
 
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: reply.elapsedTime }, 'request completed')
     metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
   })
+  app.addHook('onReady', async () => { mail.start() })
   app.addHook('onClose', async () => {
     keyRing?.close()
     metrics.close()
-    await Promise.allSettled([...auth.pendingRehashes])
+    await Promise.allSettled([...auth.pendingRehashes, mail.close()])
   })
 
-  for (const schema of [ErrorResponse, User, Post, AuthResponse]) app.addSchema(schema)
+  for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted]) app.addSchema(schema)
 
   await app.register(swagger, {
     // Shared schemas appear under their $id (ErrorResponse, User ...) instead of def-0, def-1.
@@ -213,7 +248,9 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       pacer,
       loginDeadlineMs: config.loginDeadlineMs,
       registerDeadlineMs: config.registerDeadlineMs,
+      registrationMode: config.registrationMode,
     })
+    await api.register(accountMailRoutes, { prefix: '/api/v1', account, engine, pacer, registerDeadlineMs: config.registerDeadlineMs })
     await api.register(postRoutes, { prefix: '/api/v1', db, accessTokens })
     if (config.labDiagnostics) {
       api.log.warn('lab diagnostics are on: /api/v1/lab/login skips the password check in two of its variants')

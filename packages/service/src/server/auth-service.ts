@@ -14,6 +14,7 @@ import { readFailures, recordFailure, resetAccountFailures, type ThrottleKeys } 
 import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
 import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens } from './tokens.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
+import type { AccountMailService } from './account-mail-service.js'
 
 export interface AuthResult {
   user: ReturnType<typeof publicUser>
@@ -33,6 +34,10 @@ export interface AuthServiceDeps {
   log: FastifyBaseLogger
   /** Wall-clock time in epoch ms for login throttling (tests pass their own); default Date.now. */
   now?: () => number
+  /** Queues the verification mail of a new account (account-service.ts); none: no mail. */
+  accountMail?: AccountMailService
+  /** TOLLBOOTH_REQUIRE_VERIFIED_EMAIL: a login with the right password and an unverified address is refused. */
+  requireVerifiedEmail?: boolean
 }
 
 /** Where a request's hash deadline counts from, and how to drop its hash if the client leaves. */
@@ -98,23 +103,45 @@ export class AuthService {
     }
   }
 
-  async register (input: { email: string, password: string, name?: string | undefined }, context: RequestContext = {}): Promise<AuthResult> {
-    const email = normaliseEmail(input.email)
+  /** Hash first: a taken email costs the same as a new one (and admission is decided before any query). */
+  private async hashNewPassword (typed: string, context: RequestContext): Promise<string> {
     // The policy's cheap checks before the hash; the NFC form is what is hashed.
-    const password = acceptNewPassword(input.password)
-    // Hash first: a taken email costs the same as a new one (and admission is decided before any query).
-    let passwordHash: string
+    const password = acceptNewPassword(typed)
     try {
-      passwordHash = await this.deps.engine.hash(password, this.hashOptions(this.deps.registerDeadlineMs, context))
+      return await this.deps.engine.hash(password, this.hashOptions(this.deps.registerDeadlineMs, context))
     } catch (err) {
       if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'password' })
       throw err
     }
-    return await withTransaction(this.deps.db, async (client) => {
+  }
+
+  /** The account, its verification mail (queued in the same transaction) and a session; 409 for a taken email. */
+  async register (input: { email: string, password: string, name?: string | undefined }, context: RequestContext = {}): Promise<AuthResult> {
+    const email = normaliseEmail(input.email)
+    const passwordHash = await this.hashNewPassword(input.password, context)
+    const result = await withTransaction(this.deps.db, async (client) => {
       const user = await insertUser(client, { email, name: input.name ?? null, passwordHash })
       if (user === undefined) throw createError('EMAIL_TAKEN', undefined, { field: 'email' })
+      await this.deps.accountMail?.queueVerification(client, user)
       return await this.issue(client, user, newTokenFamily())
     })
+    this.deps.accountMail?.mailQueued()
+    return result
+  }
+
+  /**
+   * TOLLBOOTH_REGISTRATION_MODE=enumeration-safe: no answer tells a taken address from a new
+   * one. A new address gets its account and the verification mail, a taken one's owner a
+   * notice; both cost one hash, and neither signs anyone in.
+   */
+  async registerQuietly (input: { email: string, password: string, name?: string | undefined }, context: RequestContext = {}): Promise<void> {
+    const email = normaliseEmail(input.email)
+    const passwordHash = await this.hashNewPassword(input.password, context)
+    await withTransaction(this.deps.db, async (client) => {
+      const user = await insertUser(client, { email, name: input.name ?? null, passwordHash })
+      await this.deps.accountMail?.queueRegistrationMail(client, email, user)
+    })
+    this.deps.accountMail?.mailQueued()
   }
 
   async login (input: { email: string, password: string }, context: LoginContext): Promise<AuthResult> {
@@ -164,6 +191,11 @@ export class AuthService {
       return await this.failLogin(keys, 'stored_hash_refused')
     }
     if (!verified.match) return await this.failLogin(keys, 'wrong_password')
+    if (this.deps.requireVerifiedEmail === true && user.emailVerifiedAt === null) {
+      // Only now, the password matched: a guesser learns nothing about the address's state.
+      this.deps.log.info({ event: 'login_refused_unverified', userId: user.id, address: keys.address }, 'login refused: email not verified')
+      throw createError('EMAIL_NOT_VERIFIED')
+    }
     // A success forgets the account's failures (the address's stay); no write when there were none.
     const [result] = await Promise.all([
       this.issue(this.deps.db, user, newTokenFamily()),

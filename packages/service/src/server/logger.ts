@@ -16,6 +16,7 @@ const redactPaths = [
   '*.privateKey',
   '*.privatePem',
   '*.databaseUrl',
+  '*.smtpUrl',
 ]
 
 export function loggerOptions (level: string): pino.LoggerOptions {

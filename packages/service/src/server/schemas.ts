@@ -55,6 +55,7 @@ export const User = Type.Object({
   email: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
   createdAt: Type.String({ format: 'date-time' }),
+  emailVerified: Type.Boolean({ description: 'Whether the owner opened the link of the verification mail (or reset the password by mail)' }),
 }, { $id: 'User' })
 
 export const AuthResponse = Type.Object({
@@ -105,5 +106,24 @@ export const PostPage = Type.Object({
   items: Type.Array(Type.Ref('Post')),
   nextCursor: Type.Union([Type.String(), Type.Null()]),
 })
+
+/** The token of a mail's link (`?token=...`): 32 random bytes, base64url. */
+export const AccountToken = Type.String({ minLength: 16, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$', description: 'The `token` parameter of the link in the mail' })
+
+export const EmailBody = Type.Object({ email: Email }, { additionalProperties: false })
+export type EmailBody = Static<typeof EmailBody>
+
+export const AccountTokenBody = Type.Object({ token: AccountToken }, { additionalProperties: false })
+export type AccountTokenBody = Static<typeof AccountTokenBody>
+
+export const ResetPasswordBody = Type.Object({ token: AccountToken, password: Password }, { additionalProperties: false })
+export type ResetPasswordBody = Static<typeof ResetPasswordBody>
+
+export const mailAcceptedMessage = 'If this address can receive it, a message is on its way.'
+
+/** The one answer of the mail-sending routes, whatever the address: it tells nobody whether an account has it. */
+export const MailAccepted = Type.Object({
+  message: Type.String(),
+}, { $id: 'MailAccepted', description: 'The same body whether or not an account has the address' })
 
 export const bearerAuth = [{ bearerAuth: [] }]

@@ -37,6 +37,13 @@ export function serveEnv (databaseUrl: string, extra: NodeJS.ProcessEnv = {}): N
   return { ...env, ...extra }
 }
 
+/**
+ * The mail dispatcher's poll in test services: none within a test (mail a request queues is sent
+ * at once all the same), so a poll never takes a pooled connection in the middle of a test that
+ * counts them (the database-outage tests run on a pool of one). Mail tests set their own.
+ */
+const testMailPollIntervalMs = 600_000
+
 export interface TestService {
   app: TollboothApp
   /** http://127.0.0.1:<port> of a real listening socket. */
@@ -62,7 +69,7 @@ export interface TestServiceOptions {
 
 export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
   const db = options.db ?? await createTestDatabase()
-  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, databaseUrl: db.url, logLevel: 'silent', ...options.config } }) }
+  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, databaseUrl: db.url, logLevel: 'silent', mailPollIntervalMs: testMailPollIntervalMs, ...options.config } }) }
   config.hashPolicy = options.policy ?? cheapPolicy
   const engine = await createPasswordEngine({
     policy: config.hashPolicy,

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { bearerAuth, errors, LoginBody, RefreshBody, RegisterBody } from '../schemas.js'
+import { bearerAuth, errors, LoginBody, mailAcceptedMessage, RefreshBody, RegisterBody } from '../schemas.js'
 import type { preValidationAsyncHookHandler } from 'fastify'
 import { requestContext, requireUser } from '../request-context.js'
 import { normaliseEmail, type AuthService } from '../auth-service.js'
@@ -16,6 +16,8 @@ export interface AuthRoutesOptions {
   pacer: RefusalPacer
   loginDeadlineMs: number
   registerDeadlineMs: number
+  /** TOLLBOOTH_REGISTRATION_MODE; default immediate. */
+  registrationMode?: 'immediate' | 'enumeration-safe'
 }
 
 /**
@@ -38,11 +40,15 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
     schema: {
       tags: ['auth'],
       summary: 'Create an account and sign in',
-      description: 'The password is normalised to Unicode NFC before it is hashed. 400 PASSWORD_TOO_COMMON (one of the 10,000 most common, any case), PASSWORD_BLANK (nothing visible) or PASSWORD_MALFORMED (a lone UTF-16 surrogate) for a password the schema admits but the policy refuses.',
+      description: 'Queues the verification mail. With TOLLBOOTH_REGISTRATION_MODE=enumeration-safe: 202 with the same body whether or not the address is taken (its owner gets a mail instead), and no tokens. The password is normalised to Unicode NFC before it is hashed. 400 PASSWORD_TOO_COMMON (one of the 10,000 most common, any case), PASSWORD_BLANK (nothing visible) or PASSWORD_MALFORMED (a lone UTF-16 surrogate) for a password the schema admits but the policy refuses.',
       body: RegisterBody,
-      response: { 201: Type.Ref('AuthResponse'), ...errors(400, 409, 413, 415, 503) },
+      response: { 201: Type.Ref('AuthResponse'), 202: Type.Ref('MailAccepted'), ...errors(400, 409, 413, 415, 503) },
     },
   }, async (request, reply) => {
+    if (options.registrationMode === 'enumeration-safe') {
+      await auth.registerQuietly(request.body, requestContext(request, reply))
+      return await reply.code(202).send({ message: mailAcceptedMessage })
+    }
     const result = await auth.register(request.body, requestContext(request, reply))
     return await reply.code(201).send(result)
   })
@@ -54,9 +60,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
     schema: {
       tags: ['auth'],
       summary: 'Sign in with email and password',
-      description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline. The password is compared in its NFC form (and as typed, for hashes made before normalisation); 400 PASSWORD_MALFORMED for a lone UTF-16 surrogate, before any hash.',
+      description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline. The password is compared in its NFC form (and as typed, for hashes made before normalisation); 400 PASSWORD_MALFORMED for a lone UTF-16 surrogate, before any hash. 403 EMAIL_NOT_VERIFIED (right password, unverified address) only with TOLLBOOTH_REQUIRE_VERIFIED_EMAIL.',
       body: LoginBody,
-      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415, 429, 503) },
+      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
     // The account is a pacing key too (clients that change connection and address): known

@@ -1,0 +1,164 @@
+/**
+ * Sends what the outbox holds. Woken right after a request commits mail (its own replica's
+ * rows go out at once), and polls every `pollIntervalMs` for the rest: retries that came due,
+ * rows of a replica that stopped. Claims are leased (outbox.ts), so replicas never send one
+ * message twice. A failed send is retried after `retryDelayMs`, doubled per attempt (at most an
+ * hour), and given up after `maxAttempts`; the log names the message by id and kind, never its
+ * link. Without a transport (TOLLBOOTH_SMTP_URL unset) each message is written to the log,
+ * link included (development), and kept in the outbox as `logged`.
+ */
+import type pg from 'pg'
+import type { FastifyBaseLogger } from 'fastify'
+import { claimDueMail, claimForLog, markAttemptFailed, markSent, type ClaimedMail } from './outbox.js'
+import type { MailTransport } from './transport.js'
+
+export interface MailDispatcherOptions {
+  db: pg.Pool
+  log: FastifyBaseLogger
+  /** Undefined: log mode. */
+  transport: MailTransport | undefined
+  maxAttempts: number
+  retryDelayMs: number
+  pollIntervalMs: number
+  /** Messages claimed per statement. */
+  batchSize?: number
+  /** How long a claimed message is reserved for its send (longer than any send can take). */
+  leaseMs?: number
+}
+
+const maxRetryDelayMs = 3_600_000
+
+export class MailDispatcher {
+  readonly mode: 'smtp' | 'log'
+  private timer: NodeJS.Timeout | undefined
+  /** An extra wake-up for a retry due before the next poll. */
+  private retryTimer: NodeJS.Timeout | undefined
+  private retryAt: number | undefined
+  private running: Promise<void> | undefined
+  private again = false
+  private closed = false
+  private started = false
+  private readonly batchSize: number
+  private readonly leaseMs: number
+
+  constructor (private readonly options: MailDispatcherOptions) {
+    this.mode = options.transport === undefined ? 'log' : 'smtp'
+    this.batchSize = options.batchSize ?? 20
+    this.leaseMs = options.leaseMs ?? 120_000
+  }
+
+  /**
+   * Starts polling. The first look (mail left by an earlier run) is at the first poll, not at
+   * once: a start takes no database connection beyond what its requests need.
+   */
+  start (): void {
+    if (this.started || this.closed) return
+    this.started = true
+    if (this.mode === 'log') {
+      this.options.log.warn('TOLLBOOTH_SMTP_URL is unset: mail is not sent but written to the log (links included) and kept in the outbox; set it to send mail')
+    }
+    this.schedule(this.options.pollIntervalMs)
+  }
+
+  /** Looks for due mail now (after a commit that queued some); coalesced with a run in progress. */
+  wake (): void {
+    if (!this.started || this.closed) return
+    if (this.running !== undefined) {
+      this.again = true
+      return
+    }
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.timer = undefined
+    this.running = this.run().finally(() => {
+      this.running = undefined
+      this.schedule(this.options.pollIntervalMs)
+    })
+  }
+
+  /** Stops polling and waits for a run in progress; no timer is left (the timers are not unref'd: a dispatcher never closed shows). */
+  async close (): Promise<void> {
+    this.closed = true
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer)
+    this.timer = undefined
+    this.retryTimer = undefined
+    await this.running
+    this.options.transport?.close()
+  }
+
+  private schedule (delayMs: number): void {
+    if (this.closed) return
+    if (this.again) {
+      this.again = false
+      this.wake()
+      return
+    }
+    // The global setTimeout (not timers/promises): tests may mock it.
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.wake()
+    }, delayMs)
+  }
+
+  private async run (): Promise<void> {
+    try {
+      let claimed: number
+      do {
+        this.again = false
+        claimed = this.mode === 'log' ? await this.logBatch() : await this.sendBatch()
+      } while (!this.closed && (claimed === this.batchSize || this.again))
+    } catch (err) {
+      const { code, message } = err as { code?: unknown, message?: unknown }
+      this.options.log.warn({ code, reason: message }, 'mail dispatch failed; retrying at the next poll')
+    }
+  }
+
+  private async logBatch (): Promise<number> {
+    const batch = await claimForLog(this.options.db, this.batchSize)
+    for (const mail of batch) {
+      this.options.log.info({ mail: { id: mail.id, kind: mail.kind, to: mail.recipient, subject: mail.subject, text: mail.text } },
+        'mail not sent (TOLLBOOTH_SMTP_URL is unset); here it is, link included')
+    }
+    return batch.length
+  }
+
+  private async sendBatch (): Promise<number> {
+    const transport = this.options.transport
+    if (transport === undefined) return 0
+    const batch = await claimDueMail(this.options.db, this.batchSize, this.leaseMs)
+    for (const mail of batch) await this.sendOne(transport, mail)
+    return batch.length
+  }
+
+  private async sendOne (transport: MailTransport, mail: ClaimedMail): Promise<void> {
+    const fields = { mailId: mail.id, kind: mail.kind, attempt: mail.attempt }
+    try {
+      await transport.send(mail)
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err)
+      const giveUp = mail.attempt >= this.options.maxAttempts
+      const retryInMs = Math.min(maxRetryDelayMs, this.options.retryDelayMs * 2 ** (mail.attempt - 1))
+      await markAttemptFailed(this.options.db, mail.id, reason, { giveUp, retryInMs })
+      if (giveUp) this.options.log.error({ ...fields, reason }, `mail given up after ${mail.attempt} attempt(s)`)
+      else this.options.log.warn({ ...fields, reason, retryInMs }, 'mail not sent; will retry')
+      // A retry due before the next poll is looked for then.
+      if (!giveUp && retryInMs < this.options.pollIntervalMs) this.retrySoon(retryInMs)
+      return
+    }
+    await markSent(this.options.db, mail.id)
+    this.options.log.info(fields, 'mail sent')
+  }
+
+  /** One extra timer for the earliest retry due before the next poll. */
+  private retrySoon (delayMs: number): void {
+    const at = Date.now() + delayMs
+    if (this.closed || (this.retryAt !== undefined && this.retryAt <= at)) return
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer)
+    this.retryAt = at
+    this.retryTimer = setTimeout(() => {
+      this.retryAt = undefined
+      this.retryTimer = undefined
+      this.wake()
+    }, delayMs + 5)
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The transactional outbox (table mail_outbox): a message is inserted with the change that
+ * causes it, in the same transaction, and sent later by the dispatcher (dispatcher.ts). Rows are
+ * claimed with FOR UPDATE SKIP LOCKED and leased (next_attempt_at moves past the send), so
+ * replicas sharing the database never send one message twice.
+ */
+import type { Queryable } from '../db/pool.js'
+
+export type MailKind = 'verify_email' | 'password_reset' | 'registration_attempt' | 'test'
+
+export interface MailMessage {
+  kind: MailKind
+  recipient: string
+  subject: string
+  text: string
+}
+
+export interface ClaimedMail extends MailMessage {
+  id: number
+  /** This attempt's number, from 1. */
+  attempt: number
+}
+
+export async function enqueueMail (db: Queryable, message: MailMessage): Promise<void> {
+  await db.query('INSERT INTO mail_outbox (kind, recipient, subject, body_text) VALUES ($1, $2, $3, $4)',
+    [message.kind, message.recipient, message.subject, message.text])
+}
+
+interface ClaimedRow { id: number, kind: MailKind, recipient: string, subject: string, body_text: string | null, attempts: number }
+
+function toClaimed (row: ClaimedRow): ClaimedMail {
+  return { id: row.id, kind: row.kind, recipient: row.recipient, subject: row.subject, text: row.body_text ?? '', attempt: row.attempts }
+}
+
+/**
+ * Claims up to `limit` due messages in one statement: each is locked (rows another replica is
+ * claiming are skipped), counted as an attempt, and leased for `leaseMs`, so nobody else claims
+ * it while it is being sent; a replica that dies mid-send leaves it to be retried after the lease.
+ */
+export async function claimDueMail (db: Queryable, limit: number, leaseMs: number): Promise<ClaimedMail[]> {
+  const { rows } = await db.query<ClaimedRow>(
+    `UPDATE mail_outbox SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2::double precision / 1000)
+      WHERE id IN (SELECT id FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= now()
+                    ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+      RETURNING id, kind, recipient, subject, body_text, attempts`,
+    [limit, leaseMs])
+  return rows.map(toClaimed).sort((a, b) => a.id - b.id)
+}
+
+/**
+ * Without an SMTP server: claims due messages and marks them `logged` in one statement (the
+ * caller writes them to the log). The text is kept, so it can be read from the table too.
+ */
+export async function claimForLog (db: Queryable, limit: number): Promise<ClaimedMail[]> {
+  const { rows } = await db.query<ClaimedRow>(
+    `UPDATE mail_outbox SET attempts = attempts + 1, status = 'logged', finished_at = now()
+      WHERE id IN (SELECT id FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= now()
+                    ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+      RETURNING id, kind, recipient, subject, body_text, attempts`,
+    [limit])
+  return rows.map(toClaimed).sort((a, b) => a.id - b.id)
+}
+
+/** Sent: the text (a live link) is cleared. */
+export async function markSent (db: Queryable, id: number): Promise<void> {
+  await db.query("UPDATE mail_outbox SET status = 'sent', finished_at = now(), body_text = NULL, last_error = NULL WHERE id = $1", [id])
+}
+
+/** A failed attempt: retried after `retryInMs`, or given up (`failed`, text cleared) when `giveUp`. */
+export async function markAttemptFailed (db: Queryable, id: number, error: string, retry: { giveUp: boolean, retryInMs: number }): Promise<void> {
+  if (retry.giveUp) {
+    await db.query("UPDATE mail_outbox SET status = 'failed', finished_at = now(), body_text = NULL, last_error = $2 WHERE id = $1", [id, error.slice(0, 500)])
+  } else {
+    await db.query('UPDATE mail_outbox SET next_attempt_at = now() + make_interval(secs => $3::double precision / 1000), last_error = $2 WHERE id = $1',
+      [id, error.slice(0, 500), retry.retryInMs])
+  }
+}
+
+/** Milliseconds until the earliest pending message is due (0: now), or undefined when none is pending. */
+export async function msUntilNextDue (db: Queryable): Promise<number | undefined> {
+  const { rows } = await db.query<{ due_in_ms: number | null }>(
+    "SELECT greatest(0, ceil(extract(epoch FROM min(next_attempt_at) - now()) * 1000))::int AS due_in_ms FROM mail_outbox WHERE status = 'pending'")
+  return rows[0]?.due_in_ms ?? undefined
+}

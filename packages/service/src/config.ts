@@ -100,6 +100,15 @@ interface FlatConfig {
   maxConnections: number
   /** On SIGTERM: how long /readyz answers 503 while everything else is still served (src/server/drain.ts). */
   shutdownDrainMs: number
+  /** A session's absolute lifetime from its sign-in: no refresh token of it outlives this. */
+  sessionMaxLifetimeSeconds: number
+  /** How long a rotated refresh token still gets its successor again (a retry, a second tab) instead of counting as reuse. */
+  refreshGraceSeconds: number
+  /** How long a "session is live" answer is remembered per process (src/server/session-check.ts). */
+  sessionCheckCacheMs: number
+  /** The purge job (src/server/purge-job.ts): how often it runs (0: never), and rows per statement. */
+  purgeIntervalSeconds: number
+  purgeBatchSize: number
 }
 
 /** false: the socket's peer is the client; true: every hop; a number: that many hops; a list: those proxies. */
@@ -155,6 +164,11 @@ export const settings: readonly Setting[] = [
   { key: 'maxConnections', env: 'TOLLBOOTH_MAX_CONNECTIONS', flag: 'max-connections', kind: 'int', defaultValue: '10000', min: 0, max: 1000000, description: 'Open client connections at most; one more is closed at once. The start warns when the file-descriptor limit cannot hold this many. 0: no cap.' },
   { key: 'trustProxy', env: 'TOLLBOOTH_TRUST_PROXY', flag: 'trust-proxy', kind: 'string', defaultValue: 'false', description: 'Which proxies\' X-Forwarded-For gives the client address: false (the peer is the client), true (any), a hop count, or a comma-separated list of addresses and CIDRs.' },
   { key: 'shutdownDrainMs', env: 'TOLLBOOTH_SHUTDOWN_DRAIN_MS', flag: 'shutdown-drain-ms', kind: 'int', defaultValue: '5000', min: 0, max: 600000, description: 'On SIGTERM, how long /readyz answers 503 while every other request is still served, so a load balancer stops sending traffic here before the listener closes; then the service stops accepting, finishes the requests in flight and exits. 0: close at once. SIGINT (Ctrl-C) does not drain.' },
+  { key: 'sessionMaxLifetimeSeconds', env: 'TOLLBOOTH_SESSION_MAX_LIFETIME_SECONDS', flag: 'session-max-lifetime-seconds', kind: 'int', defaultValue: '7776000', min: 60, max: 315360000, description: 'Absolute lifetime of a session (90 days), from the login or registration that opened it: refreshing never extends it past this (a refresh token expires at the earlier of its own lifetime and its session\'s end); then the user signs in again.' },
+  { key: 'refreshGraceSeconds', env: 'TOLLBOOTH_REFRESH_GRACE_SECONDS', flag: 'refresh-grace-seconds', kind: 'int', defaultValue: '5', min: 0, max: 300, description: 'A refresh token presented again this long after it was rotated (a retry, a second tab) gets the same successor instead of counting as reuse; later, reuse revokes the session. 0: any second use is reuse.' },
+  { key: 'sessionCheckCacheMs', env: 'TOLLBOOTH_SESSION_CHECK_CACHE_MS', flag: 'session-check-cache-ms', kind: 'int', defaultValue: '1000', min: 0, max: 60000, description: 'How long each process remembers that an access token\'s session is live (one query per session and period): a session revoked through another replica is refused here within this time at most; one revoked through this process at once. 0: a query on every authenticated request.' },
+  { key: 'purgeIntervalSeconds', env: 'TOLLBOOTH_PURGE_INTERVAL_SECONDS', flag: 'purge-interval-seconds', kind: 'int', defaultValue: '3600', min: 0, max: 604800, description: 'How often each replica deletes expired, rotated-and-expired and revoked refresh tokens and ended sessions (first run one interval after the start). Replicas running it together share the work. 0: never.' },
+  { key: 'purgeBatchSize', env: 'TOLLBOOTH_PURGE_BATCH_SIZE', flag: 'purge-batch-size', kind: 'int', defaultValue: '1000', min: 1, max: 100000, description: 'Rows the purge job deletes per statement (each its own short transaction), so it never holds many locks for long.' },
 ]
 
 function parseValue (setting: Setting, raw: string, origin: string): unknown {

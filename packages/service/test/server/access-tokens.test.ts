@@ -8,6 +8,7 @@ import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader
 import { loadConfig } from '../../src/config.js'
 import { listSigningKeys } from '../../src/db/signing-keys.js'
 import { openAccessTokens, type OpenedAccessTokens } from '../../src/server/access-tokens.js'
+import { createAccessTokens } from '../../src/server/tokens.js'
 import { openPrivateKey, parseKeyEncryptionKey } from '../../src/keys/sealing.js'
 import { clockLeewayMs } from '../../src/keys/schedule.js'
 import { createTestDatabase, watchQueries, type TestDatabase } from '../helpers/database.js'
@@ -127,6 +128,47 @@ describe('access tokens other services verify (EdDSA, the default)', () => {
     // The same key signing a well-formed token passes: the refusals above are about what was altered.
     const good = forge({ alg: 'EdDSA', typ: 'JWT', kid }, claims(token), await storedPrivateKey(service.db, String(kid)))
     assert.equal((await me(service, good)).status, 200)
+  })
+
+  it('requires exp, iat, iss, sub, aud and sid, ours, with iat not ahead and a lifetime no longer than configured', async () => {
+    const { kid } = decodeProtectedHeader(token)
+    const key = await storedPrivateKey(service.db, String(kid))
+    const signed = (payload: Record<string, unknown>): string => forge({ alg: 'EdDSA', typ: 'JWT', kid }, payload, key)
+    const good = claims(token)
+    const now = Math.floor(Date.now() / 1000)
+    const without = (claim: string): Record<string, unknown> => Object.fromEntries(Object.entries(good).filter(([name]) => name !== claim))
+    const refused: Record<string, Record<string, unknown>> = {
+      ...Object.fromEntries(['exp', 'iat', 'iss', 'sub', 'aud', 'sid'].map((claim) => [`no ${claim}`, without(claim)])),
+      'a foreign aud': { ...good, aud: 'another-service' },
+      'ours and a foreign aud': { ...good, aud: ['tollbooth-api', 'another-service'] },
+      'a sid that is not a uuid': { ...good, sid: 'session-1' },
+      'iat a year ahead': { ...good, iat: now + 365 * 86400, exp: now + 365 * 86400 + 600 },
+      'exp ten years away': { ...good, exp: now + 10 * 365 * 86400 },
+      'a lifetime one second past the configured one': { ...good, exp: now + 901 },
+      'a string exp': { ...good, exp: String(now + 600) },
+    }
+    for (const [what, payload] of Object.entries(refused)) {
+      assert.deepEqual(await me(service, signed(payload)), { status: 401, code: 'AUTH_TOKEN_INVALID' }, what)
+    }
+    assert.equal((await me(service, signed(good))).status, 200, 'the same claims, well-formed, pass')
+    assert.equal((await me(service, signed({ ...good, iat: now + 30, exp: now + 630 }))).status, 200, 'iat within the clock skew passes')
+    assert.equal((await me(service, signed({ ...good, exp: now + 900 }))).status, 200, 'exactly the configured lifetime passes')
+    const issued = decodeJwt(token)
+    assert.deepEqual([issued.iss, issued.aud, typeof issued.sid, (issued.exp ?? 0) - (issued.iat ?? 0)], ['tollbooth', 'tollbooth-api', 'string', 900], 'what the service issues')
+    await jwtVerify(token, createLocalJWKSet(await jwks(service)), { issuer: 'tollbooth', audience: 'tollbooth-api', requiredClaims: ['exp', 'iat', 'sub', 'sid'] })
+  })
+
+  it('HS256 tokens follow the same rules', () => {
+    const tokens = createAccessTokens(testJwtSecret, 900)
+    const userId = randomUUID()
+    const sessionId = randomUUID()
+    assert.deepEqual(tokens.verify(tokens.sign(userId, sessionId)), { userId, sessionId })
+    const now = Math.floor(Date.now() / 1000)
+    const good = { sub: userId, sid: sessionId, iss: 'tollbooth', aud: 'tollbooth-api', iat: now, exp: now + 600 }
+    assert.deepEqual(tokens.verify(forge({ alg: 'HS256', typ: 'JWT' }, good, testJwtSecret)), { userId, sessionId })
+    for (const payload of [{ ...good, sid: undefined }, { ...good, aud: 'elsewhere' }, { ...good, exp: now + 3600 }, { ...good, iat: now + 3600, exp: now + 4000 }]) {
+      assert.throws(() => tokens.verify(forge({ alg: 'HS256', typ: 'JWT' }, payload, testJwtSecret)), { code: 'AUTH_TOKEN_INVALID' })
+    }
   })
 
   it('keeps the private key sealed: the table holds neither the PEM nor the JWK d', async () => {

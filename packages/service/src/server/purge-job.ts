@@ -47,6 +47,7 @@ export class PurgeJob {
     const startedMs = performance.now()
     try {
       for (const target of this.options.targets) {
+        if (this.closed) break
         counts[target.name] = 0
         while (!this.closed) {
           const deleted = await purgeBatch(this.options.db, target, this.options.batchSize)

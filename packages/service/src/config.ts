@@ -124,6 +124,15 @@ interface FlatConfig {
   mailThrottleWindowSeconds: number
   requireVerifiedEmail: boolean
   registrationMode: 'immediate' | 'enumeration-safe'
+  /** A session's absolute lifetime from its sign-in: no refresh token of it outlives this. */
+  sessionMaxLifetimeSeconds: number
+  /** How long a rotated refresh token still gets its successor again (a retry, a second tab) instead of counting as reuse. */
+  refreshGraceSeconds: number
+  /** How long a "session is live" answer is remembered per process (src/server/session-check.ts). */
+  sessionCheckCacheMs: number
+  /** The purge job (src/server/purge-job.ts): how often it runs (0: never), and rows per statement. */
+  purgeIntervalSeconds: number
+  purgeBatchSize: number
 }
 
 /** false: the socket's peer is the client; true: every hop; a number: that many hops; a list: those proxies. */
@@ -193,6 +202,11 @@ export const settings: readonly Setting[] = [
   { key: 'mailThrottleWindowSeconds', env: 'TOLLBOOTH_MAIL_THROTTLE_WINDOW_SECONDS', flag: 'mail-throttle-window-seconds', kind: 'int', defaultValue: '3600', min: 1, max: 604800, description: 'The counting window of both mail bounds, from a key\'s first request.' },
   { key: 'requireVerifiedEmail', env: 'TOLLBOOTH_REQUIRE_VERIFIED_EMAIL', flag: 'require-verified-email', kind: 'bool', defaultValue: 'false', description: 'Login of an account whose address is not verified is refused (403 EMAIL_NOT_VERIFIED), after the password matched.' },
   { key: 'registrationMode', env: 'TOLLBOOTH_REGISTRATION_MODE', flag: 'registration-mode', kind: 'enum', choices: ['immediate', 'enumeration-safe'], defaultValue: 'immediate', description: 'immediate: 201 with tokens, 409 for a taken address. enumeration-safe: 202 with the same body whether or not the address is taken; the new address gets the verification mail, a taken one\'s owner a notice.' },
+  { key: 'sessionMaxLifetimeSeconds', env: 'TOLLBOOTH_SESSION_MAX_LIFETIME_SECONDS', flag: 'session-max-lifetime-seconds', kind: 'int', defaultValue: '7776000', min: 60, max: 315360000, description: 'Absolute lifetime of a session (90 days), from the login or registration that opened it: refreshing never extends it past this (a refresh token expires at the earlier of its own lifetime and its session\'s end); then the user signs in again.' },
+  { key: 'refreshGraceSeconds', env: 'TOLLBOOTH_REFRESH_GRACE_SECONDS', flag: 'refresh-grace-seconds', kind: 'int', defaultValue: '5', min: 0, max: 300, description: 'A refresh token presented again this long after it was rotated (a retry, a second tab) gets the same successor instead of counting as reuse; later, reuse revokes the session. 0: any second use is reuse.' },
+  { key: 'sessionCheckCacheMs', env: 'TOLLBOOTH_SESSION_CHECK_CACHE_MS', flag: 'session-check-cache-ms', kind: 'int', defaultValue: '1000', min: 0, max: 60000, description: 'How long each process remembers that an access token\'s session is live (one query per session and period): a session revoked through another replica is refused here within this time at most; one revoked through this process at once. 0: a query on every authenticated request.' },
+  { key: 'purgeIntervalSeconds', env: 'TOLLBOOTH_PURGE_INTERVAL_SECONDS', flag: 'purge-interval-seconds', kind: 'int', defaultValue: '3600', min: 0, max: 604800, description: 'How often each replica deletes expired, rotated-and-expired and revoked refresh tokens and ended sessions (first run one interval after the start). Replicas running it together share the work. 0: never.' },
+  { key: 'purgeBatchSize', env: 'TOLLBOOTH_PURGE_BATCH_SIZE', flag: 'purge-batch-size', kind: 'int', defaultValue: '1000', min: 1, max: 100000, description: 'Rows the purge job deletes per statement (each its own short transaction), so it never holds many locks for long.' },
 ]
 
 function parseValue (setting: Setting, raw: string, origin: string): unknown {

@@ -1,8 +1,129 @@
+/**
+ * Sessions (table sessions): one row per refresh family. Lock order, everywhere: the session
+ * row first, then its refresh tokens. A revocation takes the row FOR UPDATE, which waits for
+ * any transaction that inserted a token of the session (its foreign key holds FOR KEY SHARE
+ * on the row until it commits), so the token UPDATE that follows sees that token too; and a
+ * refresh takes the row before it checks `revoked_at`, so it cannot insert after a revocation.
+ */
 import type { Queryable } from './pool.js'
 
-// provisional: replaced by the sessions part at merge
-/** Revokes every live session of the user (every refresh token); returns how many rows it revoked. `except` is ignored here. */
-export async function revokeAllSessions (db: Queryable, userId: string, _options?: { except?: string }): Promise<number> {
-  const result = await db.query('UPDATE refresh_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL', [userId])
-  return result.rowCount ?? 0
+export interface SessionRow {
+  id: string
+  userId: string
+  createdAt: Date
+  lastUsedAt: Date
+  expiresAt: Date
+  userAgent: string | null
+  address: string | null
+  revokedAt: Date | null
+}
+
+interface Row {
+  id: string
+  user_id: string
+  created_at: Date
+  last_used_at: Date
+  expires_at: Date
+  user_agent: string | null
+  address: string | null
+  revoked_at: Date | null
+}
+
+const columns = 'id, user_id, created_at, last_used_at, expires_at, user_agent, address, revoked_at'
+
+function toSession (row: Row): SessionRow {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+    expiresAt: row.expires_at,
+    userAgent: row.user_agent,
+    address: row.address,
+    revokedAt: row.revoked_at,
+  }
+}
+
+/** Why a session ended, kept in `revoked_reason`. */
+export type RevokeReason = 'logout' | 'logout_all' | 'revoked_by_user' | 'refresh_token_reused' | 'password_changed' | 'password_reset' | 'account_deleted'
+
+export async function insertSession (db: Queryable, session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null }): Promise<void> {
+  await db.query(
+    'INSERT INTO sessions (id, user_id, expires_at, user_agent, address) VALUES ($1, $2, $3, $4, $5)',
+    [session.id, session.userId, session.expiresAt, session.userAgent, session.address])
+}
+
+/**
+ * Locks the session for a refresh (FOR NO KEY UPDATE: it conflicts with a revocation's FOR UPDATE
+ * and with another refresh, not with the KEY SHARE of token inserts). Undefined when it is gone.
+ */
+export async function lockSessionForRefresh (db: Queryable, id: string): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<Row>(`SELECT ${columns} FROM sessions WHERE id = $1 FOR NO KEY UPDATE`, [id])
+  return rows[0] === undefined ? undefined : toSession(rows[0])
+}
+
+export async function touchSession (db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE sessions SET last_used_at = now() WHERE id = $1', [id])
+}
+
+/**
+ * Revokes the given sessions of the user (those not revoked yet), locking each row first, then
+ * their refresh tokens; returns the ids it revoked. Two statements on purpose: the second one's
+ * snapshot is taken after the session locks are granted, so it sees every token a concurrent
+ * refresh committed while this waited (one statement's snapshot would predate the wait).
+ */
+async function revokeWhere (db: Queryable, userId: string, where: string, params: unknown[], reason: RevokeReason): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `WITH locked AS (
+       SELECT id FROM sessions WHERE user_id = $1 AND revoked_at IS NULL AND ${where} ORDER BY id FOR UPDATE
+     )
+     UPDATE sessions s SET revoked_at = now(), revoked_reason = $2 FROM locked WHERE s.id = locked.id RETURNING s.id`,
+    [userId, reason, ...params])
+  const ids = rows.map((row) => row.id)
+  if (ids.length > 0) {
+    await db.query('UPDATE refresh_tokens SET revoked_at = now() WHERE family_id = ANY($1::uuid[]) AND revoked_at IS NULL', [ids])
+  }
+  return ids
+}
+
+/** Revokes one session of this user; false when it is not the user's, unknown, or already revoked. */
+export async function revokeSession (db: Queryable, userId: string, sessionId: string, reason: RevokeReason): Promise<boolean> {
+  return (await revokeWhere(db, userId, 'id = $3', [sessionId], reason)).length === 1
+}
+
+/** The ids revokeAllSessions revoked, for callers that must forget them at once (the session check's cache). */
+export async function revokeAllSessionIds (db: Queryable, userId: string, options: { except?: string, reason?: RevokeReason } = {}): Promise<string[]> {
+  const reason = options.reason ?? 'logout_all'
+  if (options.except === undefined) return await revokeWhere(db, userId, 'true', [], reason)
+  return await revokeWhere(db, userId, 'id <> $3', [options.except], reason)
+}
+
+/**
+ * The seam the other parts use (password reset): revokes every live session of the user but
+ * `except`, locking them; returns how many.
+ */
+export async function revokeAllSessions (db: Queryable, userId: string, options: { except?: string } = {}): Promise<number> {
+  return (await revokeAllSessionIds(db, userId, options)).length
+}
+
+/**
+ * The user's live sessions, newest use first: not revoked, before their absolute end, and with
+ * a refresh token that still works (a session idle past the refresh lifetime has ended).
+ */
+export async function listLiveSessions (db: Queryable, userId: string): Promise<SessionRow[]> {
+  const { rows } = await db.query<Row>(
+    `SELECT ${columns} FROM sessions s
+      WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > now()
+        AND EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.family_id = s.id AND t.revoked_at IS NULL AND t.rotated_at IS NULL AND t.expires_at > now())
+      ORDER BY last_used_at DESC, id`,
+    [userId])
+  return rows.map(toSession)
+}
+
+/** Whether the session exists, belongs to the user, is not revoked and has not reached its absolute end. */
+export async function isSessionLive (db: Queryable, sessionId: string, userId: string): Promise<boolean> {
+  const { rows } = await db.query(
+    'SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL AND expires_at > now()',
+    [sessionId, userId])
+  return rows.length === 1
 }

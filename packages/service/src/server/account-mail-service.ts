@@ -14,7 +14,8 @@ import { withTransaction, type Queryable } from '../db/pool.js'
 import { insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose } from '../db/account-tokens.js'
 import { countMailRequest } from '../db/mail-throttle.js'
 import { resetAccountFailures } from '../db/login-throttle.js'
-import { revokeAllSessions } from '../db/sessions.js'
+import { revokeAllSessionIds } from '../db/sessions.js'
+import type { SessionCheck } from './session-check.js'
 import { acceptNewPassword } from './password-policy.js'
 import { markEmailVerified, setPasswordHashByMail } from '../db/users.js'
 import { enqueueMail } from '../mail/outbox.js'
@@ -39,6 +40,8 @@ export interface AccountMailServiceDeps {
   throttle: MailThrottlePolicy
   registerDeadlineMs: number
   log: FastifyBaseLogger
+  /** The access-token session check, told of the sessions a reset revokes; none: their tokens stop within its cache time. */
+  sessions?: SessionCheck
 }
 
 interface AccountToken { token: string, tokenHash: Buffer }
@@ -144,12 +147,14 @@ export class AccountMailService {
       const email = await setPasswordHashByMail(client, userId, passwordHash)
       if (email === undefined) return undefined
       await spendAllAccountTokens(client, userId, 'password_reset')
-      const revokedSessions = await revokeAllSessions(client, userId)
+      const revokedSessions = await revokeAllSessionIds(client, userId, { reason: 'password_reset' })
       await resetAccountFailures(client, email)
       return { userId, revokedSessions }
     })
     if (outcome === undefined) throw createError('ACCOUNT_TOKEN_INVALID', undefined, { field: 'token' })
-    this.deps.log.info({ event: 'password_reset', userId: outcome.userId, revokedSessions: outcome.revokedSessions }, 'password reset by mail; every session revoked')
+    // Their access tokens are refused by this process at once (other replicas: within the session check's cache time).
+    this.deps.sessions?.forget(outcome.revokedSessions)
+    this.deps.log.info({ event: 'password_reset', userId: outcome.userId, revokedSessions: outcome.revokedSessions.length }, 'password reset by mail; every session revoked')
   }
 
   /** POST /auth/verify-email: spends the token and marks the address verified. */

@@ -21,7 +21,7 @@ import { clientErrorHandler, connectHandler, frameworkErrorHandler, installError
 import { loggerOptions } from './logger.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { installDrain, type Drain } from './drain.js'
-import { AuthResponse, ErrorResponse, MailAccepted, Post, User } from './schemas.js'
+import { AuthResponse, ErrorResponse, MailAccepted, Post, Session, User } from './schemas.js'
 import { openAccessTokens } from './access-tokens.js'
 import type { KeyRing } from '../keys/key-ring.js'
 import { authRoutes } from './routes/auth.js'
@@ -34,6 +34,11 @@ import { helmetOptions, installTokenResponseHeaders } from './security-headers.j
 import { jwksRoutes } from './routes/jwks.js'
 import { labRoutes } from './routes/lab.js'
 import { postRoutes } from './routes/posts.js'
+import { accountRoutes } from './routes/account.js'
+import { AccountService } from './account-service.js'
+import { SessionCheck } from './session-check.js'
+import { PurgeJob } from './purge-job.js'
+import { purgeTargets } from '../db/purge.js'
 import { installShedding, shedReasons, type SheddingOptions } from './shedding.js'
 
 export interface AppOptions {
@@ -51,7 +56,7 @@ export interface AppOptions {
 }
 
 /** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. drain: SIGTERM's drain (drain.ts). */
-export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null, drain: Drain, mail: MailDispatcher }
+export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null, drain: Drain, mail: MailDispatcher, purge: PurgeJob }
 
 /**
  * TOLLBOOTH_TRUST_PROXY in Fastify's terms. A hop count becomes "trust the n nearest hops"
@@ -76,7 +81,7 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
 }
 
 /** The API routes whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
-export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset'])
+export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password'])
 
 function sheddingOptions (config: Config, metrics: Metrics): SheddingOptions {
   // The seeds' strategies reproduce the articles' services, which shed nothing.
@@ -168,8 +173,10 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
 
   const { accessTokens, keyRing } = await openAccessTokens({ config, db, jwtSecret: options.jwtSecret, log: app.log, now: options.now ?? Date.now })
   const mail = mailDispatcher(config, db, app.log)
-  const account = new AccountMailService({
+  const sessions = new SessionCheck(db, config.sessionCheckCacheMs)
+  const accountMail = new AccountMailService({
     db,
+    sessions,
     engine,
     mail,
     publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
@@ -183,12 +190,15 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     db,
     engine,
     accessTokens,
+    sessions,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+    sessionMaxLifetimeSeconds: config.sessionMaxLifetimeSeconds,
+    refreshGraceSeconds: config.refreshGraceSeconds,
     loginDeadlineMs: config.loginDeadlineMs,
     registerDeadlineMs: config.registerDeadlineMs,
     loginThrottle: loginThrottlePolicy(config),
     log: app.log,
-    accountMail: account,
+    accountMail,
     requireVerifiedEmail: config.requireVerifiedEmail,
     ...(options.now === undefined ? {} : { now: options.now }),
   })
@@ -198,6 +208,19 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     shedReasons,
     pacing: () => ({ held: pacer.held, heldTotal: pacer.heldTotal }),
   })
+  const account = new AccountService({
+    db,
+    engine,
+    sessions,
+    loginDeadlineMs: config.loginDeadlineMs,
+    registerDeadlineMs: config.registerDeadlineMs,
+    loginThrottle: loginThrottlePolicy(config),
+    log: app.log,
+    ...(options.now === undefined ? {} : { now: options.now }),
+  })
+  const purge = new PurgeJob({ db, targets: purgeTargets, intervalMs: config.purgeIntervalSeconds * 1000, batchSize: config.purgeBatchSize, log: app.log })
+  if (config.purgeIntervalSeconds > 0) app.addHook('onReady', async () => { purge.start() })
+  app.decorate('purge', purge)
   app.decorate('auth', auth)
   app.decorate('metrics', metrics)
   app.decorate('keyRing', keyRing ?? null)
@@ -211,10 +234,11 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   app.addHook('onClose', async () => {
     keyRing?.close()
     metrics.close()
+    await purge.close()
     await Promise.allSettled([...auth.pendingRehashes, mail.close()])
   })
 
-  for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted]) app.addSchema(schema)
+  for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted, Session]) app.addSchema(schema)
 
   await app.register(swagger, {
     // Shared schemas appear under their $id (ErrorResponse, User ...) instead of def-0, def-1.
@@ -244,14 +268,16 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       prefix: '/api/v1',
       auth,
       accessTokens,
+      sessions,
       engine,
       pacer,
       loginDeadlineMs: config.loginDeadlineMs,
       registerDeadlineMs: config.registerDeadlineMs,
       registrationMode: config.registrationMode,
     })
-    await api.register(accountMailRoutes, { prefix: '/api/v1', account, engine, pacer, registerDeadlineMs: config.registerDeadlineMs })
-    await api.register(postRoutes, { prefix: '/api/v1', db, accessTokens })
+    await api.register(accountMailRoutes, { prefix: '/api/v1', account: accountMail, engine, pacer, registerDeadlineMs: config.registerDeadlineMs })
+    await api.register(postRoutes, { prefix: '/api/v1', db, accessTokens, sessions })
+    await api.register(accountRoutes, { prefix: '/api/v1', account, accessTokens, sessions, engine, pacer, loginDeadlineMs: config.loginDeadlineMs })
     if (config.labDiagnostics) {
       api.log.warn('lab diagnostics are on: /api/v1/lab/login skips the password check in two of its variants')
       await api.register(labRoutes, { prefix: '/api/v1', db, auth, accessTokens })

@@ -9,12 +9,15 @@ import { createError, isTollboothError } from '../errors.js'
 import type { HashRequestOptions, PasswordEngine, VerifyResult } from '../hashing/types.js'
 import { withTransaction, type Queryable } from '../db/pool.js'
 import { findUserByEmail, findUserById, insertUser, publicUser, replacePasswordHash, type User } from '../db/users.js'
-import { insertRefreshToken, lockRefreshToken, markRotated, revokeFamily } from '../db/refresh-tokens.js'
+import { findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated } from '../db/refresh-tokens.js'
+import { insertSession, lockSessionForRefresh, revokeSession, touchSession } from '../db/sessions.js'
 import { readFailures, recordFailure, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
 import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
-import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens } from './tokens.js'
+import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens, type NewRefreshToken } from './tokens.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 import type { AccountMailService } from './account-mail-service.js'
+import { openSuccessor, sealSuccessor } from './refresh-successor.js'
+import type { SessionCheck } from './session-check.js'
 
 export interface AuthResult {
   user: ReturnType<typeof publicUser>
@@ -28,6 +31,12 @@ export interface AuthServiceDeps {
   engine: PasswordEngine
   accessTokens: AccessTokens
   refreshTokenTtlSeconds: number
+  /** A session's absolute lifetime: no refresh token of it expires later. */
+  sessionMaxLifetimeSeconds: number
+  /** A rotated refresh token presented again within this gets the same successor instead of counting as reuse. */
+  refreshGraceSeconds: number
+  /** Told of every session this service revokes, so their access tokens are refused at once. */
+  sessions: SessionCheck
   loginDeadlineMs: number
   registerDeadlineMs: number
   loginThrottle: LoginThrottlePolicy
@@ -45,8 +54,10 @@ export interface RequestContext {
   signal?: AbortSignal | undefined
   /** When the request arrived, in performance.now() time; undefined: the deadline counts from the hash's submission. */
   receivedAt?: number | undefined
-  /** Who asks (the client address): its place in the hash queue's turn order. */
+  /** Who asks (the client address): its place in the hash queue's turn order, and the address a new session records. */
   client?: string | undefined
+  /** The User-Agent a new session records. */
+  userAgent?: string | undefined
 }
 
 /** A login's context: the client address is required, as its failures are counted and throttled. */
@@ -79,18 +90,28 @@ export class AuthService {
 
   constructor (private readonly deps: AuthServiceDeps) {}
 
-  private async issue (db: Queryable, user: User, familyId: string): Promise<AuthResult> {
+  /** Opens a session (a refresh family) for the user, with its first refresh token. Call inside a transaction. */
+  private async openSession (db: Queryable, user: User, context: RequestContext): Promise<AuthResult> {
+    const sessionId = newTokenFamily()
+    const expiresAt = new Date(Date.now() + this.deps.sessionMaxLifetimeSeconds * 1000)
+    await insertSession(db, { id: sessionId, userId: user.id, expiresAt, userAgent: context.userAgent ?? null, address: context.client ?? null })
+    const refresh = await this.insertToken(db, user.id, sessionId, expiresAt)
+    return this.result(user, sessionId, refresh.token)
+  }
+
+  /** A new refresh token of the session, expiring at its own lifetime or the session's end, whichever comes first. */
+  private async insertToken (db: Queryable, userId: string, sessionId: string, sessionExpiresAt: Date): Promise<NewRefreshToken> {
     const refresh = newRefreshToken()
-    await insertRefreshToken(db, {
-      tokenHash: refresh.tokenHash,
-      familyId,
-      userId: user.id,
-      expiresAt: new Date(Date.now() + this.deps.refreshTokenTtlSeconds * 1000),
-    })
+    const expiresAtMs = Math.min(Date.now() + this.deps.refreshTokenTtlSeconds * 1000, sessionExpiresAt.getTime())
+    await insertRefreshToken(db, { tokenHash: refresh.tokenHash, familyId: sessionId, userId, expiresAt: new Date(expiresAtMs) })
+    return refresh
+  }
+
+  private result (user: User, sessionId: string, refreshToken: string): AuthResult {
     return {
       user: publicUser(user),
-      accessToken: this.deps.accessTokens.sign(user.id),
-      refreshToken: refresh.token,
+      accessToken: this.deps.accessTokens.sign(user.id, sessionId),
+      refreshToken,
       expiresIn: this.deps.accessTokens.ttlSeconds,
     }
   }
@@ -123,7 +144,7 @@ export class AuthService {
       const user = await insertUser(client, { email, name: input.name ?? null, passwordHash })
       if (user === undefined) throw createError('EMAIL_TAKEN', undefined, { field: 'email' })
       await this.deps.accountMail?.queueVerification(client, user)
-      return await this.issue(client, user, newTokenFamily())
+      return await this.openSession(client, user, context)
     })
     this.deps.accountMail?.mailQueued()
     return result
@@ -198,7 +219,7 @@ export class AuthService {
     }
     // A success forgets the account's failures (the address's stay); no write when there were none.
     const [result] = await Promise.all([
-      this.issue(this.deps.db, user, newTokenFamily()),
+      withTransaction(this.deps.db, async (client) => await this.openSession(client, user, context)),
       failures.account === undefined ? undefined : resetAccountFailures(this.deps.db, keys.account),
     ])
     // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.
@@ -259,34 +280,58 @@ export class AuthService {
     void job.finally(() => this.pendingRehashes.delete(job))
   }
 
-  async refresh (refreshToken: string): Promise<AuthResult> {
+  /**
+   * Rotates a refresh token. Locks the session, then the token (the lock order of every writer,
+   * src/db/sessions.ts), so refreshes of one session serialise and a revocation cannot miss the
+   * token a refresh inserts. A rotated token presented again within the grace window gets its
+   * sealed successor; later, it is reuse: the session is revoked and the event logged.
+   */
+  async refresh (refreshToken: string, context: RequestContext = {}): Promise<AuthResult> {
     const tokenHash = hashRefreshToken(refreshToken)
-    type Outcome = { error: 'AUTH_REFRESH_TOKEN_INVALID' | 'AUTH_REFRESH_TOKEN_REUSED' } | { result: AuthResult }
+    type Outcome = { error: 'AUTH_REFRESH_TOKEN_INVALID' } | { error: 'AUTH_REFRESH_TOKEN_REUSED', userId: string, sessionId: string } | { result: AuthResult }
+    const invalid = { error: 'AUTH_REFRESH_TOKEN_INVALID' } as const
     const outcome = await withTransaction(this.deps.db, async (client): Promise<Outcome> => {
+      const family = await findTokenFamily(client, tokenHash)
+      if (family === undefined) return invalid
+      const session = await lockSessionForRefresh(client, family.familyId)
       const row = await lockRefreshToken(client, tokenHash)
-      if (row === undefined || row.revokedAt !== null || row.expiresAt.getTime() <= Date.now()) {
-        return { error: 'AUTH_REFRESH_TOKEN_INVALID' }
-      }
-      if (row.rotatedAt !== null) {
-        // A rotated token came back: it was stolen or replayed. Revoke the whole family (committed).
-        await revokeFamily(client, row.familyId)
-        return { error: 'AUTH_REFRESH_TOKEN_REUSED' }
-      }
+      const nowMs = Date.now()
+      if (session === undefined || row === undefined || session.revokedAt !== null || row.revokedAt !== null ||
+        session.expiresAt.getTime() <= nowMs || row.expiresAt.getTime() <= nowMs) return invalid
       const user = await findUserById(client, row.userId)
-      if (user === undefined) return { error: 'AUTH_REFRESH_TOKEN_INVALID' }
-      await markRotated(client, row.id)
-      return { result: await this.issue(client, user, row.familyId) }
+      if (user === undefined) return invalid
+      if (row.rotatedAt !== null) {
+        const successor = row.rotatedMsAgo <= this.deps.refreshGraceSeconds * 1000 && row.successorSealed !== null
+          ? openSuccessor(refreshToken, row.successorSealed)
+          : undefined
+        if (successor !== undefined) {
+          await touchSession(client, session.id)
+          return { result: this.result(user, session.id, successor) }
+        }
+        // A rotated token came back after the window: stolen or replayed. Revoke the session (committed).
+        await revokeSession(client, session.userId, session.id, 'refresh_token_reused')
+        return { error: 'AUTH_REFRESH_TOKEN_REUSED', userId: session.userId, sessionId: session.id }
+      }
+      const next = await this.insertToken(client, user.id, session.id, session.expiresAt)
+      await markRotated(client, row.id, sealSuccessor(refreshToken, next.token))
+      await touchSession(client, session.id)
+      return { result: this.result(user, session.id, next.token) }
     })
-    if ('error' in outcome) throw createError(outcome.error)
-    return outcome.result
+    if ('result' in outcome) return outcome.result
+    if (outcome.error === 'AUTH_REFRESH_TOKEN_REUSED') {
+      this.deps.sessions.forget([outcome.sessionId])
+      // A security event: who and where, never the token.
+      this.deps.log.warn({ event: 'refresh_token_reused', userId: outcome.userId, sessionId: outcome.sessionId, address: context.client }, 'refresh token reused after rotation: session revoked')
+    }
+    throw createError(outcome.error)
   }
 
-  /** Revokes the token's family. Unknown tokens are ignored: logout is idempotent and reveals nothing. */
+  /** Revokes the token's session. Unknown tokens are ignored: logout is idempotent and reveals nothing. */
   async logout (refreshToken: string): Promise<void> {
-    await withTransaction(this.deps.db, async (client) => {
-      const row = await lockRefreshToken(client, hashRefreshToken(refreshToken))
-      if (row !== undefined) await revokeFamily(client, row.familyId)
-    })
+    const family = await findTokenFamily(this.deps.db, hashRefreshToken(refreshToken))
+    if (family === undefined) return
+    await revokeSession(this.deps.db, family.userId, family.familyId, 'logout')
+    this.deps.sessions.forget([family.familyId])
   }
 
   async me (userId: string): Promise<ReturnType<typeof publicUser>> {

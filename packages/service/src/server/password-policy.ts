@@ -70,25 +70,26 @@ function codePoints (text: string): number {
  * Lone surrogates would reach the hash as U+FFFD, each of them: two different passwords
  * would then hash alike. Refused wherever a password arrives, before any hash.
  */
-function assertWellFormed (password: string): void {
-  if (!password.isWellFormed()) throw createError('PASSWORD_MALFORMED', undefined, { field: 'password' })
+function assertWellFormed (password: string, field: string): void {
+  if (!password.isWellFormed()) throw createError('PASSWORD_MALFORMED', undefined, { field })
 }
 
 /**
  * Checks a NEW password and returns the form to hash: its NFC normalisation, so that "café"
  * typed with a composed or a decomposed "é" is one password. Throws a coded 400: malformed
  * UTF-16, blank, outside the schema's length once normalised (NFC can shorten), or common.
- * The bcrypt 72-byte bound stays the engine's (PASSWORD_TOO_LONG).
+ * The bcrypt 72-byte bound stays the engine's (PASSWORD_TOO_LONG). `field`: the body's field
+ * named in the error (`newPassword` on a password change).
  */
-export function acceptNewPassword (password: string): string {
-  assertWellFormed(password)
+export function acceptNewPassword (password: string, field = 'password'): string {
+  assertWellFormed(password, field)
   const normalised = password.normalize('NFC')
-  if (blankPattern.test(normalised)) throw createError('PASSWORD_BLANK', undefined, { field: 'password' })
+  if (blankPattern.test(normalised)) throw createError('PASSWORD_BLANK', undefined, { field })
   const length = codePoints(normalised)
   if (length < minLength || length > maxLength) {
-    throw createError('VALIDATION_FAILED', `password must have ${minLength} to ${maxLength} characters once normalised (NFC)`, { field: 'password' })
+    throw createError('VALIDATION_FAILED', `${field} must have ${minLength} to ${maxLength} characters once normalised (NFC)`, { field })
   }
-  if (commonPasswords.has(normalised.toLowerCase())) throw createError('PASSWORD_TOO_COMMON', undefined, { field: 'password' })
+  if (commonPasswords.has(normalised.toLowerCase())) throw createError('PASSWORD_TOO_COMMON', undefined, { field })
   return normalised
 }
 
@@ -98,8 +99,8 @@ export function acceptNewPassword (password: string): string {
  * (hashes made before normalisation). ASCII is NFC: one form, one verify. Throws
  * PASSWORD_MALFORMED for malformed UTF-16, before any hash.
  */
-export function passwordForms (password: string): [nfc: string] | [nfc: string, raw: string] {
-  assertWellFormed(password)
+export function passwordForms (password: string, field = 'password'): [nfc: string] | [nfc: string, raw: string] {
+  assertWellFormed(password, field)
   const normalised = password.normalize('NFC')
   return normalised === password ? [normalised] : [normalised, password]
 }

@@ -1,13 +1,16 @@
 import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { createError } from '../errors.js'
-import type { AccessTokens } from './tokens.js'
+import type { AccessClaims, AccessTokens } from './tokens.js'
+import type { SessionCheck } from './session-check.js'
 import type { LoginContext } from './auth-service.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The signed-in user's id, set by `requireUser` before the body is even parsed. */
     userId: string
+    /** The session (refresh family) of the request's access token, set with `userId`. */
+    sessionId: string
   }
 }
 
@@ -27,11 +30,17 @@ export function requestReceivedAt (reply: FastifyReply): number {
 
 /** What the auth service needs of a request: when it arrived, its client, and a signal for when that client leaves. */
 export function requestContext (request: FastifyRequest, reply: FastifyReply): LoginContext {
-  return { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply), client: request.ip }
+  return { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply), client: request.ip, userAgent: userAgent(request) }
 }
 
-/** The user id of a valid `Authorization: Bearer <jwt>`; throws AUTH_TOKEN_MISSING / AUTH_TOKEN_INVALID. */
-export function authenticatedUserId (request: FastifyRequest, tokens: AccessTokens): string | Promise<string> {
+/** The User-Agent header as a session records it: at most 512 characters; undefined when absent. */
+export function userAgent (request: FastifyRequest): string | undefined {
+  const header = request.headers['user-agent']
+  return header === undefined || header.length === 0 ? undefined : header.slice(0, 512)
+}
+
+/** The claims of a valid `Authorization: Bearer <jwt>`; throws AUTH_TOKEN_MISSING / AUTH_TOKEN_INVALID. */
+export function authenticatedClaims (request: FastifyRequest, tokens: AccessTokens): AccessClaims | Promise<AccessClaims> {
   const header = request.headers.authorization
   if (header === undefined || header.length === 0) throw createError('AUTH_TOKEN_MISSING')
   // The scheme is case-insensitive (RFC 9110 section 11.1).
@@ -42,10 +51,14 @@ export function authenticatedUserId (request: FastifyRequest, tokens: AccessToke
 
 /**
  * An onRequest hook: authenticate before the body is parsed or validated, so an anonymous
- * caller learns nothing about the route's schema and costs no parsing.
+ * caller learns nothing about the route's schema and costs no parsing. The token's session
+ * must still be live (AUTH_SESSION_ENDED after logout, revocation or account deletion).
  */
-export function requireUser (tokens: AccessTokens): onRequestAsyncHookHandler {
+export function requireUser (tokens: AccessTokens, sessions: SessionCheck): onRequestAsyncHookHandler {
   return async (request) => {
-    request.userId = await authenticatedUserId(request, tokens)
+    const claims = await authenticatedClaims(request, tokens)
+    await sessions.assertLive(claims.sessionId, claims.userId)
+    request.userId = claims.userId
+    request.sessionId = claims.sessionId
   }
 }

@@ -127,3 +127,28 @@ export const MailAccepted = Type.Object({
 }, { $id: 'MailAccepted', description: 'The same body whether or not an account has the address' })
 
 export const bearerAuth = [{ bearerAuth: [] }]
+
+export const Session = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  createdAt: Type.String({ format: 'date-time', description: 'The sign-in (login or registration) that opened it' }),
+  lastUsedAt: Type.String({ format: 'date-time', description: 'Its last sign-in or refresh' }),
+  userAgent: Type.Union([Type.String(), Type.Null()], { description: 'The User-Agent of the sign-in (at most 512 characters)' }),
+  address: Type.Union([Type.String(), Type.Null()], { description: 'The client address of the sign-in' }),
+  current: Type.Boolean({ description: 'The session of the access token that asks' }),
+}, { $id: 'Session' })
+
+export const SessionList = Type.Object({ items: Type.Array(Type.Ref('Session')) })
+
+export const SessionParams = Type.Object({ id: Type.String({ format: 'uuid' }) })
+export type SessionParams = Static<typeof SessionParams>
+
+export const DeleteAccountBody = Type.Object({
+  password: Type.String({ minLength: 1, maxLength: 1024 }),
+}, { additionalProperties: false })
+export type DeleteAccountBody = Static<typeof DeleteAccountBody>
+
+export const ChangePasswordBody = Type.Object({
+  currentPassword: Type.String({ minLength: 1, maxLength: 1024 }),
+  newPassword: Password,
+}, { additionalProperties: false })
+export type ChangePasswordBody = Static<typeof ChangePasswordBody>

@@ -10,41 +10,69 @@ import { createSigner, createVerifier } from 'fast-jwt'
 import { createError } from '../errors.js'
 import type { KeyRing, RingKey } from '../keys/key-ring.js'
 
-const issuer = 'tollbooth'
-/** User ids are PostgreSQL uuids; anything else in `sub` would fail the database cast (a 500). */
+/** Who issues access tokens (`iss`), and the API they are for (`aud`): other verifiers check both. */
+export const accessTokenIssuer = 'tollbooth'
+export const accessTokenAudience = 'tollbooth-api'
+/** How far ahead of this clock a token's `iat` may be (another replica's clock running fast). */
+export const maxClockSkewSeconds = 60
+/** User ids and session ids are PostgreSQL uuids; anything else would fail the database cast (a 500). */
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const requiredClaims = ['exp', 'iat', 'iss', 'sub', 'aud', 'sid']
+
+/** What a verified access token says: whose it is and which session it belongs to. */
+export interface AccessClaims {
+  userId: string
+  sessionId: string
+}
 
 export interface AccessTokens {
-  sign (userId: string): string
+  sign (userId: string, sessionId: string): string
   /**
-   * Returns the user id (a uuid); throws AUTH_TOKEN_INVALID. A promise only for a token
-   * naming a key this replica does not know yet (the key ring reloads first).
+   * Returns the token's user and session ids (uuids); throws AUTH_TOKEN_INVALID. A promise only
+   * for a token naming a key this replica does not know yet (the key ring reloads first).
    */
-  verify (token: string): string | Promise<string>
+  verify (token: string): AccessClaims | Promise<AccessClaims>
   ttlSeconds: number
 }
 
-/** The user id of a token the verifier accepts; AUTH_TOKEN_INVALID for any other. */
-function verifiedUserId (verifier: (token: string) => unknown, token: string): string {
+/**
+ * The claims of a token the verifier accepts (signature, alg, `iss`, `aud`, `exp`, every required
+ * claim present), checked further here: `sub` and `sid` uuids, `aud` exactly ours (a list naming
+ * another audience too is refused), `iat` not in the future beyond the skew, and a lifetime
+ * (`exp - iat`) no longer than ours. AUTH_TOKEN_INVALID for any other.
+ */
+function verifiedClaims (verifier: (token: string) => unknown, token: string, ttlSeconds: number): AccessClaims {
   let payload: unknown
   try {
     payload = verifier(token)
   } catch (err) {
     throw createError('AUTH_TOKEN_INVALID', undefined, { cause: err })
   }
-  const sub = (payload as { sub?: unknown }).sub
+  const { sub, sid, aud, iat, exp } = payload as { sub?: unknown, sid?: unknown, aud?: unknown, iat?: unknown, exp?: unknown }
   // Signed by us but not naming a user id we issue (a leaked key, a token of another service).
   if (typeof sub !== 'string' || !uuidPattern.test(sub)) throw createError('AUTH_TOKEN_INVALID')
-  return sub
+  if (typeof sid !== 'string' || !uuidPattern.test(sid)) throw createError('AUTH_TOKEN_INVALID')
+  if (aud !== accessTokenAudience) throw createError('AUTH_TOKEN_INVALID')
+  if (typeof iat !== 'number' || typeof exp !== 'number' || !Number.isFinite(iat) || !Number.isFinite(exp)) throw createError('AUTH_TOKEN_INVALID')
+  if (iat > Date.now() / 1000 + maxClockSkewSeconds) throw createError('AUTH_TOKEN_INVALID')
+  if (exp - iat > ttlSeconds) throw createError('AUTH_TOKEN_INVALID')
+  return { userId: sub, sessionId: sid }
+}
+
+/** fast-jwt checks these (its cache keeps a verified payload until its exp); verifiedClaims checks the rest every time. */
+const verifierOptions = { allowedIss: accessTokenIssuer, allowedAud: accessTokenAudience, requiredClaims, cache: 1000 }
+
+function signerOptions (ttlSeconds: number): { expiresIn: number, iss: string, aud: string } {
+  return { expiresIn: ttlSeconds * 1000, iss: accessTokenIssuer, aud: accessTokenAudience }
 }
 
 export function createAccessTokens (secret: string, ttlSeconds: number): AccessTokens {
-  const signer = createSigner({ key: secret, algorithm: 'HS256', expiresIn: ttlSeconds * 1000, iss: issuer })
-  const verifier = createVerifier({ key: secret, algorithms: ['HS256'], allowedIss: issuer, cache: 1000 })
+  const signer = createSigner({ key: secret, algorithm: 'HS256', ...signerOptions(ttlSeconds) })
+  const verifier = createVerifier({ key: secret, algorithms: ['HS256'], ...verifierOptions })
   return {
     ttlSeconds,
-    sign: (userId) => signer({ sub: userId }),
-    verify: (token) => verifiedUserId(verifier, token),
+    sign: (userId, sessionId) => signer({ sub: userId, sid: sessionId }),
+    verify: (token) => verifiedClaims(verifier, token, ttlSeconds),
   }
 }
 
@@ -61,7 +89,7 @@ export function tokenKid (token: string): string | undefined {
   }
 }
 
-type Signer = (payload: { sub: string }) => string
+type Signer = (payload: { sub: string, sid: string }) => string
 type Verifier = (token: string) => unknown
 
 /**
@@ -72,25 +100,25 @@ type Verifier = (token: string) => unknown
 export function createSignedAccessTokens (ring: KeyRing, ttlSeconds: number): AccessTokens {
   const signers = new WeakMap<RingKey, Signer>()
   const verifiers = new WeakMap<RingKey, Verifier>()
-  const verifyWith = (key: RingKey, token: string): string => {
+  const verifyWith = (key: RingKey, token: string): AccessClaims => {
     let verifier = verifiers.get(key)
     if (verifier === undefined) {
-      verifier = createVerifier({ key: key.publicPem, algorithms: [key.alg], allowedIss: issuer, cache: 1000 })
+      verifier = createVerifier({ key: key.publicPem, algorithms: [key.alg], ...verifierOptions })
       verifiers.set(key, verifier)
     }
-    return verifiedUserId(verifier, token)
+    return verifiedClaims(verifier, token, ttlSeconds)
   }
   return {
     ttlSeconds,
-    sign (userId) {
+    sign (userId, sessionId) {
       const key = ring.signing
       let signer = signers.get(key)
       if (signer === undefined) {
         if (key.privatePem === undefined) throw createError('SIGNING_KEY_UNREADABLE', `signing key ${key.kid} has no private key`)
-        signer = createSigner({ key: key.privatePem, algorithm: key.alg, kid: key.kid, expiresIn: ttlSeconds * 1000, iss: issuer })
+        signer = createSigner({ key: key.privatePem, algorithm: key.alg, kid: key.kid, ...signerOptions(ttlSeconds) })
         signers.set(key, signer)
       }
-      return signer({ sub: userId })
+      return signer({ sub: userId, sid: sessionId })
     },
     verify (token) {
       const kid = tokenKid(token)

@@ -4,10 +4,11 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose'
+import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose'
 import { loadConfig } from '../../src/config.js'
 import { listSigningKeys } from '../../src/db/signing-keys.js'
 import { openAccessTokens, type OpenedAccessTokens } from '../../src/server/access-tokens.js'
+import { createAccessTokens } from '../../src/server/tokens.js'
 import { openPrivateKey, parseKeyEncryptionKey } from '../../src/keys/sealing.js'
 import { clockLeewayMs } from '../../src/keys/schedule.js'
 import { createTestDatabase, watchQueries, type TestDatabase } from '../helpers/database.js'
@@ -29,9 +30,11 @@ function forge (header: Record<string, unknown>, payload: Record<string, unknown
   return `${input}.${signature.toString('base64url')}`
 }
 
-function claims (sub: string, expiresInSeconds = 600): Record<string, unknown> {
+/** Well-formed claims for the user and session of `token` (one the service issued), fresh, with this lifetime. */
+function claims (token: string, expiresInSeconds = 600): Record<string, unknown> {
+  const { sub, sid } = decodeJwt(token)
   const now = Math.floor(Date.now() / 1000)
-  return { sub, iss: 'tollbooth', iat: now, exp: now + expiresInSeconds }
+  return { sub, sid, iss: 'tollbooth', aud: 'tollbooth-api', iat: now, exp: now + expiresInSeconds }
 }
 
 async function jwks (service: { url: string }): Promise<JSONWebKeySet> {
@@ -110,21 +113,62 @@ describe('access tokens other services verify (EdDSA, the default)', () => {
       tampered: `${header}.${b64url({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), sub: '00000000-0000-4000-8000-000000000000' })}.${signature}`,
       // One flipped signature character.
       badSignature: `${header}.${payload}.${signature.startsWith('A') ? 'B' : 'A'}${signature.slice(1)}`,
-      algNone: forge({ alg: 'none', typ: 'JWT', kid }, claims(userId), undefined),
+      algNone: forge({ alg: 'none', typ: 'JWT', kid }, claims(token), undefined),
       // The classic key confusion: the public key as an HMAC secret.
-      hs256WithPublicKey: forge({ alg: 'HS256', typ: 'JWT', kid }, claims(userId), publicPem),
-      hs256WithSecret: forge({ alg: 'HS256', typ: 'JWT', kid }, claims(userId), testJwtSecret),
-      unknownKid: forge({ alg: 'EdDSA', typ: 'JWT', kid: 'not-a-key-of-ours' }, claims(userId), other),
-      noKid: forge({ alg: 'EdDSA', typ: 'JWT' }, claims(userId), await storedPrivateKey(service.db, String(kid))),
-      expired: forge({ alg: 'EdDSA', typ: 'JWT', kid }, claims(userId, -120), await storedPrivateKey(service.db, String(kid))),
-      otherIssuer: forge({ alg: 'EdDSA', typ: 'JWT', kid }, { ...claims(userId), iss: 'someone-else' }, await storedPrivateKey(service.db, String(kid))),
+      hs256WithPublicKey: forge({ alg: 'HS256', typ: 'JWT', kid }, claims(token), publicPem),
+      hs256WithSecret: forge({ alg: 'HS256', typ: 'JWT', kid }, claims(token), testJwtSecret),
+      unknownKid: forge({ alg: 'EdDSA', typ: 'JWT', kid: 'not-a-key-of-ours' }, claims(token), other),
+      noKid: forge({ alg: 'EdDSA', typ: 'JWT' }, claims(token), await storedPrivateKey(service.db, String(kid))),
+      expired: forge({ alg: 'EdDSA', typ: 'JWT', kid }, claims(token, -120), await storedPrivateKey(service.db, String(kid))),
+      otherIssuer: forge({ alg: 'EdDSA', typ: 'JWT', kid }, { ...claims(token), iss: 'someone-else' }, await storedPrivateKey(service.db, String(kid))),
     }
     for (const [what, candidate] of Object.entries(forged)) {
       assert.deepEqual(await me(service, candidate), { status: 401, code: 'AUTH_TOKEN_INVALID' }, what)
     }
     // The same key signing a well-formed token passes: the refusals above are about what was altered.
-    const good = forge({ alg: 'EdDSA', typ: 'JWT', kid }, claims(userId), await storedPrivateKey(service.db, String(kid)))
+    const good = forge({ alg: 'EdDSA', typ: 'JWT', kid }, claims(token), await storedPrivateKey(service.db, String(kid)))
     assert.equal((await me(service, good)).status, 200)
+  })
+
+  it('requires exp, iat, iss, sub, aud and sid, ours, with iat not ahead and a lifetime no longer than configured', async () => {
+    const { kid } = decodeProtectedHeader(token)
+    const key = await storedPrivateKey(service.db, String(kid))
+    const signed = (payload: Record<string, unknown>): string => forge({ alg: 'EdDSA', typ: 'JWT', kid }, payload, key)
+    const good = claims(token)
+    const now = Math.floor(Date.now() / 1000)
+    const without = (claim: string): Record<string, unknown> => Object.fromEntries(Object.entries(good).filter(([name]) => name !== claim))
+    const refused: Record<string, Record<string, unknown>> = {
+      ...Object.fromEntries(['exp', 'iat', 'iss', 'sub', 'aud', 'sid'].map((claim) => [`no ${claim}`, without(claim)])),
+      'a foreign aud': { ...good, aud: 'another-service' },
+      'ours and a foreign aud': { ...good, aud: ['tollbooth-api', 'another-service'] },
+      'a sid that is not a uuid': { ...good, sid: 'session-1' },
+      'iat a year ahead': { ...good, iat: now + 365 * 86400, exp: now + 365 * 86400 + 600 },
+      'exp ten years away': { ...good, exp: now + 10 * 365 * 86400 },
+      'a lifetime one second past the configured one': { ...good, exp: now + 901 },
+      'a string exp': { ...good, exp: String(now + 600) },
+    }
+    for (const [what, payload] of Object.entries(refused)) {
+      assert.deepEqual(await me(service, signed(payload)), { status: 401, code: 'AUTH_TOKEN_INVALID' }, what)
+    }
+    assert.equal((await me(service, signed(good))).status, 200, 'the same claims, well-formed, pass')
+    assert.equal((await me(service, signed({ ...good, iat: now + 30, exp: now + 630 }))).status, 200, 'iat within the clock skew passes')
+    assert.equal((await me(service, signed({ ...good, exp: now + 900 }))).status, 200, 'exactly the configured lifetime passes')
+    const issued = decodeJwt(token)
+    assert.deepEqual([issued.iss, issued.aud, typeof issued.sid, (issued.exp ?? 0) - (issued.iat ?? 0)], ['tollbooth', 'tollbooth-api', 'string', 900], 'what the service issues')
+    await jwtVerify(token, createLocalJWKSet(await jwks(service)), { issuer: 'tollbooth', audience: 'tollbooth-api', requiredClaims: ['exp', 'iat', 'sub', 'sid'] })
+  })
+
+  it('HS256 tokens follow the same rules', () => {
+    const tokens = createAccessTokens(testJwtSecret, 900)
+    const userId = randomUUID()
+    const sessionId = randomUUID()
+    assert.deepEqual(tokens.verify(tokens.sign(userId, sessionId)), { userId, sessionId })
+    const now = Math.floor(Date.now() / 1000)
+    const good = { sub: userId, sid: sessionId, iss: 'tollbooth', aud: 'tollbooth-api', iat: now, exp: now + 600 }
+    assert.deepEqual(tokens.verify(forge({ alg: 'HS256', typ: 'JWT' }, good, testJwtSecret)), { userId, sessionId })
+    for (const payload of [{ ...good, sid: undefined }, { ...good, aud: 'elsewhere' }, { ...good, exp: now + 3600 }, { ...good, iat: now + 3600, exp: now + 4000 }]) {
+      assert.throws(() => tokens.verify(forge({ alg: 'HS256', typ: 'JWT' }, payload, testJwtSecret)), { code: 'AUTH_TOKEN_INVALID' })
+    }
   })
 
   it('keeps the private key sealed: the table holds neither the PEM nor the JWK d', async () => {
@@ -180,15 +224,15 @@ describe('keys shared by replicas on one database', () => {
       const newest = keys.at(-1)
       assert.ok(newest !== undefined)
       assert.equal((await jwks(b)).keys.length, 1, 'b has not reloaded')
-      const userId = (await registerUser(b)).body.user.id as string
-      const token = forge({ alg: 'EdDSA', typ: 'JWT', kid: newest.kid }, claims(userId), await storedPrivateKey(db, newest.kid))
+      const issued = (await registerUser(b)).body.accessToken as string
+      const token = forge({ alg: 'EdDSA', typ: 'JWT', kid: newest.kid }, claims(issued), await storedPrivateKey(db, newest.kid))
       assert.equal((await me(b, token)).status, 200, 'b reloads on the unknown kid and accepts it')
       assert.equal((await jwks(b)).keys.length, 2)
 
       const watch = watchQueries(db.pool)
       try {
         const stranger = generateKeyPairSync('ed25519').privateKey
-        const unknown = await Promise.all(Array.from({ length: 20 }, async (_, i) => await me(b, forge({ alg: 'EdDSA', typ: 'JWT', kid: `made-up-${i}` }, claims(userId), stranger))))
+        const unknown = await Promise.all(Array.from({ length: 20 }, async (_, i) => await me(b, forge({ alg: 'EdDSA', typ: 'JWT', kid: `made-up-${i}` }, claims(issued), stranger))))
         for (const answer of unknown) assert.deepEqual(answer, { status: 401, code: 'AUTH_TOKEN_INVALID' })
         const reloads = watch.texts.filter((text) => text.includes('FROM signing_keys')).length
         assert.ok(reloads <= 1, `20 made-up kids within a second cost ${reloads} reloads`)
@@ -263,7 +307,7 @@ describe('rotation', () => {
       await jwtVerify(newToken, set, { issuer: 'tollbooth' })
 
       // A token the old key signed at its very last moment, valid for the whole TTL (by its own exp).
-      const lastOld = forge({ alg: 'EdDSA', typ: 'JWT', kid: oldKid }, claims(user.body.user.id as string, 3 * ttlSeconds), await storedPrivateKey(db, String(oldKid)))
+      const lastOld = forge({ alg: 'EdDSA', typ: 'JWT', kid: oldKid }, claims(oldToken, ttlSeconds), await storedPrivateKey(db, String(oldKid)))
       nowMs += ttlSeconds * 1000 + clockLeewayMs - 1000
       await ring.reload()
       assert.equal((await me(service, lastOld)).status, 200, 'within the TTL (and leeway) of the switch, the old key verifies')
@@ -347,7 +391,7 @@ describe('other ways to sign', () => {
       assert.equal(header.kid, set.keys[0]?.kid)
       await jwtVerify(body.accessToken as string, createLocalJWKSet(set), { issuer: 'tollbooth' })
       const previousKid = set.keys[1]?.kid
-      const old = forge({ alg: 'EdDSA', typ: 'JWT', kid: previousKid }, claims(body.user.id as string), previous.privateKey)
+      const old = forge({ alg: 'EdDSA', typ: 'JWT', kid: previousKid }, claims(body.accessToken as string), previous.privateKey)
       assert.equal((await me(service, old)).status, 200)
       assert.equal((await service.db.pool.query('SELECT 1 FROM signing_keys')).rowCount, 0)
     } finally {
@@ -381,7 +425,7 @@ describe('the key-encryption key in development', () => {
       const { logger, lines } = capturingLogger('info')
       const first = await openAccessTokens({ config, db: db.pool, jwtSecret: undefined, log: logger, now: Date.now })
       first.keyRing?.close()
-      const token = first.accessTokens.sign(randomUUID())
+      const token = first.accessTokens.sign(randomUUID(), randomUUID())
       const file = path.join(dataDir, 'key-encryption-key')
       assert.equal(fs.statSync(file).mode & 0o777, 0o600)
       assert.ok(lines.some((line) => String(line.msg).includes('generated one into the data folder') && line.file === file))
@@ -394,8 +438,8 @@ describe('the key-encryption key in development', () => {
       const second = await openAccessTokens({ config, db: db.pool, jwtSecret: undefined, log: again.logger, now: Date.now })
       second.keyRing?.close()
       assert.equal(second.keyRing?.signing.kid, first.keyRing?.signing.kid, 'the same key opens the stored signing key')
-      assert.ok(typeof await second.accessTokens.verify(second.accessTokens.sign(randomUUID())) === 'string')
-      assert.ok(typeof await second.accessTokens.verify(token) === 'string')
+      assert.ok(typeof (await second.accessTokens.verify(second.accessTokens.sign(randomUUID(), randomUUID()))).userId === 'string')
+      assert.ok(typeof (await second.accessTokens.verify(token)).userId === 'string')
       assert.ok(!again.lines.some((line) => String(line.msg).includes('generated one')))
     } finally {
       await db.drop()

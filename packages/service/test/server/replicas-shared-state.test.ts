@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import { startServe, type ServeProcess } from '../../src/launcher.js'
 import { packageRoot } from '../../src/paths.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
+import { waitFor } from '../helpers/wait.js'
 import { request, serveEnv, uniqueEmail } from '../helpers/service.js'
 
 const accountFailures = 3
@@ -77,15 +78,20 @@ describe('three replicas on one PostgreSQL share their state', () => {
     assert.notEqual(second, first)
     assert.equal((await request(c, 'GET', '/api/v1/me', { token: rotated.body.accessToken })).status, 200, 'B\'s access token verifies on C')
 
+    // Past the refresh grace window (within it, the same successor is given again).
+    await db.pool.query("UPDATE refresh_tokens SET rotated_at = rotated_at - interval '1 minute' WHERE rotated_at IS NOT NULL")
     const reused = await request(c, 'POST', '/api/v1/auth/refresh', { body: { refreshToken: first } })
     assert.equal(reused.status, 401)
     assert.equal(reused.body.error.code, 'AUTH_REFRESH_TOKEN_REUSED')
-    // The reuse revoked the family: B's new token is refused everywhere, A included.
+    // The reuse revoked the family: B's new token is refused everywhere, A included, and its access token too.
     for (const replica of [a, b]) {
       const refused = await request(replica, 'POST', '/api/v1/auth/refresh', { body: { refreshToken: second } })
       assert.equal(refused.status, 401, replica.url)
       assert.equal(refused.body.error.code, 'AUTH_REFRESH_TOKEN_INVALID')
     }
+    // C revoked it: refused there at once; A and B see it within their session-check cache time (1 s).
+    assert.equal((await request(c, 'GET', '/api/v1/me', { token: rotated.body.accessToken })).body.error.code, 'AUTH_SESSION_ENDED')
+    await waitFor('A to refuse the ended session\'s access token', async () => (await request(a, 'GET', '/api/v1/me', { token: rotated.body.accessToken })).status === 401)
   })
 
   it('login throttling counts are shared: failures spread over A, B and C reach the bound, the next login on any replica is 429', async () => {

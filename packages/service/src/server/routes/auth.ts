@@ -5,6 +5,7 @@ import type { preValidationAsyncHookHandler } from 'fastify'
 import { requestContext, requireUser } from '../request-context.js'
 import { normaliseEmail, type AuthService } from '../auth-service.js'
 import type { AccessTokens } from '../tokens.js'
+import type { SessionCheck } from '../session-check.js'
 import type { PasswordEngine } from '../../hashing/types.js'
 import type { RefusalPacer } from '../pacing.js'
 import { hashAdmission, hashRequestOptions, pacedHashAdmission } from '../hash-admission.js'
@@ -12,6 +13,7 @@ import { hashAdmission, hashRequestOptions, pacedHashAdmission } from '../hash-a
 export interface AuthRoutesOptions {
   auth: AuthService
   accessTokens: AccessTokens
+  sessions: SessionCheck
   engine: PasswordEngine
   pacer: RefusalPacer
   loginDeadlineMs: number
@@ -31,7 +33,7 @@ export const trimEmail: preValidationAsyncHookHandler = async (request) => {
 }
 
 export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, options) => {
-  const { auth, accessTokens, engine, pacer, loginDeadlineMs, registerDeadlineMs } = options
+  const { auth, accessTokens, sessions, engine, pacer, loginDeadlineMs, registerDeadlineMs } = options
   const loginAdmission = { engine, pacer, kind: 'verify' as const, deadlineMs: loginDeadlineMs }
   app.post('/auth/register', {
     config: { tokenResponse: true },
@@ -77,16 +79,16 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
     schema: {
       tags: ['auth'],
       summary: 'Trade a refresh token for a new token pair (the old one is spent)',
-      description: 'Presenting an already rotated refresh token revokes its whole family.',
+      description: 'The same token presented again within the refresh grace window (TOLLBOOTH_REFRESH_GRACE_SECONDS) gets the same new refresh token; later, an already rotated token revokes its whole session (AUTH_REFRESH_TOKEN_REUSED).',
       body: RefreshBody,
       response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415, 503) },
     },
-  }, async (request) => await auth.refresh(request.body.refreshToken))
+  }, async (request) => await auth.refresh(request.body.refreshToken, { client: request.ip }))
 
   app.post('/auth/logout', {
     schema: {
       tags: ['auth'],
-      summary: 'Revoke the refresh token and its family',
+      summary: 'End the refresh token\'s session: its refresh and access tokens stop working',
       body: RefreshBody,
       response: { 204: Type.Null({ description: 'Signed out' }), ...errors(400, 413, 415, 503) },
     },
@@ -96,11 +98,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
   })
 
   app.get('/me', {
-    onRequest: requireUser(accessTokens),
+    onRequest: requireUser(accessTokens, sessions),
     schema: {
       tags: ['users'],
       summary: 'The signed-in user',
       security: bearerAuth,
+      description: 'Any route with a Bearer token answers 401 AUTH_SESSION_ENDED once the token\'s session has ended.',
       response: { 200: Type.Ref('User'), ...errors(401, 503) },
     },
   }, async (request) => await auth.me(request.userId))

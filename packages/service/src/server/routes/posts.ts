@@ -6,10 +6,12 @@ import { insertPost, listPosts } from '../../db/posts.js'
 import { bearerAuth, CreatePostBody, errors, ListPostsQuery, PostPage } from '../schemas.js'
 import { requireUser } from '../request-context.js'
 import type { AccessTokens } from '../tokens.js'
+import type { SessionCheck } from '../session-check.js'
 
 export interface PostRoutesOptions {
   db: pg.Pool
   accessTokens: AccessTokens
+  sessions: SessionCheck
 }
 
 function encodeCursor (id: number): string {
@@ -22,9 +24,9 @@ function decodeCursor (cursor: string): number {
   return Number.parseInt(match[1], 10)
 }
 
-export const postRoutes: FastifyPluginAsyncTypebox<PostRoutesOptions> = async (app, { db, accessTokens }) => {
+export const postRoutes: FastifyPluginAsyncTypebox<PostRoutesOptions> = async (app, { db, accessTokens, sessions }) => {
   app.post('/posts', {
-    onRequest: requireUser(accessTokens),
+    onRequest: requireUser(accessTokens, sessions),
     schema: {
       tags: ['posts'],
       summary: 'Write a post',

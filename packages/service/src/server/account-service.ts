@@ -1,0 +1,161 @@
+/**
+ * What a signed-in user does to their own account: list and end sessions, sign out everywhere,
+ * change the password, delete the account. The password checks follow login's rules: hash
+ * admission before the work, the same throttle (a wrong password is a failed login of the
+ * account and the address), the verify through the pool with a deadline.
+ */
+import type pg from 'pg'
+import type { FastifyBaseLogger } from 'fastify'
+import { createError, isTollboothError } from '../errors.js'
+import type { HashRequestOptions, PasswordEngine } from '../hashing/types.js'
+import { withTransaction } from '../db/pool.js'
+import { findUserById, replacePasswordHash, type UserWithHash } from '../db/users.js'
+import { listLiveSessions, revokeAllSessionIds, revokeSession } from '../db/sessions.js'
+import { deleteAccount } from '../db/accounts.js'
+import { readFailures, recordFailure, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
+import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
+import type { LoginContext } from './auth-service.js'
+import type { SessionCheck } from './session-check.js'
+import { acceptNewPassword, passwordForms } from './password-policy.js'
+
+export interface AccountServiceDeps {
+  db: pg.Pool
+  engine: PasswordEngine
+  sessions: SessionCheck
+  loginDeadlineMs: number
+  /** The deadline of hashing the new password, from the request's arrival (registration's). */
+  registerDeadlineMs: number
+  loginThrottle: LoginThrottlePolicy
+  log: FastifyBaseLogger
+  now?: () => number
+}
+
+/** Who is asking: the user and session of the access token. */
+export interface Caller {
+  userId: string
+  sessionId: string
+}
+
+export interface SessionView {
+  id: string
+  createdAt: string
+  lastUsedAt: string
+  userAgent: string | null
+  address: string | null
+  current: boolean
+}
+
+export class AccountService {
+  constructor (private readonly deps: AccountServiceDeps) {}
+
+  async listSessions (caller: Caller): Promise<SessionView[]> {
+    const sessions = await listLiveSessions(this.deps.db, caller.userId)
+    return sessions.map((session) => ({
+      id: session.id,
+      createdAt: session.createdAt.toISOString(),
+      lastUsedAt: session.lastUsedAt.toISOString(),
+      userAgent: session.userAgent,
+      address: session.address,
+      current: session.id === caller.sessionId,
+    }))
+  }
+
+  /** Ends one of the caller's sessions (the current one included); SESSION_NOT_FOUND for any other id. */
+  async endSession (caller: Caller, sessionId: string): Promise<void> {
+    if (!await revokeSession(this.deps.db, caller.userId, sessionId, 'revoked_by_user')) throw createError('SESSION_NOT_FOUND')
+    this.deps.sessions.forget([sessionId])
+  }
+
+  /** Ends every session of the caller, the current one included. */
+  async logoutAll (caller: Caller): Promise<void> {
+    const ended = await withTransaction(this.deps.db, async (client) => await revokeAllSessionIds(client, caller.userId, { reason: 'logout_all' }))
+    this.deps.sessions.forget(ended)
+  }
+
+  async deleteAccount (caller: Caller, password: string, context: LoginContext): Promise<void> {
+    const user = await this.user(caller)
+    await this.verifyPassword(user, password, context)
+    const { sessionIds } = await deleteAccount(this.deps.db, user.id)
+    this.deps.sessions.forget([caller.sessionId, ...sessionIds])
+    this.deps.log.info({ event: 'account_deleted', userId: user.id, address: context.client }, 'account deleted')
+  }
+
+  /** Sets the new password and ends every other session; the caller's session keeps working. */
+  async changePassword (caller: Caller, input: { currentPassword: string, newPassword: string }, context: LoginContext): Promise<void> {
+    // The policy's cheap checks before any query or hash; the NFC form is what is hashed.
+    const newPassword = acceptNewPassword(input.newPassword, 'newPassword')
+    const user = await this.user(caller)
+    await this.verifyPassword(user, input.currentPassword, context, 'currentPassword')
+    let newHash: string
+    try {
+      newHash = await this.deps.engine.hash(newPassword, this.hashOptions(this.deps.registerDeadlineMs, context))
+    } catch (err) {
+      if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'newPassword' })
+      throw err
+    }
+    const ended = await withTransaction(this.deps.db, async (client) => {
+      // Only over the hash just verified: a password changed meanwhile (another session) wins.
+      if (!await replacePasswordHash(client, user.id, user.passwordHash, newHash)) throw createError('CURRENT_PASSWORD_INCORRECT')
+      return await revokeAllSessionIds(client, user.id, { except: caller.sessionId, reason: 'password_changed' })
+    })
+    this.deps.sessions.forget(ended)
+    this.deps.log.info({ event: 'password_changed', userId: user.id, address: context.client, sessionsEnded: ended.length }, 'password changed')
+  }
+
+  private async user (caller: Caller): Promise<UserWithHash> {
+    const user = await findUserById(this.deps.db, caller.userId)
+    if (user === undefined) throw createError('AUTH_SESSION_ENDED')
+    return user
+  }
+
+  private hashOptions (deadlineMs: number, { signal, receivedAt, client }: LoginContext): HashRequestOptions {
+    return {
+      ...(receivedAt === undefined ? { deadlineMs } : { deadlineAt: receivedAt + deadlineMs }),
+      ...(signal === undefined ? {} : { signal }),
+      client,
+    }
+  }
+
+  /**
+   * Login's rules for a password given again by a signed-in user: admission, then the throttle
+   * decided before any hash, the verify through the pool, and a wrong password counted as a
+   * failed login. Throws CURRENT_PASSWORD_INCORRECT or TOO_MANY_ATTEMPTS.
+   */
+  private async verifyPassword (user: UserWithHash, password: string, context: LoginContext, field = 'password'): Promise<void> {
+    // Malformed text refused before anything costs; the NFC form first, then the typed form
+    // (hashes made before normalisation), as login does.
+    const forms = passwordForms(password, field)
+    const hashOptions = this.hashOptions(this.deps.loginDeadlineMs, context)
+    this.deps.engine.assertAdmissible('verify', hashOptions)
+    const keys: ThrottleKeys = { account: user.email, address: addressKey(context.client) }
+    const failures = await readFailures(this.deps.db, keys)
+    const decision = decide(failures, this.now(), this.deps.loginThrottle)
+    if (!decision.allowed) {
+      const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
+      this.deps.log.warn({ event: 'login_throttled', account: keys.account, address: keys.address, scopes: decision.scopes, retryAfterSeconds, reauthentication: true }, 'password check throttled')
+      throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
+    }
+    let match = false
+    try {
+      for (const form of forms) {
+        match = (await this.deps.engine.verify(form, user.passwordHash, hashOptions)).match
+        if (match) break
+      }
+    } catch (err) {
+      if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
+      this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the password check is answered as a wrong password')
+      match = false
+    }
+    if (!match) {
+      const nowMs = this.now()
+      const counts = await recordFailure(this.deps.db, keys, { nowMs, windowExpiredAtOrBefore: windowExpiredAtOrBefore(nowMs, this.deps.loginThrottle) })
+      this.deps.log.info({ event: 'login_failed', reason: 'wrong_password', reauthentication: true, account: keys.account, address: keys.address, accountFailures: counts.account?.failures, addressFailures: counts.address?.failures }, 'password check failed')
+      throw createError('CURRENT_PASSWORD_INCORRECT')
+    }
+    if (failures.account !== undefined) await resetAccountFailures(this.deps.db, keys.account)
+  }
+
+  private now (): number {
+    return (this.deps.now ?? Date.now)()
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * The purge job on a real database: what it deletes and keeps, in batches, shared by two
+ * replicas, on its schedule (mock timers), and stopping between batches on close.
+ */
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { after, before, beforeEach, describe, it, mock } from 'node:test'
+import type pg from 'pg'
+import { insertRefreshToken } from '../../src/db/refresh-tokens.js'
+import { insertSession } from '../../src/db/sessions.js'
+import { purgeTargets } from '../../src/db/purge.js'
+import { createDatabasePool } from '../../src/db/pool.js'
+import { PurgeJob } from '../../src/server/purge-job.js'
+import { newRefreshToken } from '../../src/server/tokens.js'
+import { createTestDatabase, watchQueries, type TestDatabase } from '../helpers/database.js'
+import { capturingLogger } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
+
+const hour = 3_600_000
+
+async function newUser (db: pg.Pool): Promise<string> {
+  const { rows } = await db.query<{ id: string }>("INSERT INTO users (email, password_hash) VALUES ($1, 'x') RETURNING id", [`${randomUUID()}@example.com`])
+  return rows[0]?.id ?? ''
+}
+
+/** A session with one token of each kind given; returns its id. */
+async function session (db: pg.Pool, userId: string, tokens: Array<'live' | 'expired' | 'revoked' | 'rotated' | 'rotated-expired'>, state: { revoked?: boolean, ended?: boolean } = {}): Promise<string> {
+  const id = randomUUID()
+  await insertSession(db, { id, userId, expiresAt: new Date(Date.now() + (state.ended === true ? -hour : hour)), userAgent: null, address: null })
+  if (state.revoked === true) await db.query('UPDATE sessions SET revoked_at = now() WHERE id = $1', [id])
+  for (const kind of tokens) {
+    const expired = kind === 'expired' || kind === 'rotated-expired'
+    const { tokenHash } = newRefreshToken()
+    await insertRefreshToken(db, { tokenHash, familyId: id, userId, expiresAt: new Date(Date.now() + (expired ? -hour : hour)) })
+    if (kind === 'revoked') await db.query('UPDATE refresh_tokens SET revoked_at = now() WHERE token_hash = $1', [tokenHash])
+    if (kind.startsWith('rotated')) await db.query('UPDATE refresh_tokens SET rotated_at = now() WHERE token_hash = $1', [tokenHash])
+  }
+  return id
+}
+
+async function count (db: pg.Pool, table: 'sessions' | 'refresh_tokens'): Promise<number> {
+  return (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n ?? 0
+}
+
+function job (db: pg.Pool, batchSize: number, intervalMs = 3_600_000): PurgeJob {
+  return new PurgeJob({ db, targets: purgeTargets, intervalMs, batchSize, log: capturingLogger('silent').logger })
+}
+
+describe('the purge job', () => {
+  let db: TestDatabase
+  before(async () => { db = await createTestDatabase() })
+  after(async () => { await db.drop() })
+  beforeEach(async () => { await db.pool.query('TRUNCATE users CASCADE') })
+
+  it('deletes expired, rotated-and-expired and revoked tokens and ended sessions; keeps what can still be used', async () => {
+    const userId = await newUser(db.pool)
+    const live = await session(db.pool, userId, ['rotated', 'live', 'expired', 'revoked', 'rotated-expired'])
+    const revoked = await session(db.pool, userId, ['live'], { revoked: true })
+    const pastEnd = await session(db.pool, userId, ['live'], { ended: true })
+    const idle = await session(db.pool, userId, ['expired'])
+    const purge = job(db.pool, 1000)
+    const counts = await purge.runOnce()
+    await purge.close()
+    // Tokens: expired, revoked, rotated-expired, and the idle session's; then the three ended sessions (their live tokens go with them).
+    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3 })
+    const { rows: sessions } = await db.pool.query<{ id: string }>('SELECT id FROM sessions')
+    assert.deepEqual(sessions.map((row) => row.id), [live])
+    const { rows: tokens } = await db.pool.query<{ rotated: boolean }>('SELECT rotated_at IS NOT NULL AS rotated FROM refresh_tokens ORDER BY rotated')
+    assert.deepEqual(tokens.map((row) => row.rotated), [false, true], 'the live token and the rotated one (kept until it expires, to detect its reuse)')
+    assert.ok(![revoked, pastEnd, idle].includes(sessions[0]?.id ?? ''))
+  })
+
+  it('deletes in batches of the given size, one statement each', async () => {
+    const userId = await newUser(db.pool)
+    for (let i = 0; i < 5; i++) await session(db.pool, userId, ['revoked', 'live'], { revoked: true })
+    const watch = watchQueries(db.pool)
+    try {
+      // The revoked tokens; the live ones go with their revoked sessions.
+      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5 })
+      const deletes = watch.texts.filter((text) => text.includes('DELETE FROM'))
+      // 5 tokens: 2 full batches and a short one; the same for 5 sessions.
+      assert.equal(deletes.length, 3 + 3)
+    } finally {
+      watch.stop()
+    }
+    assert.equal(await count(db.pool, 'refresh_tokens'), 0)
+  })
+
+  it('two replicas running at once share the rows without waiting on each other or failing', async () => {
+    const userId = await newUser(db.pool)
+    for (let i = 0; i < 40; i++) await session(db.pool, userId, ['expired', 'revoked'])
+    const other = createDatabasePool(db.url, 4)
+    try {
+      const runs = await Promise.all([job(db.pool, 5).runOnce(), job(other, 5).runOnce()])
+      assert.equal(runs.reduce((sum, run) => sum + (run.refresh_tokens ?? 0), 0), 80)
+      assert.equal(runs.reduce((sum, run) => sum + (run.sessions ?? 0), 0), 40)
+      assert.equal(await count(db.pool, 'sessions'), 0)
+    } finally {
+      await other.end()
+    }
+  })
+
+  it('stops between batches on close, and waits for the batch in flight', async () => {
+    const userId = await newUser(db.pool)
+    for (let i = 0; i < 6; i++) await session(db.pool, userId, ['expired'])
+    const purge = job(db.pool, 1)
+    const run = purge.runOnce()
+    await purge.close()
+    assert.deepEqual(await run, { refresh_tokens: 1 })
+    assert.equal(await count(db.pool, 'refresh_tokens'), 5)
+  })
+
+  it('runs every interval from its start', async () => {
+    const userId = await newUser(db.pool)
+    await session(db.pool, userId, ['revoked'])
+    mock.timers.enable({ apis: ['setTimeout'] })
+    const purge = job(db.pool, 100, 60_000)
+    try {
+      purge.start()
+      mock.timers.tick(59_999)
+      assert.equal(await count(db.pool, 'refresh_tokens'), 1, 'not before the interval')
+      mock.timers.tick(1)
+      mock.timers.reset()
+      await waitFor('the scheduled run to delete the revoked token', async () => await count(db.pool, 'refresh_tokens') === 0)
+    } finally {
+      mock.timers.reset()
+      await purge.close()
+    }
+  })
+})

@@ -50,7 +50,7 @@ describe('the purge job', () => {
   let db: TestDatabase
   before(async () => { db = await createTestDatabase() })
   after(async () => { await db.drop() })
-  beforeEach(async () => { await db.pool.query('TRUNCATE users CASCADE') })
+  beforeEach(async () => { await db.pool.query('TRUNCATE users, mail_outbox, mail_requests CASCADE') })
 
   it('deletes expired, rotated-and-expired and revoked tokens and ended sessions; keeps what can still be used', async () => {
     const userId = await newUser(db.pool)
@@ -58,11 +58,28 @@ describe('the purge job', () => {
     const revoked = await session(db.pool, userId, ['live'], { revoked: true })
     const pastEnd = await session(db.pool, userId, ['live'], { ended: true })
     const idle = await session(db.pool, userId, ['expired'])
+    // Reset and verification links: one live, one used, one expired.
+    for (const [expiresInMs, used] of [[hour, false], [hour, true], [-hour, false]] as const) {
+      await db.pool.query("INSERT INTO account_tokens (token_hash, purpose, user_id, expires_at, used_at) VALUES ($1, 'password_reset', $2, $3, $4)",
+        [newRefreshToken().tokenHash, userId, new Date(Date.now() + expiresInMs), used ? new Date() : null])
+    }
+    // Mails: pending, sent just now, sent 8 days ago; mail-request counts of a window that ended 8 days ago, and a current one.
+    await db.pool.query(`INSERT INTO mail_outbox (kind, recipient, subject, status, finished_at) VALUES
+      ('test', 'a@example.com', 'pending', 'pending', NULL), ('test', 'a@example.com', 'recent', 'sent', now()),
+      ('test', 'a@example.com', 'old', 'sent', now() - interval '8 days')`)
+    await db.pool.query(`INSERT INTO mail_requests (scope, key, requests, window_started_at) VALUES
+      ('account', 'old@example.com', 1, now() - interval '8 days'), ('account', 'new@example.com', 1, now())`)
     const purge = job(db.pool, 1000)
     const counts = await purge.runOnce()
     await purge.close()
     // Tokens: expired, revoked, rotated-expired, and the idle session's; then the three ended sessions (their live tokens go with them).
-    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3 })
+    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3, account_tokens: 2, mail_outbox: 1, mail_requests: 1 })
+    const { rows: links } = await db.pool.query<{ live: boolean }>('SELECT used_at IS NULL AND expires_at > now() AS live FROM account_tokens')
+    assert.deepEqual(links.map((row) => row.live), [true])
+    const { rows: mails } = await db.pool.query<{ subject: string }>('SELECT subject FROM mail_outbox ORDER BY id')
+    assert.deepEqual(mails.map((row) => row.subject), ['pending', 'recent'])
+    const { rows: requests } = await db.pool.query<{ key: string }>('SELECT key FROM mail_requests')
+    assert.deepEqual(requests.map((row) => row.key), ['new@example.com'])
     const { rows: sessions } = await db.pool.query<{ id: string }>('SELECT id FROM sessions')
     assert.deepEqual(sessions.map((row) => row.id), [live])
     const { rows: tokens } = await db.pool.query<{ rotated: boolean }>('SELECT rotated_at IS NOT NULL AS rotated FROM refresh_tokens ORDER BY rotated')
@@ -76,10 +93,10 @@ describe('the purge job', () => {
     const watch = watchQueries(db.pool)
     try {
       // The revoked tokens; the live ones go with their revoked sessions.
-      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5 })
+      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5, account_tokens: 0, mail_outbox: 0, mail_requests: 0 })
       const deletes = watch.texts.filter((text) => text.includes('DELETE FROM'))
-      // 5 tokens: 2 full batches and a short one; the same for 5 sessions.
-      assert.equal(deletes.length, 3 + 3)
+      // 5 tokens: 2 full batches and a short one; the same for 5 sessions; one empty batch for each other table.
+      assert.equal(deletes.length, 3 + 3 + 3)
     } finally {
       watch.stop()
     }

@@ -9,7 +9,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
-import type { HashRequestOptions, PasswordEngine } from '../hashing/types.js'
+import type { PasswordEngine } from '../hashing/types.js'
 import { withTransaction, type Queryable } from '../db/pool.js'
 import { insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose } from '../db/account-tokens.js'
 import { countMailRequest } from '../db/mail-throttle.js'
@@ -21,7 +21,7 @@ import { markEmailVerified, setPasswordHashByMail } from '../db/users.js'
 import { enqueueMail } from '../mail/outbox.js'
 import { accountLink, passwordResetMail, registrationAttemptMail, verificationMail } from '../mail/messages.js'
 import { addressKey } from './login-throttle.js'
-import type { RequestContext } from './auth-service.js'
+import { contextHashOptions, type RequestContext } from './auth-service.js'
 
 export interface MailThrottlePolicy {
   accountRequests: number
@@ -136,7 +136,7 @@ export class AccountMailService {
     if (!(await isLiveAccountToken(this.deps.db, tokenHash, 'password_reset'))) throw createError('ACCOUNT_TOKEN_INVALID', undefined, { field: 'token' })
     let passwordHash: string
     try {
-      passwordHash = await this.deps.engine.hash(password, hashOptions(this.deps.registerDeadlineMs, context))
+      passwordHash = await this.deps.engine.hash(password, contextHashOptions(this.deps.registerDeadlineMs, context))
     } catch (err) {
       if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'password' })
       throw err
@@ -166,13 +166,5 @@ export class AccountMailService {
     })
     if (userId === undefined) throw createError('ACCOUNT_TOKEN_INVALID', undefined, { field: 'token' })
     this.deps.log.info({ event: 'email_verified', userId }, 'email address verified')
-  }
-}
-
-function hashOptions (deadlineMs: number, { signal, receivedAt, client }: RequestContext): HashRequestOptions {
-  return {
-    ...(receivedAt === undefined ? { deadlineMs } : { deadlineAt: receivedAt + deadlineMs }),
-    ...(signal === undefined ? {} : { signal }),
-    ...(client === undefined ? {} : { client }),
   }
 }

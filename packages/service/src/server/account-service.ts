@@ -7,14 +7,14 @@
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
-import type { HashRequestOptions, PasswordEngine } from '../hashing/types.js'
+import type { PasswordEngine } from '../hashing/types.js'
 import { withTransaction } from '../db/pool.js'
 import { findUserById, replacePasswordHash, type UserWithHash } from '../db/users.js'
 import { listLiveSessions, revokeAllSessionIds, revokeSession } from '../db/sessions.js'
 import { deleteAccount } from '../db/accounts.js'
 import { readFailures, recordFailure, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
 import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
-import type { LoginContext } from './auth-service.js'
+import { contextHashOptions, type LoginContext } from './auth-service.js'
 import type { SessionCheck } from './session-check.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 
@@ -88,7 +88,7 @@ export class AccountService {
     await this.verifyPassword(user, input.currentPassword, context, 'currentPassword')
     let newHash: string
     try {
-      newHash = await this.deps.engine.hash(newPassword, this.hashOptions(this.deps.registerDeadlineMs, context))
+      newHash = await this.deps.engine.hash(newPassword, contextHashOptions(this.deps.registerDeadlineMs, context))
     } catch (err) {
       if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'newPassword' })
       throw err
@@ -108,14 +108,6 @@ export class AccountService {
     return user
   }
 
-  private hashOptions (deadlineMs: number, { signal, receivedAt, client }: LoginContext): HashRequestOptions {
-    return {
-      ...(receivedAt === undefined ? { deadlineMs } : { deadlineAt: receivedAt + deadlineMs }),
-      ...(signal === undefined ? {} : { signal }),
-      client,
-    }
-  }
-
   /**
    * Login's rules for a password given again by a signed-in user: admission, then the throttle
    * decided before any hash, the verify through the pool, and a wrong password counted as a
@@ -125,7 +117,7 @@ export class AccountService {
     // Malformed text refused before anything costs; the NFC form first, then the typed form
     // (hashes made before normalisation), as login does.
     const forms = passwordForms(password, field)
-    const hashOptions = this.hashOptions(this.deps.loginDeadlineMs, context)
+    const hashOptions = contextHashOptions(this.deps.loginDeadlineMs, context)
     this.deps.engine.assertAdmissible('verify', hashOptions)
     const keys: ThrottleKeys = { account: user.email, address: addressKey(context.client) }
     const failures = await readFailures(this.deps.db, keys)

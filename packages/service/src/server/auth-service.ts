@@ -43,7 +43,7 @@ export interface AuthServiceDeps {
   log: FastifyBaseLogger
   /** Wall-clock time in epoch ms for login throttling (tests pass their own); default Date.now. */
   now?: () => number
-  /** Queues the verification mail of a new account (account-service.ts); none: no mail. */
+  /** Queues the verification mail of a new account (account-mail-service.ts); none: no mail. */
   accountMail?: AccountMailService
   /** TOLLBOOTH_REQUIRE_VERIFIED_EMAIL: a login with the right password and an unverified address is refused. */
   requireVerifiedEmail?: boolean
@@ -69,6 +69,15 @@ export interface LoginContext extends RequestContext {
 /** A verify's result, with the form of the typed password that matched (undefined: none tried). */
 interface VerifiedForm extends VerifyResult {
   form: string | undefined
+}
+
+/** A hash's options from its request: the deadline counted from the arrival, the client's turn, and its cancellation. */
+export function contextHashOptions (deadlineMs: number, { signal, receivedAt, client }: RequestContext): HashRequestOptions {
+  return {
+    ...(receivedAt === undefined ? { deadlineMs } : { deadlineAt: receivedAt + deadlineMs }),
+    ...(signal === undefined ? {} : { signal }),
+    ...(client === undefined ? {} : { client }),
+  }
 }
 
 /** Why a login failed, for the security log (never sent to the client: it would tell accounts apart). */
@@ -116,20 +125,12 @@ export class AuthService {
     }
   }
 
-  private hashOptions (deadlineMs: number, { signal, receivedAt, client }: RequestContext): HashRequestOptions {
-    return {
-      ...(receivedAt === undefined ? { deadlineMs } : { deadlineAt: receivedAt + deadlineMs }),
-      ...(signal === undefined ? {} : { signal }),
-      ...(client === undefined ? {} : { client }),
-    }
-  }
-
   /** Hash first: a taken email costs the same as a new one (and admission is decided before any query). */
   private async hashNewPassword (typed: string, context: RequestContext): Promise<string> {
     // The policy's cheap checks before the hash; the NFC form is what is hashed.
     const password = acceptNewPassword(typed)
     try {
-      return await this.deps.engine.hash(password, this.hashOptions(this.deps.registerDeadlineMs, context))
+      return await this.deps.engine.hash(password, contextHashOptions(this.deps.registerDeadlineMs, context))
     } catch (err) {
       if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'password' })
       throw err
@@ -169,7 +170,7 @@ export class AuthService {
     const email = normaliseEmail(input.email)
     // Malformed text is refused before anything costs: no hash, no query.
     const forms = passwordForms(input.password)
-    const hashOptions = this.hashOptions(this.deps.loginDeadlineMs, context)
+    const hashOptions = contextHashOptions(this.deps.loginDeadlineMs, context)
     // Admission at once: a login the hash queue cannot serve in time is refused before it
     // costs a database query. Known and unknown emails both pass here first.
     this.deps.engine.assertAdmissible('verify', hashOptions)

@@ -4,8 +4,9 @@ import { readFailures, recordFailure } from '../../src/db/login-throttle.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { capturingLogger, registerUser, request, startTestService, uniqueEmail, type JsonResponse, type TestService, type TestServiceOptions } from '../helpers/service.js'
 
-const login = async (service: TestService, email: string, password: string, headers: Record<string, string> = {}): Promise<JsonResponse> =>
-  await request(service, 'POST', '/api/v1/auth/login', { body: { email, password }, headers })
+/** A login; `from` another loopback address (a client of its own), else from 127.0.0.1. */
+const login = async (service: TestService, email: string, password: string, headers: Record<string, string> = {}, from?: string): Promise<JsonResponse> =>
+  await request(service, 'POST', '/api/v1/auth/login', { body: { email, password }, headers, ...(from === undefined ? {} : { from }) })
 
 /** The service's wall clock, moved by hand: no test waits for a delay to pass. */
 function manualClock (): { now: () => number, advance: (ms: number) => void } {
@@ -21,9 +22,9 @@ function assertThrottled (response: JsonResponse, retryAfterSeconds?: number): v
   if (retryAfterSeconds !== undefined) assert.equal(header, retryAfterSeconds)
 }
 
-async function failTimes (service: TestService, email: string, times: number, headers: Record<string, string> = {}): Promise<void> {
+async function failTimes (service: TestService, email: string, times: number, headers: Record<string, string> = {}, from?: string): Promise<void> {
   for (let i = 0; i < times; i++) {
-    const response = await login(service, email, `wrong password ${i}`, headers)
+    const response = await login(service, email, `wrong password ${i}`, headers, from)
     assert.equal(response.status, 401, `failure ${i + 1}: ${JSON.stringify(response.body)}`)
   }
 }
@@ -146,29 +147,37 @@ describe('login throttling per client address', () => {
     return service
   }
   after(async () => { for (const service of started) await service.close() })
+  // One service for the tests without a trusted proxy: each test is a client of its own (its own
+  // loopback address, 127.0.0.x), so no test's failures count against another's.
+  const logs = capturingLogger()
+  let direct: TestService
+  before(async () => { direct = await start({ logger: logs.logger }) })
 
   it('lets one address fail on many accounts up to its bound, then throttles every login from it', async () => {
-    const logs = capturingLogger()
-    const service = await start({ logger: logs.logger })
+    const service = direct
+    const from = '127.0.0.11'
+    logs.lines.length = 0
     const { email, password } = await registerUser(service)
-    // 5 accounts x 4 failures: 20 from 127.0.0.1, none of the accounts at its own bound.
-    for (let i = 0; i < 4; i++) await failTimes(service, uniqueEmail('office'), 4)
-    await failTimes(service, uniqueEmail('office'), 3)
-    assert.equal((await login(service, email, password)).status, 200, 'below the address bound (19 failures), logins go on')
-    await failTimes(service, uniqueEmail('office'), 1)
+    // 5 accounts x 4 failures: 20 from one address, none of the accounts at its own bound.
+    for (let i = 0; i < 4; i++) await failTimes(service, uniqueEmail('office'), 4, {}, from)
+    await failTimes(service, uniqueEmail('office'), 3, {}, from)
+    assert.equal((await login(service, email, password, {}, from)).status, 200, 'below the address bound (19 failures), logins go on')
+    await failTimes(service, uniqueEmail('office'), 1, {}, from)
     const before = service.engine.stats().completed
-    assertThrottled(await login(service, email, password), 1)
+    assertThrottled(await login(service, email, password, {}, from), 1)
     assert.equal(service.engine.stats().completed, before)
     const throttled = logs.lines.filter((line) => line.event === 'login_throttled')
     assert.deepEqual(throttled.map((line) => line.scopes), [['address']])
+    assert.deepEqual(throttled.map((line) => line.address), [from])
     // The block is the address's: the same account from another address logs in.
-    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password }, from: '127.0.0.2' })).status, 200)
+    assert.equal((await login(service, email, password, {}, '127.0.0.12')).status, 200)
   })
 
   it('ignores X-Forwarded-For unless TOLLBOOTH_TRUST_PROXY is set', async () => {
-    const service = await start()
-    for (let i = 0; i < 5; i++) await failTimes(service, uniqueEmail('spoof'), 4, { 'x-forwarded-for': `198.51.100.${i}` })
-    assertThrottled(await login(service, uniqueEmail('spoof'), 'guess', { 'x-forwarded-for': '198.51.100.200' }))
+    const service = direct
+    const from = '127.0.0.13'
+    for (let i = 0; i < 5; i++) await failTimes(service, uniqueEmail('spoof'), 4, { 'x-forwarded-for': `198.51.100.${i}` }, from)
+    assertThrottled(await login(service, uniqueEmail('spoof'), 'guess', { 'x-forwarded-for': '198.51.100.200' }, from))
   })
 
   for (const trustProxy of ['127.0.0.1', '1']) {
@@ -189,13 +198,14 @@ describe('login throttling per client address', () => {
   }
 
   it('does not reset the address on a success: a login of the attacker\'s own account does not buy more guesses', async () => {
-    const service = await start()
+    const service = direct
+    const from = '127.0.0.14'
     const own = await registerUser(service)
     for (let i = 0; i < 5; i++) {
-      await failTimes(service, uniqueEmail('victim'), 4)
-      if (i < 4) assert.equal((await login(service, own.email, own.password)).status, 200)
+      await failTimes(service, uniqueEmail('victim'), 4, {}, from)
+      if (i < 4) assert.equal((await login(service, own.email, own.password, {}, from)).status, 200)
     }
-    assertThrottled(await login(service, own.email, own.password))
+    assertThrottled(await login(service, own.email, own.password, {}, from))
   })
 })
 

@@ -4,7 +4,7 @@ import cluster from 'node:cluster'
 import fs from 'node:fs'
 import net, { type AddressInfo } from 'node:net'
 import path from 'node:path'
-import { describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { loadConfig } from '../../src/config.js'
 import { scratchClusterDir } from '../../src/db/embedded.js'
 import { packageRoot } from '../../src/paths.js'
@@ -49,6 +49,11 @@ async function squat (): Promise<{ port: number, close: () => void }> {
 }
 
 describe('a start that fails', () => {
+  // One data folder for the two embedded starts: the first initialises the cluster (initdb), the
+  // second reuses it, which it can only if the first failed start stopped PostgreSQL cleanly.
+  const dataDir = path.dirname(scratchClusterDir('failed-start'))
+  after(() => { fs.rmSync(dataDir, { recursive: true, force: true }) })
+
   it('when the port is taken: rejects, and stops the app, the engine and the pool it had started', async () => {
     const db = await createTestDatabase()
     const squatter = await squat()
@@ -68,7 +73,6 @@ describe('a start that fails', () => {
   })
 
   it('the cluster primary, when its workers cannot listen: rejects, with no worker and no embedded PostgreSQL left running', async () => {
-    const dataDir = path.dirname(scratchClusterDir('cluster-start'))
     const squatter = await squat()
     // The workers run the CLI, as under `tollbooth --hash-strategy cluster`.
     cluster.setupPrimary({ exec: path.join(packageRoot, 'bin', 'tollbooth.js'), silent: true })
@@ -82,12 +86,10 @@ describe('a start that fails', () => {
       assert.deepEqual(Object.values(cluster.workers ?? {}).filter((worker) => worker?.isDead() === false), [], 'no worker left running')
     } finally {
       squatter.close()
-      fs.rmSync(dataDir, { recursive: true, force: true })
     }
   })
 
   it('serve --workers 2, when its workers cannot listen: rejects, with no worker and no embedded PostgreSQL left running', async () => {
-    const dataDir = path.dirname(scratchClusterDir('workers-start'))
     const squatter = await squat()
     cluster.setupPrimary({ exec: path.join(packageRoot, 'bin', 'tollbooth.js'), silent: true })
     try {
@@ -101,7 +103,6 @@ describe('a start that fails', () => {
       assert.ok(!lines.some((line) => line.msg === 'cluster worker died: starting a replacement'), 'a worker failing at the start is not replaced')
     } finally {
       squatter.close()
-      fs.rmSync(dataDir, { recursive: true, force: true })
     }
   })
 })

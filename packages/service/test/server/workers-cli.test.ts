@@ -59,9 +59,16 @@ describe('tollbooth serve --workers N', () => {
   before(async () => { db = await createTestDatabase() })
   after(async () => { await db.drop() })
 
-  it('--workers 2 on a budget of 2: two processes answer on one port, each with tollbooth\'s pool of 1 hash thread', async () => {
-    const started = await startWorkers(db, ['--workers', '2', '--hash-threads', '2'])
-    try {
+  // One cluster for these three checks, in this order: it serves, loses a worker and replaces it,
+  // then drains on SIGTERM and exits (a cluster start is three processes; one is enough for all three).
+  describe('two workers on a budget of 2, one cluster', () => {
+    const drainMs = 3000
+    let started: StartedCli
+    before(async () => { started = await startWorkers(db, ['--workers', '2', '--hash-threads', '2'], { TOLLBOOTH_SHUTDOWN_DRAIN_MS: String(drainMs) }) })
+    // Stopped by the SIGTERM check; this is for a run where an earlier check failed.
+    after(async () => { await stopCli(started) })
+
+    it('--workers 2 on a budget of 2: two processes answer on one port, each with tollbooth\'s pool of 1 hash thread', async () => {
       const primary = started.child.pid ?? 0
       const workers = childPids(primary)
       assert.equal(workers.length, 2, 'two worker processes under the primary')
@@ -88,46 +95,9 @@ describe('tollbooth serve --workers N', () => {
         http.get(started.url + '/api/v1/me', { agent: false, headers: { authorization: `Bearer ${token}` } }, (res) => { res.resume(); resolve(res.statusCode ?? 0) }).on('error', reject)
       })))
       assert.deepEqual(me, Array(6).fill(200))
-    } finally {
-      assert.equal(await stopCli(started), 0)
-    }
-  })
+    })
 
-  it('more workers than the budget: one thread each, and a warning that the pool is oversubscribed', async () => {
-    const started = await startWorkers(db, ['--workers', '3', '--hash-threads', '2'])
-    try {
-      const warning = started.lines().find((line) => line.level === 40 && String(line.msg).includes('oversubscribed'))
-      assert.ok(warning !== undefined, 'warned')
-      assert.equal(childPids(started.child.pid ?? 0).length, 3)
-      assert.equal(await metricLine(started.url, 'tollbooth_hash_pool_threads '), 'tollbooth_hash_pool_threads 3')
-    } finally {
-      assert.equal(await stopCli(started), 0)
-    }
-  })
-
-  it('SIGTERM to the primary drains every worker (/readyz 503 at once, still serving), then exits 0', async () => {
-    const drainMs = 3000
-    const started = await startWorkers(db, ['--workers', '2', '--hash-threads', '2'], { TOLLBOOTH_SHUTDOWN_DRAIN_MS: String(drainMs) })
-    const exited = new Promise<number | null>((resolve) => started.child.once('exit', (code) => { resolve(code) }))
-    for (let i = 0; i < 4; i++) assert.equal((await fresh(started.url, '/readyz')).status, 200)
-    const signalledAt = Date.now()
-    started.child.kill('SIGTERM')
-    // The primary tells the workers over IPC; each turns readiness off as soon as it reads it.
-    await until('a draining /readyz', async () => (await fresh(started.url, '/readyz')).status === 503, drainMs)
-    // Four fresh connections, handed round-robin: both workers are draining, and still serve the rest.
-    const readyz = await Promise.all(Array.from({ length: 4 }, async () => (await fresh(started.url, '/readyz')).status))
-    const healthz = await Promise.all(Array.from({ length: 4 }, async () => (await fresh(started.url, '/healthz')).status))
-    assert.ok(Date.now() - signalledAt < drainMs, 'checked within the drain')
-    assert.deepEqual(readyz, [503, 503, 503, 503])
-    assert.deepEqual(healthz, [200, 200, 200, 200])
-    assert.equal(await exited, 0)
-    assert.ok(Date.now() - signalledAt >= drainMs - 100, `exited ${Date.now() - signalledAt} ms after SIGTERM, after the drain`)
-    assert.deepEqual(childPids(started.child.pid ?? 0), [], 'no worker left')
-  })
-
-  it('a worker that dies is replaced, with a log line, and the port keeps answering', async () => {
-    const started = await startWorkers(db, ['--workers', '2', '--hash-threads', '2'])
-    try {
+    it('a worker that dies is replaced, with a log line, and the port keeps answering', async () => {
       const primary = started.child.pid ?? 0
       const [victim, survivor] = childPids(primary)
       assert.ok(victim !== undefined && survivor !== undefined)
@@ -142,6 +112,34 @@ describe('tollbooth serve --workers N', () => {
       for (let i = 0; i < 6; i++) assert.equal((await fresh(started.url, '/healthz')).status, 200)
       const answered = await perWorker(started.url, 'tollbooth_worker_http_requests_total')
       assert.deepEqual([...answered.keys()].sort(), [...now].sort(), 'the replacement answers too')
+    })
+
+    it('SIGTERM to the primary drains every worker, the replacement included (/readyz 503 at once, still serving), then exits 0', async () => {
+      const exited = new Promise<number | null>((resolve) => started.child.once('exit', (code) => { resolve(code) }))
+      for (let i = 0; i < 4; i++) assert.equal((await fresh(started.url, '/readyz')).status, 200)
+      const signalledAt = Date.now()
+      started.child.kill('SIGTERM')
+      // The primary tells the workers over IPC; each turns readiness off as soon as it reads it.
+      await until('a draining /readyz', async () => (await fresh(started.url, '/readyz')).status === 503, drainMs)
+      // Four fresh connections, handed round-robin: both workers are draining, and still serve the rest.
+      const readyz = await Promise.all(Array.from({ length: 4 }, async () => (await fresh(started.url, '/readyz')).status))
+      const healthz = await Promise.all(Array.from({ length: 4 }, async () => (await fresh(started.url, '/healthz')).status))
+      assert.ok(Date.now() - signalledAt < drainMs, 'checked within the drain')
+      assert.deepEqual(readyz, [503, 503, 503, 503])
+      assert.deepEqual(healthz, [200, 200, 200, 200])
+      assert.equal(await exited, 0)
+      assert.ok(Date.now() - signalledAt >= drainMs - 100, `exited ${Date.now() - signalledAt} ms after SIGTERM, after the drain`)
+      assert.deepEqual(childPids(started.child.pid ?? 0), [], 'no worker left')
+    })
+  })
+
+  it('more workers than the budget: one thread each, and a warning that the pool is oversubscribed', async () => {
+    const started = await startWorkers(db, ['--workers', '3', '--hash-threads', '2'])
+    try {
+      const warning = started.lines().find((line) => line.level === 40 && String(line.msg).includes('oversubscribed'))
+      assert.ok(warning !== undefined, 'warned')
+      assert.equal(childPids(started.child.pid ?? 0).length, 3)
+      assert.equal(await metricLine(started.url, 'tollbooth_hash_pool_threads '), 'tollbooth_hash_pool_threads 3')
     } finally {
       assert.equal(await stopCli(started), 0)
     }

@@ -1,26 +1,22 @@
 /**
- * Short labs against a real tollbooth: in-process services on real sockets as
- * targets, and services the lab starts itself (bin/tollbooth.js) on a real
- * PostgreSQL for the comparison; then the command line, end to end.
+ * Short labs against a real tollbooth (`run` and `knee`): one service, started as users start it,
+ * on a real socket as the target of every test here; none depends on the others' accounts or
+ * counters. The lab's other end-to-end files: lab-compare*.test.ts (services the lab starts itself)
+ * and lab-cli.test.ts (the command line); they are apart so that they run in parallel.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { labCompare, labKnee, labRun } from '../src/lab.js'
+import { labKnee, labRun } from '../src/lab.js'
 import { renderText, writeReports } from '../src/report/index.js'
 import { labResultSchema, type LabResult } from '../src/result.js'
-import { tollboothBin } from 'tollbooth/launcher'
-import { createTestDatabase, type TestDatabase } from './helpers/database.js'
 import { startTestService, type TestService } from './helpers/service.js'
 
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-lab-e2e-'))
 const quiet = { log: () => {} }
 
-// One in-process service for every test that needs a target (the runs, the knee and the command
-// line): none of them depends on the others' accounts or counters.
 let service: TestService
 before(async () => { service = await startTestService({ config: { labDiagnostics: true } }) })
 after(async () => {
@@ -101,98 +97,5 @@ describe('the load lab against a real service', () => {
     assert.equal(result.knee?.steps.length, 1)
     assert.equal(result.knee?.kneePerSecond, null)
     assert.match(result.knee?.stoppedBecause ?? '', /step 1 \(5\/s\) did not hold: p99/)
-  })
-})
-
-describe('lab compare: the service started once per strategy on one database', () => {
-  let database: TestDatabase
-  before(async () => { database = await createTestDatabase() })
-  after(async () => { await database.drop() })
-
-  it('measures each strategy with the same load, and reads each one\'s whole process tree', async () => {
-    const result = await labCompare({
-      ...quiet,
-      scenario: 'login-storm',
-      strategies: ['event-loop', 'tollbooth'],
-      databaseUrl: database.url,
-      serviceEnv: { TOLLBOOTH_BCRYPT_COST: '4', TOLLBOOTH_HASH_THREADS: '1' },
-      load: { durationMs: 1000, vus: 2, accounts: 3 },
-    })
-    assert.deepEqual(result.runs.map((run) => run.label), ['event-loop', 'tollbooth'])
-    assert.deepEqual(result.warnings.filter((w) => /did not start|threw/.test(w)), [])
-    for (const run of result.runs) {
-      assert.equal(run.service.startedByLab, true)
-      assert.equal(run.service.settings.TOLLBOOTH_HASH_STRATEGY, run.label)
-      assert.equal(run.service.settings.TOLLBOOTH_HASH_ALGORITHM, 'bcrypt', 'the seeds\' algorithm by default')
-      assert.ok(run.all.ok > 0 && run.all.ok === run.all.requests, `${run.label}: ${run.all.ok}/${run.all.requests}`)
-      assert.ok(run.server.some((s) => s.processTreeCpuCores !== null && s.processTreeRssBytes !== null), `${run.label}: /proc read`)
-      assert.ok(run.summary.peakRssBytes !== null && run.summary.peakRssBytes > 10_000_000, `${run.label}: RSS`)
-    }
-  })
-})
-
-describe('lab compare with polite and naive clients', () => {
-  let database: TestDatabase
-  before(async () => { database = await createTestDatabase() })
-  after(async () => { await database.drop() })
-
-  it('measures each strategy once per kind of client, in one run', async () => {
-    const result = await labCompare({
-      ...quiet,
-      scenario: 'login-storm',
-      strategies: ['tollbooth'],
-      clients: ['polite', 'naive'],
-      databaseUrl: database.url,
-      serviceEnv: { TOLLBOOTH_BCRYPT_COST: '4', TOLLBOOTH_HASH_THREADS: '1' },
-      load: { durationMs: 1000, vus: 2, accounts: 2 },
-    })
-    assert.deepEqual(result.runs.map((run) => [run.label, run.clients]), [['tollbooth polite', 'polite'], ['tollbooth naive', 'naive']])
-    assert.equal(result.load.politeAndNaive, true)
-    for (const run of result.runs) assert.ok(run.all.ok > 0, `${run.label}: ${run.all.ok}/${run.all.requests}`)
-    assert.match(renderText(result), /polite clients \(Retry-After honoured\) and naive ones/)
-  })
-})
-
-describe('tollbooth lab on the command line', () => {
-  const cli = async (args: string[]): Promise<{ code: number | null, stdout: string, stderr: string }> => {
-    const child = spawn(process.execPath, [tollboothBin, 'lab', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-    return { code, stdout, stderr }
-  }
-
-  it('runs, prints the table and writes the reports; `lab report` renders them again from result.json', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-lab-cli-'))
-    try {
-      const { code, stdout, stderr } = await cli(['run', '--scenario', 'login-storm', '--target', service.url, '--duration', '1s', '--vus', '2', '--accounts', '2', '--out', dir, '--quiet'])
-      assert.equal(code, 0, stderr)
-      assert.match(stdout, /POST \/auth\/login/)
-      assert.match(stdout, /wrote /)
-      for (const name of ['result.json', 'seconds.csv', 'endpoints.csv', 'server.csv', 'report.html']) assert.ok(fs.existsSync(path.join(dir, name)), name)
-      const result = JSON.parse(fs.readFileSync(path.join(dir, 'result.json'), 'utf8')) as LabResult
-      assert.match(result.commandLine, /lab run --scenario login-storm/)
-
-      const again = path.join(dir, 'again')
-      const rendered = await cli(['report', path.join(dir, 'result.json'), '--out', again])
-      assert.equal(rendered.code, 0, rendered.stderr)
-      assert.equal(fs.readFileSync(path.join(again, 'seconds.csv'), 'utf8'), fs.readFileSync(path.join(dir, 'seconds.csv'), 'utf8'))
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true })
-    }
-  })
-
-  it('refuses bad flags with exit code 2 and a message naming them', async () => {
-    const unknown = await cli(['run', '--scenario', 'nope'])
-    assert.equal(unknown.code, 2)
-    assert.match(unknown.stderr, /unknown scenario "nope"/)
-    const both = await cli(['run', '--scenario', 'login-storm', '--target', service.url, '--vus', '2', '--rate', '5'])
-    assert.equal(both.code, 2)
-    assert.match(both.stderr, /not both/)
-    const duration = await cli(['knee', '--scenario', 'registration', '--step-duration', 'soon'])
-    assert.equal(duration.code, 2)
-    assert.match(duration.stderr, /--step-duration/)
   })
 })

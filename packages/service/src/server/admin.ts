@@ -9,9 +9,8 @@
  * and /readyz with the workers it has listening.
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import helmet from '@fastify/helmet'
 import { installErrorHandling } from './error-handler.js'
-import { helmetOptions } from './security-headers.js'
+import { installSecurityHeaders } from './security-headers.js'
 import { metricsRoute, type MetricsRouteOptions } from './routes/health.js'
 
 export interface AdminServerOptions {
@@ -37,7 +36,7 @@ export async function startAdminServer (options: AdminServerOptions): Promise<Ad
     return503OnClosing: false,
   })
   installErrorHandling(app)
-  await app.register(helmet, helmetOptions)
+  installSecurityHeaders(app)
   app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' as const }))
   app.get('/readyz', { logLevel: 'warn' }, async (request) => ({ status: 'ready' as const, ...await options.readiness(request.log) }))
   await app.register(metricsRoute, { metrics: options.metrics })

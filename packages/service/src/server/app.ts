@@ -6,7 +6,6 @@ import type http from 'node:http'
 import type { Duplex } from 'node:stream'
 import type pg from 'pg'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import helmet from '@fastify/helmet'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
@@ -30,7 +29,7 @@ import { AccountMailService } from './account-mail-service.js'
 import { MailDispatcher } from '../mail/dispatcher.js'
 import { smtpTransport } from '../mail/transport.js'
 import { healthRoutes, metricsRoute } from './routes/health.js'
-import { helmetOptions, installTokenResponseHeaders } from './security-headers.js'
+import { installSecurityHeaders, installTokenResponseHeaders } from './security-headers.js'
 import { jwksRoutes } from './routes/jwks.js'
 import { labRoutes } from './routes/lab.js'
 import { postRoutes } from './routes/posts.js'
@@ -139,7 +138,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // First, so its onRequest hook runs before any that answers early (404, 405, shedding, pacing).
-  await app.register(helmet, helmetOptions)
+  installSecurityHeaders(app)
   installTokenResponseHeaders(app)
   const pacer = new RefusalPacer({ now: () => performance.now() })
   installErrorHandling(app, pacer)
@@ -199,7 +198,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     loginThrottle: loginThrottlePolicy(config),
     log: app.log,
     accountMail,
-    requireVerifiedEmail: config.requireVerifiedEmail,
+    unverifiedLogin: config.registrationMode === 'enumeration-safe' ? 'hide' : config.requireVerifiedEmail ? 'refuse' : 'allow',
     ...(options.now === undefined ? {} : { now: options.now }),
   })
   const metrics = createMetrics(engine, {

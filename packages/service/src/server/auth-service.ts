@@ -3,6 +3,7 @@
  * Every database change of one request happens in one transaction, so a failure
  * leaves nothing half-written.
  */
+import { isIP } from 'node:net'
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
@@ -45,8 +46,14 @@ export interface AuthServiceDeps {
   now?: () => number
   /** Queues the verification mail of a new account (account-mail-service.ts); none: no mail. */
   accountMail?: AccountMailService
-  /** TOLLBOOTH_REQUIRE_VERIFIED_EMAIL: a login with the right password and an unverified address is refused. */
-  requireVerifiedEmail?: boolean
+  /**
+   * A login with the right password to an account whose address is not verified: `allow`
+   * (default); `refuse` (TOLLBOOTH_REQUIRE_VERIFIED_EMAIL): 403 EMAIL_NOT_VERIFIED; `hide`
+   * (TOLLBOOTH_REGISTRATION_MODE=enumeration-safe): answered and counted as a wrong password, so
+   * that registering an address and then logging in with the same password cannot tell whether
+   * the registration created the account (it did: 403 would say so; someone else's: 401).
+   */
+  unverifiedLogin?: 'allow' | 'refuse' | 'hide'
 }
 
 /** Where a request's hash deadline counts from, and how to drop its hash if the client leaves. */
@@ -80,8 +87,17 @@ export function contextHashOptions (deadlineMs: number, { signal, receivedAt, cl
   }
 }
 
+/**
+ * The client address a session records: an IP address, or nothing. Behind a trusted proxy
+ * `request.ip` is whatever the client put in X-Forwarded-For, so anything else is dropped
+ * rather than stored (the column holds 64 characters).
+ */
+export function sessionAddress (client: string | undefined): string | null {
+  return client !== undefined && isIP(client) !== 0 ? client : null
+}
+
 /** Why a login failed, for the security log (never sent to the client: it would tell accounts apart). */
-type LoginFailure = 'unknown_email' | 'wrong_password' | 'stored_hash_refused'
+type LoginFailure = 'unknown_email' | 'wrong_password' | 'stored_hash_refused' | 'email_not_verified'
 
 /**
  * Lower-cased: one account per address whatever its case. The schema's email format admits
@@ -103,7 +119,7 @@ export class AuthService {
   private async openSession (db: Queryable, user: User, context: RequestContext): Promise<AuthResult> {
     const sessionId = newTokenFamily()
     const expiresAt = new Date(Date.now() + this.deps.sessionMaxLifetimeSeconds * 1000)
-    await insertSession(db, { id: sessionId, userId: user.id, expiresAt, userAgent: context.userAgent ?? null, address: context.client ?? null })
+    await insertSession(db, { id: sessionId, userId: user.id, expiresAt, userAgent: context.userAgent ?? null, address: sessionAddress(context.client) })
     const refresh = await this.insertToken(db, user.id, sessionId, expiresAt)
     return this.result(user, sessionId, refresh.token)
   }
@@ -213,7 +229,8 @@ export class AuthService {
       return await this.failLogin(keys, 'stored_hash_refused')
     }
     if (!verified.match) return await this.failLogin(keys, 'wrong_password')
-    if (this.deps.requireVerifiedEmail === true && user.emailVerifiedAt === null) {
+    if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return await this.failLogin(keys, 'email_not_verified')
+    if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'refuse') {
       // Only now, the password matched: a guesser learns nothing about the address's state.
       this.deps.log.info({ event: 'login_refused_unverified', userId: user.id, address: keys.address }, 'login refused: email not verified')
       throw createError('EMAIL_NOT_VERIFIED')

@@ -1,10 +1,14 @@
 /**
- * Response headers a security review looks for, on every answer: helmet's (through
- * @fastify/helmet) with a JSON API's settings, and `Cache-Control: no-store` on every response
- * of a route that hands out tokens (the route says so with `config: { tokenResponse: true }`).
+ * Response headers a security review looks for, on every answer: helmet's with a JSON API's
+ * settings, and `Cache-Control: no-store` on every response of a route that hands out tokens
+ * (the route says so with `config: { tokenResponse: true }`).
+ *
+ * helmet itself, not @fastify/helmet: the plugin builds helmet's middleware anew on every
+ * request (options parsed, CSP directives serialised each time), about a tenth of a cheap
+ * request's CPU here (bench:cheap); built once, helmet's middleware only sets the headers.
  */
-import type { FastifyInstance } from 'fastify'
-import type { FastifyHelmetOptions } from '@fastify/helmet'
+import type { FastifyInstance, onSendHookHandler } from 'fastify'
+import helmet, { type HelmetOptions } from 'helmet'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -24,8 +28,7 @@ declare module 'fastify' {
  * verifier) read it as data and are unaffected. Cross-Origin-Resource-Policy stays helmet's
  * `same-origin`: it binds no-cors loads (<script src>, <img>) only, never a CORS fetch.
  */
-export const helmetOptions: FastifyHelmetOptions = {
-  global: true,
+export const helmetOptions: Readonly<HelmetOptions> = {
   contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
   xFrameOptions: { action: 'deny' },
   referrerPolicy: { policy: 'no-referrer' },
@@ -33,14 +36,26 @@ export const helmetOptions: FastifyHelmetOptions = {
   strictTransportSecurity: { maxAge: 31_536_000, includeSubDomains: true },
 }
 
-/** Adds the no-store hook for routes with `config.tokenResponse` (registered on the whole app). */
+/** helmet's headers on every answer, set in onRequest so that early refusals (shedding, 404, 405) carry them too. */
+export function installSecurityHeaders (app: FastifyInstance): void {
+  const applyHeaders = helmet(helmetOptions)
+  app.addHook('onRequest', (request, reply, done) => {
+    applyHeaders(request.raw, reply.raw, (err?: unknown) => { done(err instanceof Error ? err : undefined) })
+  })
+}
+
+const noStore: onSendHookHandler = async (_request, reply, payload) => {
+  reply.header('cache-control', 'no-store')
+  // For HTTP/1.0 caches, as RFC 6749 5.1 asks.
+  reply.header('pragma', 'no-cache')
+  return payload
+}
+
+/** Gives the routes declared with `config.tokenResponse` the no-store hook (only them: no hook on other answers). Before the routes are registered. */
 export function installTokenResponseHeaders (app: FastifyInstance): void {
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (request.routeOptions.config.tokenResponse === true) {
-      reply.header('cache-control', 'no-store')
-      // For HTTP/1.0 caches, as RFC 6749 5.1 asks.
-      reply.header('pragma', 'no-cache')
-    }
-    return payload
+  app.addHook('onRoute', (route) => {
+    if ((route.config as { tokenResponse?: boolean } | undefined)?.tokenResponse !== true) return
+    const own = route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend]
+    route.onSend = [...own, noStore]
   })
 }

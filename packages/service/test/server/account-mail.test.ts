@@ -35,16 +35,20 @@ describe('account mail through a real SMTP server', () => {
   let smtp: TestSmtpServer
   /** Immediate registration, verification not required. */
   let service: TestService
-  /** The same database: enumeration-safe registration, verified address required. */
+  /** The same database: enumeration-safe registration (so a verified address is required, and an unverified login looks like a wrong password). */
   let strict: TestService
+  /** The same database: immediate registration, verified address required (403 EMAIL_NOT_VERIFIED). */
+  let verifiedOnly: TestService
 
   before(async () => {
     smtp = await startSmtpServer()
     const mail = { smtpUrl: smtp.url, publicUrl, mailThrottleAccountRequests: 2, mailThrottleAddressRequests: 40, mailPollIntervalMs: 200 }
     service = await startTestService({ config: mail })
-    strict = await startTestService({ db: service.db, config: { ...mail, registrationMode: 'enumeration-safe', requireVerifiedEmail: true } })
+    strict = await startTestService({ db: service.db, config: { ...mail, registrationMode: 'enumeration-safe' } })
+    verifiedOnly = await startTestService({ db: service.db, config: { ...mail, requireVerifiedEmail: true } })
   })
   after(async () => {
+    await verifiedOnly?.close()
     await strict?.close()
     await service?.close()
     await smtp?.close()
@@ -177,7 +181,7 @@ describe('account mail through a real SMTP server', () => {
     assert.equal(await outboxCount(service, email, 'verify_email'), 2, 'verified: nothing more is sent')
   })
 
-  it('enumeration-safe registration: the same 202 for a new and a taken address; the owner is told; an unverified login gets 403 after the password matched', async () => {
+  it('enumeration-safe registration: the same 202 for a new and a taken address; the owner is told; an unverified login looks like a wrong password', async () => {
     const email = uniqueEmail('safe')
     const password = 'correct horse battery staple'
     const created = await request(strict, 'POST', '/api/v1/auth/register', { body: { email, password } })
@@ -190,17 +194,33 @@ describe('account mail through a real SMTP server', () => {
     await smtp.waitForMail('the notice to the owner', sentTo(email, 'Someone tried to register with your address'))
     const token = linkToken(await smtp.waitForMail('the verification mail', sentTo(email, 'Confirm your email address')), 'verify-email')
 
+    // Register, then log in with the same password: were the address free, the new (unverified)
+    // account's right password must answer exactly as a taken address's wrong one.
     const wrong = await request(strict, 'POST', '/api/v1/auth/login', { body: { email, password: 'someone else entirely' } })
     assert.equal(wrong.status, 401, 'a wrong password is a wrong password, verified or not')
     const unverified = await request(strict, 'POST', '/api/v1/auth/login', { body: { email, password } })
-    assert.equal(unverified.status, 403)
-    assert.equal(unverified.body.error.code, 'EMAIL_NOT_VERIFIED')
+    assert.equal(unverified.status, 401)
+    assert.deepEqual(unverified.body, wrong.body)
+    assert.deepEqual(headersMinusDate(unverified), headersMinusDate(wrong))
     assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })).status, 200, 'without the setting, the same account signs in')
 
     assert.equal((await request(strict, 'POST', '/api/v1/auth/verify-email', { body: { token } })).status, 204)
     const verified = await request(strict, 'POST', '/api/v1/auth/login', { body: { email, password } })
     assert.equal(verified.status, 200)
     assert.equal(verified.body.user.emailVerified, true)
+  })
+
+  it('TOLLBOOTH_REQUIRE_VERIFIED_EMAIL: an unverified login gets 403 EMAIL_NOT_VERIFIED, only after the password matched', async () => {
+    const email = uniqueEmail('verified-only')
+    const password = 'correct horse battery staple'
+    assert.equal((await request(verifiedOnly, 'POST', '/api/v1/auth/register', { body: { email, password } })).status, 201)
+    const token = linkToken(await smtp.waitForMail('the verification mail', sentTo(email, 'Confirm your email address')), 'verify-email')
+    assert.equal((await request(verifiedOnly, 'POST', '/api/v1/auth/login', { body: { email, password: 'someone else entirely' } })).status, 401)
+    const unverified = await request(verifiedOnly, 'POST', '/api/v1/auth/login', { body: { email, password } })
+    assert.equal(unverified.status, 403)
+    assert.equal(unverified.body.error.code, 'EMAIL_NOT_VERIFIED')
+    assert.equal((await request(verifiedOnly, 'POST', '/api/v1/auth/verify-email', { body: { token } })).status, 204)
+    assert.equal((await request(verifiedOnly, 'POST', '/api/v1/auth/login', { body: { email, password } })).status, 200)
   })
 
   it('two services on one outbox send each mail exactly once', async () => {

@@ -188,6 +188,12 @@ describe('login throttling per client address', () => {
       // 20 failures spread over 5 clients behind the proxy: each far below the address bound.
       for (let i = 0; i < 5; i++) await failTimes(service, uniqueEmail('proxied'), 4, { 'x-forwarded-for': `203.0.113.${i}` })
       assert.equal((await login(service, email, password, { 'x-forwarded-for': '203.0.113.1' })).status, 200)
+      // A trusted proxy passes on whatever the client wrote there: what is no IP address is not stored with the session.
+      assert.equal((await login(service, email, password, { 'x-forwarded-for': 'x'.repeat(200) })).status, 200)
+      const { rows } = await service.db.pool.query<{ address: string | null }>(
+        'SELECT s.address FROM sessions s JOIN users u ON u.id = s.user_id WHERE u.email = lower($1)', [email])
+      assert.ok(rows.some((row) => row.address === '203.0.113.1'), 'the proxied client address is the session\'s')
+      assert.ok(rows.some((row) => row.address === null), 'a forwarded value that is no address is not stored')
       assert.deepEqual(new Set(logs.lines.filter((line) => line.event === 'login_failed').map((line) => line.address)),
         new Set(['203.0.113.0', '203.0.113.1', '203.0.113.2', '203.0.113.3', '203.0.113.4']))
       // One client past the bound is throttled; the others behind the same proxy are not.

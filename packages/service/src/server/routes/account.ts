@@ -47,7 +47,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountRoutesOptions> = as
       summary: 'End one of the signed-in user\'s sessions (its refresh and access tokens stop working)',
       security: bearerAuth,
       params: SessionParams,
-      response: { 204: Type.Null({ description: 'Ended' }), ...errors(400, 401, 404, 503) },
+      response: { 204: Type.Null({ description: 'Ended' }), ...errors(400, 401, 404, 413, 415, 503) },
     },
   }, async (request, reply) => {
     await account.endSession(caller(request), request.params.id)
@@ -60,7 +60,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountRoutesOptions> = as
       tags: ['auth'],
       summary: 'End every session of the signed-in user, this one included',
       security: bearerAuth,
-      response: { 204: Type.Null({ description: 'Signed out everywhere' }), ...errors(401, 503) },
+      response: { 204: Type.Null({ description: 'Signed out everywhere' }), ...errors(400, 401, 413, 415, 503) },
     },
   }, async (request, reply) => {
     await account.logoutAll(caller(request))

@@ -1,10 +1,12 @@
 /**
  * One-time account tokens (table account_tokens): password reset and email verification.
  * Only the SHA-256 of a token is stored; a token is spent inside a transaction that locks its
- * row, so two uses race to one.
+ * user's row, then the user's tokens of its purpose (the lock order of src/db/accounts.ts), so
+ * two uses race to one.
  */
 import type { MailMessage } from '../mail/outbox.js'
 import type { Queryable } from './pool.js'
+import { lockUserForChange } from './users.js'
 
 export type AccountTokenPurpose = 'password_reset' | 'verify_email'
 
@@ -42,19 +44,34 @@ export async function issueTokenWithMail (db: Queryable, input: {
 }
 
 /**
- * Locks the live token of this purpose and spends it (used_at); returns its user, or undefined
- * for an unknown, used or expired token (one answer for all three). Inside a transaction, a
- * concurrent use waits on the lock and then finds it used.
+ * Spends the live token of this purpose (used_at); returns its user, or undefined for an
+ * unknown, used or expired token, or a deleted user (one answer for all). Inside a transaction:
+ * the owner is read without a lock, then the user row is locked, then every token of the user
+ * for this purpose (one statement, in token_hash order), and the token is checked again under
+ * those locks; so a concurrent use of it, or of another link of the account, waits and then
+ * finds it used. The user row stays locked to the end of the transaction.
  */
 export async function spendAccountToken (db: Queryable, tokenHash: Buffer, purpose: AccountTokenPurpose): Promise<string | undefined> {
-  const { rows } = await db.query<{ user_id: string, live: boolean }>(
-    `SELECT user_id, (used_at IS NULL AND expires_at > now()) AS live
-       FROM account_tokens WHERE token_hash = $1 AND purpose = $2 FOR UPDATE`,
-    [tokenHash, purpose])
-  const row = rows[0]
-  if (row === undefined || !row.live) return undefined
+  const { rows: owners } = await db.query<{ user_id: string }>(
+    'SELECT user_id FROM account_tokens WHERE token_hash = $1 AND purpose = $2', [tokenHash, purpose])
+  const userId = owners[0]?.user_id
+  if (userId === undefined || !await lockUserForChange(db, userId)) return undefined
+  const locked = await lockAccountTokens(db, userId, purpose)
+  if (locked.find((token) => token.tokenHash.equals(tokenHash))?.live !== true) return undefined
   await db.query('UPDATE account_tokens SET used_at = now() WHERE token_hash = $1', [tokenHash])
-  return row.user_id
+  return userId
+}
+
+/**
+ * Locks every token of the user for this purpose, in token_hash order (one order for every
+ * locker of several); call with the user row locked. Each with whether it is live now.
+ */
+async function lockAccountTokens (db: Queryable, userId: string, purpose: AccountTokenPurpose): Promise<Array<{ tokenHash: Buffer, live: boolean }>> {
+  const { rows } = await db.query<{ token_hash: Buffer, live: boolean }>(
+    `SELECT token_hash, (used_at IS NULL AND expires_at > now()) AS live
+       FROM account_tokens WHERE user_id = $1 AND purpose = $2 ORDER BY token_hash FOR UPDATE`,
+    [userId, purpose])
+  return rows.map((row) => ({ tokenHash: row.token_hash, live: row.live }))
 }
 
 /** Whether the token is live now (no lock): a cheap check before the hash it would cost. */
@@ -65,7 +82,10 @@ export async function isLiveAccountToken (db: Queryable, tokenHash: Buffer, purp
   return rows.length > 0
 }
 
-/** Spends every other live token of the user for this purpose (a reset ends the others). */
+/**
+ * Spends every live token of the user for this purpose (a reset ends the others; a password
+ * change ends the reset links mailed before it). Call with the user row locked.
+ */
 export async function spendAllAccountTokens (db: Queryable, userId: string, purpose: AccountTokenPurpose): Promise<void> {
   await db.query('UPDATE account_tokens SET used_at = now() WHERE user_id = $1 AND purpose = $2 AND used_at IS NULL', [userId, purpose])
 }

@@ -11,13 +11,28 @@ const userRows: ReadonlyArray<{ table: string, column: string }> = [
   { table: 'posts', column: 'author_id' },
   { table: 'refresh_tokens', column: 'user_id' },
   { table: 'sessions', column: 'user_id' },
+  { table: 'account_tokens', column: 'user_id' },
 ]
 
 /**
+ * The lock order of an account's rows, kept by every transaction that locks more than one kind:
+ * 1. the users row: FOR UPDATE here; FOR NO KEY UPDATE (or an UPDATE) by a password change, a
+ *    reset and a verification (src/db/users.ts lockUserForChange); FOR KEY SHARE by a refresh,
+ *    before its session (lockUserKeyShare): the foreign key of the token it inserts takes that
+ *    lock anyway, and taken only there, after the session, it deadlocked with this deletion;
+ * 2. the sessions, in id order (src/db/sessions.ts);
+ * 3. their refresh tokens, and the account tokens (account_tokens, every one of the user for a
+ *    purpose in one statement, in token_hash order: src/db/account-tokens.ts).
+ * One exception, safe by the first step: a reset locks its account tokens before it revokes the
+ * sessions; every other transaction that locks both a user's sessions and account tokens (a
+ * password change, this deletion) holds the user row in a mode that conflicts with the reset's,
+ * so they never interleave. Transactions that lock sessions without the user row (logout, ending
+ * a session, a refresh's reuse) touch no account token. The purge job skips locked rows.
+ *
  * Deletes the user and all their rows; returns the ids of the sessions that ended. The user row is
- * locked first, then the sessions (revoked and locked, the order every writer of sessions keeps),
- * so a refresh running at the same moment either finished before or finds nothing afterwards.
- * False as the first value when the user was already gone.
+ * locked first, then the sessions (revoked and locked), then the rows are deleted; so a refresh,
+ * a reset or a verification running at the same moment waits on the user row and then finds
+ * nothing. False as the first value when the user was already gone.
  */
 export async function deleteAccount (pool: pg.Pool, userId: string): Promise<{ deleted: boolean, sessionIds: string[] }> {
   return await withTransaction(pool, async (client) => {

@@ -1,6 +1,6 @@
 /**
- * Sessions (table sessions): one row per refresh family. Lock order, everywhere: the session
- * row first, then its refresh tokens. A revocation takes the row FOR UPDATE, which waits for
+ * Sessions (table sessions): one row per refresh family. Lock order, everywhere (src/db/accounts.ts
+ * states it whole): the user row, when taken, first; then the session row; then its refresh tokens. A revocation takes the row FOR UPDATE, which waits for
  * any transaction that inserted a token of the session (its foreign key holds FOR KEY SHARE
  * on the row until it commits), so the token UPDATE that follows sees that token too; and a
  * refresh takes the row before it checks `revoked_at`, so it cannot insert after a revocation.

@@ -126,8 +126,9 @@ export class AccountMailService {
 
   /**
    * POST /auth/password/reset. A dead token is refused before the hash (a cheap check); the
-   * new hash is computed through the pool, then one transaction spends the token (locked: two
-   * uses race to one), sets the hash, revokes every session and forgets the account's login failures.
+   * new hash is computed through the pool, then one transaction spends the token (the user row
+   * locked first, then the account's reset links: two uses, of one link or of two, race to one),
+   * sets the hash, spends the other links, revokes every session and forgets the account's login failures.
    */
   async resetPassword (input: { token: string, password: string }, context: RequestContext): Promise<void> {
     // The policy's cheap checks first (no query); the NFC form is what is hashed.

@@ -9,6 +9,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
 import type { PasswordEngine } from '../hashing/types.js'
 import { withTransaction } from '../db/pool.js'
+import { spendAllAccountTokens } from '../db/account-tokens.js'
 import { findUserById, replacePasswordHash, type UserWithHash } from '../db/users.js'
 import { listLiveSessions, revokeAllSessionIds, revokeSession } from '../db/sessions.js'
 import { deleteAccount } from '../db/accounts.js'
@@ -80,7 +81,10 @@ export class AccountService {
     this.deps.log.info({ event: 'account_deleted', userId: user.id, address: context.client }, 'account deleted')
   }
 
-  /** Sets the new password and ends every other session; the caller's session keeps working. */
+  /**
+   * Sets the new password, ends every other session and spends the reset links mailed before
+   * (one would set a password over this one); the caller's session keeps working.
+   */
   async changePassword (caller: Caller, input: { currentPassword: string, newPassword: string }, context: LoginContext): Promise<void> {
     // The policy's cheap checks before any query or hash; the NFC form is what is hashed.
     const newPassword = acceptNewPassword(input.newPassword, 'newPassword')
@@ -96,7 +100,10 @@ export class AccountService {
     const ended = await withTransaction(this.deps.db, async (client) => {
       // Only over the hash just verified: a password changed meanwhile (another session) wins.
       if (!await replacePasswordHash(client, user.id, user.passwordHash, newHash)) throw createError('CURRENT_PASSWORD_INCORRECT')
-      return await revokeAllSessionIds(client, user.id, { except: caller.sessionId, reason: 'password_changed' })
+      // The lock order of src/db/accounts.ts: the user row (the UPDATE above), the sessions, the account's links.
+      const revoked = await revokeAllSessionIds(client, user.id, { except: caller.sessionId, reason: 'password_changed' })
+      await spendAllAccountTokens(client, user.id, 'password_reset')
+      return revoked
     })
     this.deps.sessions.forget(ended)
     this.deps.log.info({ event: 'password_changed', userId: user.id, address: context.client, sessionsEnded: ended.length }, 'password changed')

@@ -9,7 +9,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
 import type { HashRequestOptions, PasswordEngine, VerifyResult } from '../hashing/types.js'
 import { withTransaction, type Queryable } from '../db/pool.js'
-import { findUserByEmail, findUserById, insertUser, publicUser, replacePasswordHash, type User } from '../db/users.js'
+import { findUserByEmail, findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User } from '../db/users.js'
 import { findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated } from '../db/refresh-tokens.js'
 import { insertSession, lockSessionForRefresh, revokeSession, touchSession } from '../db/sessions.js'
 import { readFailures, recordFailure, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
@@ -299,9 +299,10 @@ export class AuthService {
   }
 
   /**
-   * Rotates a refresh token. Locks the session, then the token (the lock order of every writer,
-   * src/db/sessions.ts), so refreshes of one session serialise and a revocation cannot miss the
-   * token a refresh inserts. A rotated token presented again within the grace window gets its
+   * Rotates a refresh token. Holds the user row (KEY SHARE, what the new token's foreign key
+   * takes), then locks the session, then the token (the lock order of every writer,
+   * src/db/accounts.ts), so refreshes of one session serialise, a revocation cannot miss the
+   * token a refresh inserts, and an account deletion is waited for rather than deadlocked with. A rotated token presented again within the grace window gets its
    * sealed successor; later, it is reuse: the session is revoked and the event logged.
    */
   async refresh (refreshToken: string, context: RequestContext = {}): Promise<AuthResult> {
@@ -311,6 +312,7 @@ export class AuthService {
     const outcome = await withTransaction(this.deps.db, async (client): Promise<Outcome> => {
       const family = await findTokenFamily(client, tokenHash)
       if (family === undefined) return invalid
+      if (!await lockUserKeyShare(client, family.userId)) return invalid
       const session = await lockSessionForRefresh(client, family.familyId)
       const row = await lockRefreshToken(client, tokenHash)
       const nowMs = Date.now()

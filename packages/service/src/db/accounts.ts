@@ -1,4 +1,4 @@
-/** An account and everything of it, gone in one transaction (DELETE /api/v1/me). */
+/** An account and everything of it, its mail and throttle rows included, gone in one transaction (DELETE /api/v1/me). */
 import type pg from 'pg'
 import { withTransaction } from './pool.js'
 import { revokeAllSessionIds } from './sessions.js'
@@ -15,7 +15,22 @@ const userRows: ReadonlyArray<{ table: string, column: string }> = [
 ]
 
 /**
+ * Rows keyed by the account's email rather than its id: mail not yet sent to it (it would still
+ * go out after the account is gone; mail already sent or logged stays as the outbox's record
+ * until the purge) and the account-scoped throttle counts. The client-address counts are not the
+ * account's and stay. The mail-request count goes before the user row is locked: a password-reset
+ * request locks that count and then the user row (its token's foreign key), so the other order
+ * could deadlock; a reset locks the user row and then the login failures, so those go after.
+ */
+const beforeUserLock = "DELETE FROM mail_requests WHERE scope = 'account' AND key = $1"
+const afterUserLock: readonly string[] = [
+  "DELETE FROM mail_outbox WHERE recipient = $1 AND status = 'pending'",
+  "DELETE FROM login_failures WHERE scope = 'account' AND key = $1",
+]
+
+/**
  * The lock order of an account's rows, kept by every transaction that locks more than one kind:
+ * 0. the account's mail-request count (deleted here before anything else, see above);
  * 1. the users row: FOR UPDATE here; FOR NO KEY UPDATE (or an UPDATE) by a password change, a
  *    reset and a verification (src/db/users.ts lockUserForChange); FOR KEY SHARE by a refresh,
  *    before its session (lockUserKeyShare): the foreign key of the token it inserts takes that
@@ -30,18 +45,23 @@ const userRows: ReadonlyArray<{ table: string, column: string }> = [
  * a session, a refresh's reuse) touch no account token. The purge job skips locked rows.
  *
  * Deletes the user and all their rows; returns the ids of the sessions that ended. The user row is
- * locked first, then the sessions (revoked and locked), then the rows are deleted; so a refresh,
- * a reset or a verification running at the same moment waits on the user row and then finds
- * nothing. False as the first value when the user was already gone.
+ * locked first (after the mail-request count, see above), then the sessions (revoked and locked),
+ * then the rows are deleted; so a refresh, a reset or a verification running at the same moment
+ * waits on the user row and then finds nothing. False as the first value when the user was already gone.
  */
 export async function deleteAccount (pool: pg.Pool, userId: string): Promise<{ deleted: boolean, sessionIds: string[] }> {
   return await withTransaction(pool, async (client) => {
-    const { rows } = await client.query('SELECT id FROM users WHERE id = $1 FOR UPDATE', [userId])
-    if (rows.length === 0) return { deleted: false, sessionIds: [] }
+    const { rows } = await client.query<{ email: string }>('SELECT email FROM users WHERE id = $1', [userId])
+    const email = rows[0]?.email
+    if (email === undefined) return { deleted: false, sessionIds: [] }
+    await client.query(beforeUserLock, [email])
+    const { rowCount } = await client.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [userId])
+    if (rowCount === 0) return { deleted: false, sessionIds: [] }
     const sessionIds = await revokeAllSessionIds(client, userId, { reason: 'account_deleted' })
     for (const { table, column } of userRows) {
       await client.query(`DELETE FROM ${table} WHERE ${column} = $1`, [userId])
     }
+    for (const statement of afterUserLock) await client.query(statement, [email])
     await client.query('DELETE FROM users WHERE id = $1', [userId])
     return { deleted: true, sessionIds }
   })

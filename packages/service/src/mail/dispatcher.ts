@@ -1,15 +1,17 @@
 /**
  * Sends what the outbox holds. Woken right after a request commits mail (its own replica's
  * rows go out at once), and polls every `pollIntervalMs` for the rest: retries that came due,
- * rows of a replica that stopped. Claims are leased (outbox.ts), so replicas never send one
- * message twice. A failed send is retried after `retryDelayMs`, doubled per attempt (at most an
+ * rows of a replica that stopped. Each mail is claimed just before its send, one row per
+ * statement, and leased (outbox.ts) for that one send, so replicas never send one message
+ * twice, however slow the SMTP server. Closing finishes the send in progress only; the rest stays
+ * pending for the next start or another replica. A failed send is retried after `retryDelayMs`, doubled per attempt (at most an
  * hour), and given up after `maxAttempts`; the log names the message by id and kind, never its
  * link. Without a transport (TOLLBOOTH_SMTP_URL unset) each message is written to the log,
  * link included (development), and kept in the outbox as `logged`.
  */
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
-import { claimDueMail, claimForLog, markAttemptFailed, markSent, type ClaimedMail } from './outbox.js'
+import { claimDueMail, claimForLog, markAttemptFailed, markSent, releaseClaim, type ClaimedMail } from './outbox.js'
 import type { MailTransport } from './transport.js'
 
 export interface MailDispatcherOptions {
@@ -20,9 +22,9 @@ export interface MailDispatcherOptions {
   maxAttempts: number
   retryDelayMs: number
   pollIntervalMs: number
-  /** Messages claimed per statement. */
+  /** Messages claimed per statement in log mode (SMTP mode claims one at a time). */
   batchSize?: number
-  /** How long a claimed message is reserved for its send (longer than any send can take). */
+  /** How long a claimed message is reserved for its one send (longer than any send can take). */
   leaseMs?: number
 }
 
@@ -54,7 +56,9 @@ export class MailDispatcher {
   start (): void {
     if (this.started || this.closed) return
     this.started = true
-    if (this.mode === 'log') {
+    if (this.options.transport !== undefined) {
+      this.options.log.info({ smtpServer: this.options.transport.server }, 'mail is sent through the SMTP server')
+    } else {
       this.options.log.warn('TOLLBOOTH_SMTP_URL is unset: mail is not sent but written to the log (links included) and kept in the outbox; set it to send mail')
     }
     this.schedule(this.options.pollIntervalMs)
@@ -75,7 +79,11 @@ export class MailDispatcher {
     })
   }
 
-  /** Stops polling and waits for a run in progress; no timer is left (the timers are not unref'd: a dispatcher never closed shows). */
+  /**
+   * Stops polling and waits for a run in progress, which ends after the send under way (if any):
+   * mail not yet claimed stays pending. No timer is left (the timers are not unref'd: a
+   * dispatcher never closed shows).
+   */
   async close (): Promise<void> {
     this.closed = true
     if (this.timer !== undefined) clearTimeout(this.timer)
@@ -102,11 +110,11 @@ export class MailDispatcher {
 
   private async run (): Promise<void> {
     try {
-      let claimed: number
+      let more: boolean
       do {
         this.again = false
-        claimed = this.mode === 'log' ? await this.logBatch() : await this.sendBatch()
-      } while (!this.closed && (claimed === this.batchSize || this.again))
+        more = this.mode === 'log' ? await this.logBatch() === this.batchSize : await this.sendNext()
+      } while (!this.closed && (more || this.again))
     } catch (err) {
       const { code, message } = err as { code?: unknown, message?: unknown }
       this.options.log.warn({ code, reason: message }, 'mail dispatch failed; retrying at the next poll')
@@ -122,12 +130,21 @@ export class MailDispatcher {
     return batch.length
   }
 
-  private async sendBatch (): Promise<number> {
+  /**
+   * Claims one due mail and sends it; false when none was due (or the dispatcher closed). A mail
+   * claimed as the dispatcher closed is handed back unsent.
+   */
+  private async sendNext (): Promise<boolean> {
     const transport = this.options.transport
-    if (transport === undefined) return 0
-    const batch = await claimDueMail(this.options.db, this.batchSize, this.leaseMs)
-    for (const mail of batch) await this.sendOne(transport, mail)
-    return batch.length
+    if (transport === undefined || this.closed) return false
+    const [mail] = await claimDueMail(this.options.db, 1, this.leaseMs)
+    if (mail === undefined) return false
+    if (this.closed) {
+      await releaseClaim(this.options.db, mail.id)
+      return false
+    }
+    await this.sendOne(transport, mail)
+    return true
   }
 
   private async sendOne (transport: MailTransport, mail: ClaimedMail): Promise<void> {

@@ -2,7 +2,8 @@
  * The transactional outbox (table mail_outbox): a message is inserted with the change that
  * causes it, in the same transaction, and sent later by the dispatcher (dispatcher.ts). Rows are
  * claimed with FOR UPDATE SKIP LOCKED and leased (next_attempt_at moves past the send), so
- * replicas sharing the database never send one message twice.
+ * replicas sharing the database never send one message twice. Sending claims one row per
+ * statement, so a lease covers one send, never a queue of them.
  */
 import type { Queryable } from '../db/pool.js'
 
@@ -45,6 +46,14 @@ export async function claimDueMail (db: Queryable, limit: number, leaseMs: numbe
       RETURNING id, kind, recipient, subject, body_text, attempts`,
     [limit, leaseMs])
   return rows.map(toClaimed).sort((a, b) => a.id - b.id)
+}
+
+/**
+ * Hands back a claimed message that was not sent (the dispatcher closed between the claim and
+ * the send): due again now, the attempt not counted. Only while still pending.
+ */
+export async function releaseClaim (db: Queryable, id: number): Promise<void> {
+  await db.query("UPDATE mail_outbox SET attempts = attempts - 1, next_attempt_at = now() WHERE id = $1 AND status = 'pending' AND attempts > 0", [id])
 }
 
 /**

@@ -7,6 +7,8 @@ import nodemailer from 'nodemailer'
 import type { MailMessage } from './outbox.js'
 
 export interface MailTransport {
+  /** The server for the log: scheme, host and port, never a user or password. */
+  readonly server: string
   send (message: MailMessage): Promise<void>
   close (): void
 }
@@ -27,6 +29,7 @@ export function smtpTransport ({ url, from, timeoutMs }: SmtpTransportOptions): 
     socketTimeout: timeoutMs,
   } as Parameters<typeof nodemailer.createTransport>[0])
   return {
+    server: smtpServerName(url),
     async send (message) {
       await transporter.sendMail({ from, to: message.recipient, subject: message.subject, text: message.text })
     },

@@ -44,8 +44,16 @@ export function parseMail (raw: string, to: string[], from: string): ReceivedMai
   return { to, from, subject: header(head, 'subject'), text: decodeBody(body, header(head, 'content-transfer-encoding')).replace(/\r\n/g, '\n') }
 }
 
+export interface SmtpServerOptions {
+  /**
+   * Called with each message once its data is in, before the server answers it: the message is
+   * accepted (and kept) when the promise settles. A slow or stalled server for the tests.
+   */
+  beforeAccept?: (mail: ReceivedMail) => Promise<void>
+}
+
 /** Starts the server on `port` (0: any free one). */
-export async function startSmtpServer (port = 0): Promise<TestSmtpServer> {
+export async function startSmtpServer (port = 0, options: SmtpServerOptions = {}): Promise<TestSmtpServer> {
   const messages: ReceivedMail[] = []
   const server = new SMTPServer({
     authOptional: true,
@@ -57,8 +65,11 @@ export async function startSmtpServer (port = 0): Promise<TestSmtpServer> {
       stream.on('end', () => {
         const to = session.envelope.rcptTo.map((address) => address.address)
         const from = session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address
-        messages.push(parseMail(Buffer.concat(chunks).toString('latin1'), to, from))
-        callback()
+        const mail = parseMail(Buffer.concat(chunks).toString('latin1'), to, from)
+        void (options.beforeAccept?.(mail) ?? Promise.resolve()).finally(() => {
+          messages.push(mail)
+          callback()
+        })
       })
     },
   })

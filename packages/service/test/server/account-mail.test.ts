@@ -315,6 +315,101 @@ describe('the mail dispatcher', () => {
     }
   })
 
+  const smtpDispatcher = (url: string, options: { log?: ReturnType<typeof createLogger>, leaseMs?: number, pollIntervalMs?: number } = {}): MailDispatcher => new MailDispatcher({
+    db: db.pool,
+    log: options.log ?? createLogger('silent'),
+    transport: smtpTransport({ url, from: 'tollbooth <no-reply@example.com>', timeoutMs: 10_000 }),
+    maxAttempts: 3,
+    retryDelayMs: 60_000,
+    pollIntervalMs: options.pollIntervalMs ?? 60_000,
+    ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+  })
+
+  async function enqueueMany (label: string, count: number): Promise<string[]> {
+    const recipients = Array.from({ length: count }, (_, i) => uniqueEmail(`${label}-${i}`))
+    for (const recipient of recipients) await enqueueMail(db.pool, { kind: 'test', recipient, subject: label, text: 'one of several' })
+    return recipients
+  }
+
+  async function rowsOf (recipients: string[]): Promise<Array<{ recipient: string, status: string, attempts: number, due: boolean }>> {
+    const { rows } = await db.pool.query('SELECT recipient, status, attempts, next_attempt_at <= now() AS due FROM mail_outbox WHERE recipient = ANY($1) ORDER BY id', [recipients])
+    return rows
+  }
+
+  it('with a slow SMTP server, two dispatchers still send each mail once: a lease covers one send, not a batch', async () => {
+    // Each mail takes 400 ms to be accepted; the lease is 3 s. Ten mails claimed as one batch
+    // would take 4 s, and the other dispatcher (polling every 100 ms) would send the last ones again.
+    const smtp = await startSmtpServer(0, { beforeAccept: async () => { await new Promise((resolve) => setTimeout(resolve, 400)) } })
+    const dispatchers = [smtpDispatcher(smtp.url, { leaseMs: 3000, pollIntervalMs: 100 }), smtpDispatcher(smtp.url, { leaseMs: 3000, pollIntervalMs: 100 })]
+    const recipients = await enqueueMany('slow', 10)
+    try {
+      for (const dispatcher of dispatchers) dispatcher.start()
+      for (const dispatcher of dispatchers) dispatcher.wake()
+      await waitFor('every mail sent', async () => (await rowsOf(recipients)).every((row) => row.status === 'sent'), { timeoutMs: 30_000 })
+      // A second claim of a mail counts a second attempt, before its send: one attempt each, none sent again.
+      assert.deepEqual((await rowsOf(recipients)).map((row) => row.attempts), recipients.map(() => 1), 'each claimed once')
+      assert.deepEqual(recipients.filter((recipient) => smtp.messages.filter((mail) => mail.to.includes(recipient)).length !== 1), [], 'each received once')
+    } finally {
+      await Promise.all(dispatchers.map(async (dispatcher) => { await dispatcher.close() }))
+      await smtp.close()
+    }
+  })
+
+  it('close waits for the send under way only; the mails not yet sent stay pending, due, their attempt not counted', async () => {
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => { release = resolve })
+    let arrived: (mail: ReceivedMail) => void = () => {}
+    const first = new Promise<ReceivedMail>((resolve) => { arrived = resolve })
+    let calls = 0
+    // The first mail is held until the test lets it go; any later one is accepted at once.
+    const smtp = await startSmtpServer(0, { beforeAccept: async (mail) => { if (calls++ === 0) { arrived(mail); await held } } })
+    const dispatcher = smtpDispatcher(smtp.url)
+    const recipients = await enqueueMany('closing', 5)
+    try {
+      dispatcher.start()
+      dispatcher.wake()
+      const sending = await first
+      const closed = dispatcher.close()
+      release()
+      const started = performance.now()
+      await closed
+      assert.ok(performance.now() - started < 5000, 'close returned once the send under way was done')
+      assert.deepEqual(smtp.messages.map((mail) => mail.to), [sending.to], 'only the mail being sent went out')
+      const rows = await rowsOf(recipients)
+      assert.deepEqual(rows.map((row) => row.status), ['sent', 'pending', 'pending', 'pending', 'pending'])
+      assert.deepEqual(rows.slice(1).map((row) => [row.attempts, row.due]), rows.slice(1).map(() => [0, true]))
+    } finally {
+      release()
+      await dispatcher.close()
+      await smtp.close()
+      await db.pool.query('DELETE FROM mail_outbox WHERE recipient = ANY($1)', [recipients]) // no pending mail for the next test
+    }
+  })
+
+  it('a mail claimed as the dispatcher closes is handed back unsent', async () => {
+    const smtp = await startSmtpServer()
+    const dispatcher = smtpDispatcher(smtp.url)
+    const [recipient = ''] = await enqueueMany('handed-back', 1)
+    try {
+      dispatcher.start()
+      dispatcher.wake() // its claim is under way when close is called
+      await dispatcher.close()
+      assert.deepEqual(await rowsOf([recipient]), [{ recipient, status: 'pending', attempts: 0, due: true }])
+      assert.equal(smtp.messages.length, 0)
+    } finally {
+      await smtp.close()
+    }
+  })
+
+  it('names the SMTP server in the log at start, without its user or password', async () => {
+    const { logger, lines } = capturingLogger('info')
+    const dispatcher = smtpDispatcher('smtp://mailer-login:pa55-w0rd@127.0.0.1:2525', { log: logger })
+    dispatcher.start()
+    await dispatcher.close()
+    assert.deepEqual(lines.filter((line) => line.smtpServer !== undefined).map((line) => [line.msg, line.smtpServer]), [['mail is sent through the SMTP server', 'smtp://127.0.0.1:2525']])
+    assert.ok(!/pa55-w0rd|mailer-login/.test(JSON.stringify(lines)), 'neither the user nor the password is logged')
+  })
+
   it('without SMTP: warns once at start, writes each mail to the log with its link, keeps it in the outbox; close leaves no timer', async () => {
     await db.pool.query('SELECT 1') // an idle pooled connection (and its idle timer) before the count
     const timersBefore = process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length

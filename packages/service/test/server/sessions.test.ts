@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import { registerUser, request, startTestService, type TestService } from '../helpers/service.js'
+import { deleteAccount } from '../../src/db/accounts.js'
+import { registerUser, request, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
 
 interface Signed { accessToken: string, refreshToken: string }
 
@@ -117,6 +118,12 @@ describe('sessions and account routes', () => {
     const other = await login(email, password)
     const post = await request(service, 'POST', '/api/v1/posts', { token: body.accessToken as string, body: { title: 'mine', body: 'soon gone' } })
     assert.equal(post.status, 201)
+    // Rows keyed by the email: a reset request (its count; its mail) and a mail waiting for a retry, which would go out after the account is gone.
+    assert.equal((await request(service, 'POST', '/api/v1/auth/password/forgot', { body: { email } })).status, 202)
+    const bystander = uniqueEmail('bystander')
+    for (const recipient of [email, bystander]) {
+      await service.db.pool.query("INSERT INTO mail_outbox (kind, recipient, subject, body_text, next_attempt_at) VALUES ('test', $1, 'a retry', 'later', now() + interval '1 hour')", [recipient])
+    }
     const wrong = await request(service, 'DELETE', '/api/v1/me', { token: body.accessToken as string, body: { password: 'not it' } })
     assert.deepEqual([wrong.status, wrong.body.error.code], [403, 'CURRENT_PASSWORD_INCORRECT'])
     assert.equal((await request(service, 'DELETE', '/api/v1/me', { body: { password } })).status, 401)
@@ -128,9 +135,24 @@ describe('sessions and account routes', () => {
       const { rows } = await service.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE ${column} = $1`, [userId])
       assert.equal(rows[0]?.n, 0, `no ${table} row is left`)
     }
+    for (const [table, where] of [['mail_outbox', "recipient = $1 AND status = 'pending'"], ['mail_requests', "scope = 'account' AND key = $1"], ['login_failures', "scope = 'account' AND key = $1"]] as const) {
+      const { rows } = await service.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, [email])
+      assert.equal(rows[0]?.n, 0, `no ${table} row of the email is left`)
+    }
+    const { rows: others } = await service.db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM mail_outbox WHERE recipient = $1 AND status = 'pending'", [bystander])
+    assert.equal(others[0]?.n, 1, 'another address\'s mail stays')
     for (const token of [body.accessToken as string, other.accessToken]) assert.deepEqual(await me(token), [401, 'AUTH_SESSION_ENDED'])
     assert.equal(await refresh(other.refreshToken), 401)
     assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })).status, 401)
+  })
+
+  it('account deletion forgets the email\'s login failures too (one may land after the password check)', async () => {
+    const { email, body } = await registerUser(service)
+    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password: 'not the password' } })).status, 401)
+    const count = async (): Promise<number | undefined> => (await service.db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM login_failures WHERE scope = 'account' AND key = $1", [email])).rows[0]?.n
+    assert.equal(await count(), 1)
+    assert.equal((await deleteAccount(service.db.pool, body.user.id as string)).deleted, true)
+    assert.equal(await count(), 0)
   })
 
   it('documents every new route and its statuses', async () => {

@@ -307,7 +307,7 @@ export class AuthService {
    */
   async refresh (refreshToken: string, context: RequestContext = {}): Promise<AuthResult> {
     const tokenHash = hashRefreshToken(refreshToken)
-    type Outcome = { error: 'AUTH_REFRESH_TOKEN_INVALID' } | { error: 'AUTH_REFRESH_TOKEN_REUSED', userId: string, sessionId: string } | { result: AuthResult }
+    type Outcome = { error: 'AUTH_REFRESH_TOKEN_INVALID' | 'EMAIL_NOT_VERIFIED' } | { error: 'AUTH_REFRESH_TOKEN_REUSED', userId: string, sessionId: string } | { result: AuthResult }
     const invalid = { error: 'AUTH_REFRESH_TOKEN_INVALID' } as const
     const outcome = await withTransaction(this.deps.db, async (client): Promise<Outcome> => {
       const family = await findTokenFamily(client, tokenHash)
@@ -320,6 +320,10 @@ export class AuthService {
         session.expiresAt.getTime() <= nowMs || row.expiresAt.getTime() <= nowMs) return invalid
       const user = await findUserById(client, row.userId)
       if (user === undefined) return invalid
+      // A session opened before a verified address was required (immediate registration, or
+      // before the setting) does not outlive the rule: as for a login, nothing is issued.
+      if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'refuse') return { error: 'EMAIL_NOT_VERIFIED' }
+      if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return invalid
       if (row.rotatedAt !== null) {
         const successor = row.rotatedMsAgo <= this.deps.refreshGraceSeconds * 1000 && row.successorSealed !== null
           ? openSuccessor(refreshToken, row.successorSealed)

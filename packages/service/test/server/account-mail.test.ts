@@ -213,7 +213,11 @@ describe('account mail through a real SMTP server', () => {
   it('TOLLBOOTH_REQUIRE_VERIFIED_EMAIL: an unverified login gets 403 EMAIL_NOT_VERIFIED, only after the password matched', async () => {
     const email = uniqueEmail('verified-only')
     const password = 'correct horse battery staple'
-    assert.equal((await request(verifiedOnly, 'POST', '/api/v1/auth/register', { body: { email, password } })).status, 201)
+    const registered = await request(verifiedOnly, 'POST', '/api/v1/auth/register', { body: { email, password } })
+    assert.equal(registered.status, 201)
+    // Immediate registration signs in; the session it opened cannot be refreshed while the address is unverified.
+    const refreshed = await request(verifiedOnly, 'POST', '/api/v1/auth/refresh', { body: { refreshToken: registered.body.refreshToken } })
+    assert.deepEqual([refreshed.status, refreshed.body.error?.code], [403, 'EMAIL_NOT_VERIFIED'])
     const token = linkToken(await smtp.waitForMail('the verification mail', sentTo(email, 'Confirm your email address')), 'verify-email')
     assert.equal((await request(verifiedOnly, 'POST', '/api/v1/auth/login', { body: { email, password: 'someone else entirely' } })).status, 401)
     const unverified = await request(verifiedOnly, 'POST', '/api/v1/auth/login', { body: { email, password } })

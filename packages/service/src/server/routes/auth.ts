@@ -81,7 +81,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       summary: 'Trade a refresh token for a new token pair (the old one is spent)',
       description: 'The same token presented again within the refresh grace window (TOLLBOOTH_REFRESH_GRACE_SECONDS) gets the same new refresh token; later, an already rotated token revokes its whole session (AUTH_REFRESH_TOKEN_REUSED).',
       body: RefreshBody,
-      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 413, 415, 503) },
+      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 403, 413, 415, 503) },
     },
   }, async (request) => await auth.refresh(request.body.refreshToken, { client: request.ip }))
 

@@ -8,7 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
-import { createError, isTollboothError } from '../errors.js'
+import { createError } from '../errors.js'
 import type { PasswordEngine } from '../hashing/types.js'
 import { withTransaction, type Queryable } from '../db/pool.js'
 import { insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose } from '../db/account-tokens.js'
@@ -21,7 +21,7 @@ import { markEmailVerified, setPasswordHashByMail } from '../db/users.js'
 import { enqueueMail } from '../mail/outbox.js'
 import { accountLink, passwordResetMail, registrationAttemptMail, verificationMail } from '../mail/messages.js'
 import { addressKey } from './login-throttle.js'
-import { contextHashOptions, type RequestContext } from './auth-service.js'
+import { contextHashOptions, hashAcceptedPassword, type RequestContext } from './auth-service.js'
 
 export interface MailThrottlePolicy {
   accountRequests: number
@@ -135,13 +135,7 @@ export class AccountMailService {
     const password = acceptNewPassword(input.password)
     const tokenHash = hashAccountToken(input.token)
     if (!(await isLiveAccountToken(this.deps.db, tokenHash, 'password_reset'))) throw createError('ACCOUNT_TOKEN_INVALID', undefined, { field: 'token' })
-    let passwordHash: string
-    try {
-      passwordHash = await this.deps.engine.hash(password, contextHashOptions(this.deps.registerDeadlineMs, context))
-    } catch (err) {
-      if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'password' })
-      throw err
-    }
+    const passwordHash = await hashAcceptedPassword(this.deps.engine, password, 'password', contextHashOptions(this.deps.registerDeadlineMs, context))
     const outcome = await withTransaction(this.deps.db, async (client) => {
       const userId = await spendAccountToken(client, tokenHash, 'password_reset')
       if (userId === undefined) return undefined

@@ -15,7 +15,7 @@ import { listLiveSessions, revokeAllSessionIds, revokeSession } from '../db/sess
 import { deleteAccount } from '../db/accounts.js'
 import { readFailures, recordFailure, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
 import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
-import { contextHashOptions, type LoginContext } from './auth-service.js'
+import { contextHashOptions, hashAcceptedPassword, type LoginContext } from './auth-service.js'
 import type { SessionCheck } from './session-check.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 
@@ -90,13 +90,7 @@ export class AccountService {
     const newPassword = acceptNewPassword(input.newPassword, 'newPassword')
     const user = await this.user(caller)
     await this.verifyPassword(user, input.currentPassword, context, 'currentPassword')
-    let newHash: string
-    try {
-      newHash = await this.deps.engine.hash(newPassword, contextHashOptions(this.deps.registerDeadlineMs, context))
-    } catch (err) {
-      if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'newPassword' })
-      throw err
-    }
+    const newHash = await hashAcceptedPassword(this.deps.engine, newPassword, 'newPassword', contextHashOptions(this.deps.registerDeadlineMs, context))
     const ended = await withTransaction(this.deps.db, async (client) => {
       // Only over the hash just verified: a password changed meanwhile (another session) wins.
       if (!await replacePasswordHash(client, user.id, user.passwordHash, newHash)) throw createError('CURRENT_PASSWORD_INCORRECT')

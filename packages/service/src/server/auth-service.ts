@@ -96,6 +96,16 @@ export function sessionAddress (client: string | undefined): string | null {
   return client !== undefined && isIP(client) !== 0 ? client : null
 }
 
+/** Hashes a new password the policy accepted, through the pool; PASSWORD_TOO_LONG names the body's field. */
+export async function hashAcceptedPassword (engine: PasswordEngine, password: string, field: string, options: HashRequestOptions): Promise<string> {
+  try {
+    return await engine.hash(password, options)
+  } catch (err) {
+    if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field })
+    throw err
+  }
+}
+
 /** Why a login failed, for the security log (never sent to the client: it would tell accounts apart). */
 type LoginFailure = 'unknown_email' | 'wrong_password' | 'stored_hash_refused' | 'email_not_verified'
 
@@ -144,13 +154,7 @@ export class AuthService {
   /** Hash first: a taken email costs the same as a new one (and admission is decided before any query). */
   private async hashNewPassword (typed: string, context: RequestContext): Promise<string> {
     // The policy's cheap checks before the hash; the NFC form is what is hashed.
-    const password = acceptNewPassword(typed)
-    try {
-      return await this.deps.engine.hash(password, contextHashOptions(this.deps.registerDeadlineMs, context))
-    } catch (err) {
-      if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field: 'password' })
-      throw err
-    }
+    return await hashAcceptedPassword(this.deps.engine, acceptNewPassword(typed), 'password', contextHashOptions(this.deps.registerDeadlineMs, context))
   }
 
   /** The account, its verification mail (queued in the same transaction) and a session; 409 for a taken email. */

@@ -13,9 +13,9 @@ import { spendAllAccountTokens } from '../db/account-tokens.js'
 import { findUserById, replacePasswordHash, type UserWithHash } from '../db/users.js'
 import { listLiveSessions, revokeAllSessionIds, revokeSession } from '../db/sessions.js'
 import { deleteAccount } from '../db/accounts.js'
-import { readFailures, recordFailure, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
-import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
-import { contextHashOptions, hashAcceptedPassword, type LoginContext } from './auth-service.js'
+import { readFailures, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
+import { addressKey, type LoginThrottlePolicy } from './login-throttle.js'
+import { assertNotThrottled, contextHashOptions, hashAcceptedPassword, recordFailedCheck, verifyPasswordForms, type LoginContext } from './auth-service.js'
 import type { SessionCheck } from './session-check.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 
@@ -122,27 +122,18 @@ export class AccountService {
     this.deps.engine.assertAdmissible('verify', hashOptions)
     const keys: ThrottleKeys = { account: user.email, address: addressKey(context.client) }
     const failures = await readFailures(this.deps.db, keys)
-    const decision = decide(failures, this.now(), this.deps.loginThrottle)
-    if (!decision.allowed) {
-      const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
-      this.deps.log.warn({ event: 'login_throttled', account: keys.account, address: keys.address, scopes: decision.scopes, retryAfterSeconds, reauthentication: true }, 'password check throttled')
-      throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
-    }
-    let match = false
+    const logging = { log: this.deps.log, throttled: 'password check throttled', failed: 'password check failed', fields: { reauthentication: true } }
+    assertNotThrottled(failures, keys, this.now(), this.deps.loginThrottle, logging)
+    let match: boolean
     try {
-      for (const form of forms) {
-        match = (await this.deps.engine.verify(form, user.passwordHash, hashOptions)).match
-        if (match) break
-      }
+      match = (await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)).match
     } catch (err) {
       if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
       this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the password check is answered as a wrong password')
       match = false
     }
     if (!match) {
-      const nowMs = this.now()
-      const counts = await recordFailure(this.deps.db, keys, { nowMs, windowExpiredAtOrBefore: windowExpiredAtOrBefore(nowMs, this.deps.loginThrottle) })
-      this.deps.log.info({ event: 'login_failed', reason: 'wrong_password', reauthentication: true, account: keys.account, address: keys.address, accountFailures: counts.account?.failures, addressFailures: counts.address?.failures }, 'password check failed')
+      await recordFailedCheck(this.deps.db, keys, 'wrong_password', this.now(), this.deps.loginThrottle, logging)
       throw createError('CURRENT_PASSWORD_INCORRECT')
     }
     if (failures.account !== undefined) await resetAccountFailures(this.deps.db, keys.account)

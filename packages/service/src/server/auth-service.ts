@@ -74,7 +74,7 @@ export interface LoginContext extends RequestContext {
 }
 
 /** A verify's result, with the form of the typed password that matched (undefined: none tried). */
-interface VerifiedForm extends VerifyResult {
+export interface VerifiedForm extends VerifyResult {
   form: string | undefined
 }
 
@@ -104,6 +104,63 @@ export async function hashAcceptedPassword (engine: PasswordEngine, password: st
     if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field })
     throw err
   }
+}
+
+/**
+ * Verifies the forms of a typed password in order (NFC, then the raw form when it differs:
+ * password-policy.ts passwordForms) and stops at the first match; a stored hash the engine
+ * refuses throws at the first form. Login and re-authentication (account-service.ts) share it.
+ */
+export async function verifyPasswordForms (engine: PasswordEngine, forms: readonly string[], storedHash: string, hashOptions: HashRequestOptions): Promise<VerifiedForm> {
+  let result: VerifiedForm = { match: false, needsRehash: false, form: undefined }
+  for (const form of forms) {
+    const verified = await engine.verify(form, storedHash, hashOptions)
+    result = { ...verified, form }
+    if (verified.match) break
+  }
+  return result
+}
+
+/** What a password check (a login, or a signed-in user giving their password again) logs with its throttle events. */
+export interface PasswordCheckLog {
+  log: FastifyBaseLogger
+  /** The log line's message for a throttled check, and for a failed one. */
+  throttled: string
+  failed: string
+  /** Fields added to both lines (e.g. `reauthentication: true`). */
+  fields?: Record<string, unknown>
+}
+
+/** Throws TOO_MANY_ATTEMPTS (logged as a security event) when the throttle refuses a password check now; before any hash. */
+export function assertNotThrottled (failures: Awaited<ReturnType<typeof readFailures>>, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): void {
+  const decision = decide(failures, nowMs, policy)
+  if (decision.allowed) return
+  const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
+  logging.log.warn({
+    event: 'login_throttled',
+    account: keys.account,
+    address: keys.address,
+    scopes: decision.scopes,
+    accountFailures: failures.account?.failures ?? 0,
+    addressFailures: failures.address?.failures ?? 0,
+    retryAfterSeconds,
+    ...logging.fields,
+  }, logging.throttled)
+  throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
+}
+
+/** Counts a failed password check for the account and the address (before answering) and logs it; never the password. */
+export async function recordFailedCheck (db: Queryable, keys: ThrottleKeys, reason: string, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): Promise<void> {
+  const counts = await recordFailure(db, keys, { nowMs, windowExpiredAtOrBefore: windowExpiredAtOrBefore(nowMs, policy) })
+  logging.log.info({
+    event: 'login_failed',
+    reason,
+    account: keys.account,
+    address: keys.address,
+    accountFailures: counts.account?.failures,
+    addressFailures: counts.address?.failures,
+    ...logging.fields,
+  }, logging.failed)
 }
 
 /** Why a login failed, for the security log (never sent to the client: it would tell accounts apart). */
@@ -200,20 +257,7 @@ export class AuthService {
     // Decided before any hash, on the email (known or not) and the address, so the answer is the same
     // for an account that does not exist, and a guess past the bound costs no CPU.
     const nowMs = this.now()
-    const decision = decide(failures, nowMs, this.deps.loginThrottle)
-    if (!decision.allowed) {
-      const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
-      this.deps.log.warn({
-        event: 'login_throttled',
-        account: keys.account,
-        address: keys.address,
-        scopes: decision.scopes,
-        accountFailures: failures.account?.failures ?? 0,
-        addressFailures: failures.address?.failures ?? 0,
-        retryAfterSeconds,
-      }, 'login throttled')
-      throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
-    }
+    assertNotThrottled(failures, keys, nowMs, this.deps.loginThrottle, this.loginLog)
     if (user === undefined) {
       // As many verifies of the current policy as a wrong password of this input costs (one per
       // form): same status, body and time.
@@ -222,7 +266,7 @@ export class AuthService {
     }
     let verified: VerifiedForm
     try {
-      verified = await this.verifyForms(forms, user.passwordHash, hashOptions)
+      verified = await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)
     } catch (err) {
       if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
       // A stored hash we refuse to compute is the operator's problem (an import gone wrong, a
@@ -249,20 +293,6 @@ export class AuthService {
     return result
   }
 
-  /**
-   * Verifies the forms in order (NFC, then the raw form when it differs) and stops at the first
-   * match; a stored hash the engine refuses throws at the first form.
-   */
-  private async verifyForms (forms: readonly string[], storedHash: string, hashOptions: HashRequestOptions): Promise<VerifiedForm> {
-    let result: VerifiedForm = { match: false, needsRehash: false, form: undefined }
-    for (const form of forms) {
-      const verified = await this.deps.engine.verify(form, storedHash, hashOptions)
-      result = { ...verified, form }
-      if (verified.match) break
-    }
-    return result
-  }
-
   /** One dummy verify per form: what a wrong password of the same input costs a known account. */
   private async verifyDummies (forms: readonly string[], hashOptions: HashRequestOptions): Promise<void> {
     for (const form of forms) await this.deps.engine.verifyDummy(form, hashOptions)
@@ -270,17 +300,12 @@ export class AuthService {
 
   /** Counts the failure for the account and the address (before answering), logs it, and throws the 401. */
   private async failLogin (keys: ThrottleKeys, reason: LoginFailure): Promise<never> {
-    const nowMs = this.now()
-    const counts = await recordFailure(this.deps.db, keys, { nowMs, windowExpiredAtOrBefore: windowExpiredAtOrBefore(nowMs, this.deps.loginThrottle) })
-    this.deps.log.info({
-      event: 'login_failed',
-      reason,
-      account: keys.account,
-      address: keys.address,
-      accountFailures: counts.account?.failures,
-      addressFailures: counts.address?.failures,
-    }, 'login failed')
+    await recordFailedCheck(this.deps.db, keys, reason, this.now(), this.deps.loginThrottle, this.loginLog)
     throw createError('AUTH_INVALID_CREDENTIALS')
+  }
+
+  private get loginLog (): PasswordCheckLog {
+    return { log: this.deps.log, throttled: 'login throttled', failed: 'login failed' }
   }
 
   private now (): number {

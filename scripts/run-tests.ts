@@ -44,6 +44,7 @@ const timingLane: readonly string[] = [
   'service/hashing/thread-priority.test', // nice values and CPU share of the hash threads
   'service/hashing/verify-dummy.test', // a dummy verify's time against a real one's (medians of ms)
   'lab/load-generation.test', // open and closed model latency bounds
+  'lab/healthz-probe.test', // probe latency while the main thread is blocked on purpose
   'service/server/login-admission.test', // refusals faster than the queued work
   'service/server/login.test', // unknown email vs wrong password time ratio
   'service/server/overload.test', // event loop and /healthz latency in a storm

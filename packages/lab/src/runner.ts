@@ -109,7 +109,7 @@ export class LabRun {
     try {
       scraper = new MetricsScraper({ url: options.metricsUrl, runStartEpochMs: session.runStartEpochMs, pid: options.pid })
       await scraper.start()
-      probe = new HealthzProbe(url, load.healthzProbeRate, session.runStartEpochMs, load.requestTimeoutMs)
+      probe = new HealthzProbe({ url, ratePerSecond: load.healthzProbeRate, runStartEpochMs: session.runStartEpochMs, timeoutMs: load.requestTimeoutMs })
       probe.start()
     } catch (err) {
       await session.close(true)
@@ -149,6 +149,7 @@ export class LabRun {
       this.scraper.failedScrapes > 0 && `${this.scraper.failedScrapes} /metrics scrape(s) failed or came late; those seconds have no server signals`,
       this.probe.failures > 0 && `${this.probe.failures} /healthz probe(s) did not get a 200`,
       this.probe.skipped > 0 && `${this.probe.skipped} /healthz probe(s) were not sent because earlier ones were still waiting`,
+      this.probe.error !== undefined && `the /healthz prober failed: ${this.probe.error}`,
     ].filter((warning): warning is string => warning !== false).map((warning) => `${label}: ${warning}`)
 
     const phased = this.segments.filter((segment) => segment.phase !== undefined)

@@ -9,6 +9,7 @@
  * cores.
  *
  *   npm run bench:probe -- --seconds 20 --rounds 2
+ *   npm run bench:probe -- --seconds 25 --as-is    # no busy loops: beside a storm run by another command
  *
  * Measure with nothing else running and scheduler autogroups off (bench/README.md): in
  * another session, nice values do not apply across sessions.
@@ -81,7 +82,7 @@ function spinners (count: number, nice: number): ChildProcess[] {
 }
 
 async function main (): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '20' }, rounds: { type: 'string', default: '2' } } })
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '20' }, rounds: { type: 'string', default: '2' }, 'as-is': { type: 'boolean', default: false } } })
   const seconds = Number(values.seconds)
   const rounds = Number(values.rounds)
   const cores = os.availableParallelism()
@@ -95,11 +96,13 @@ async function main (): Promise<void> {
 
   const server = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' })
   const [{ port }] = await once(server, 'message') as [{ port: number }]
-  const conditions: Array<{ name: string, nice: number | undefined }> = [
-    { name: 'idle', nice: undefined },
-    { name: `${cores} busy loops at nice 10`, nice: 10 },
-    { name: `${cores} busy loops at nice 0`, nice: 0 },
-  ]
+  const conditions: Array<{ name: string, nice: number | undefined }> = values['as-is']
+    ? [{ name: 'as the machine is', nice: undefined }]
+    : [
+        { name: 'idle', nice: undefined },
+        { name: `${cores} busy loops at nice 10`, nice: 10 },
+        { name: `${cores} busy loops at nice 0`, nice: 0 },
+      ]
   const rows: Array<{ round: number, condition: string } & Percentiles> = []
   try {
     for (let round = 1; round <= rounds; round++) {

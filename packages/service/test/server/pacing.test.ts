@@ -28,7 +28,7 @@ describe('refusal pacer (mock timers)', () => {
   beforeEach(() => { mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 }) })
   afterEach(() => { mock.timers.reset() })
 
-  const pacerAt = (): RefusalPacer => new RefusalPacer({ now: () => Date.now(), maxHoldMs: 10_000, maxHeld: 2 })
+  const pacerAt = (): RefusalPacer => new RefusalPacer({ now: () => Date.now(), maxHoldMs: 10_000, maxHeld: 2, releaseSpread: 0 })
 
   it('answers a first refusal at once and remembers when the client may come back', async () => {
     const pacer = pacerAt()
@@ -104,6 +104,29 @@ describe('refusal pacer (mock timers)', () => {
     assert.equal(settled, false)
     mock.timers.tick(1)
     assert.equal((await outcome(pacer, held)).result, 'SERVICE_OVERLOADED')
+  })
+
+  it('spreads the release of a crowd refused at once over a quarter of its hold, so it does not come back in one burst', async () => {
+    const draws = Array.from({ length: 100 }, (_, i) => i / 100)
+    const pacer = new RefusalPacer({ now: () => Date.now(), random: () => draws.shift() ?? 0 })
+    const clients = draws.map((_, i) => ({ keys: [`ip:${i}`] }))
+    for (const client of clients) pacer.noteRefusal(client, 2)
+    const releasedAt: number[] = []
+    const held = clients.map(async (client) => {
+      await pacer.admit(client, overloaded, () => { throw overloaded() }).catch(() => {})
+      releasedAt.push(Date.now())
+    })
+    for (let ms = 0; ms <= 2500; ms += 50) {
+      mock.timers.tick(50)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    await Promise.all(held)
+    assert.equal(releasedAt.length, 100)
+    assert.ok(Math.min(...releasedAt) >= 2000, 'none before its Retry-After')
+    assert.ok(Math.max(...releasedAt) <= 2500, 'none later than a quarter past it')
+    const perWindow = new Map<number, number>()
+    for (const t of releasedAt) perWindow.set(Math.floor(t / 50), (perWindow.get(Math.floor(t / 50)) ?? 0) + 1)
+    assert.ok(Math.max(...perWindow.values()) <= 15, `at most 15 in any 50 ms (${JSON.stringify([...perWindow])})`)
   })
 
   it('never holds an admitted request, early or not', async () => {

@@ -4,32 +4,19 @@
  * admission before the work, the same throttle (a wrong password is a failed login of the
  * account and the address), the verify through the pool with a deadline.
  */
-import type pg from 'pg'
-import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
-import type { PasswordEngine } from '../hashing/types.js'
 import { withTransaction } from '../db/pool.js'
 import { spendAllAccountTokens } from '../db/account-tokens.js'
 import { findUserById, replacePasswordHash, type UserWithHash } from '../db/users.js'
 import { listLiveSessions, revokeAllSessionIds, revokeSession } from '../db/sessions.js'
 import { deleteAccount } from '../db/accounts.js'
 import { readFailures, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
-import { addressKey, type LoginThrottlePolicy } from './login-throttle.js'
-import { assertNotThrottled, contextHashOptions, hashAcceptedPassword, recordFailedCheck, verifyPasswordForms, type LoginContext } from './auth-service.js'
-import type { SessionCheck } from './session-check.js'
+import { addressKey } from './login-throttle.js'
+import { assertNotThrottled, contextHashOptions, hashAcceptedPassword, recordFailedCheck, verifyPasswordForms, type AuthServiceDeps, type LoginContext } from './auth-service.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 
-export interface AccountServiceDeps {
-  db: pg.Pool
-  engine: PasswordEngine
-  sessions: SessionCheck
-  loginDeadlineMs: number
-  /** The deadline of hashing the new password, from the request's arrival (registration's). */
-  registerDeadlineMs: number
-  loginThrottle: LoginThrottlePolicy
-  log: FastifyBaseLogger
-  now?: () => number
-}
+/** The auth service's own (a new password is hashed with registration's deadline, from the request's arrival). */
+export type AccountServiceDeps = Pick<AuthServiceDeps, 'db' | 'engine' | 'sessions' | 'loginDeadlineMs' | 'registerDeadlineMs' | 'loginThrottle' | 'log' | 'now'>
 
 /** Who is asking: the user and session of the access token. */
 export interface Caller {

@@ -38,6 +38,8 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
         ...cheapHashEnv,
         TOLLBOOTH_HASH_THREADS: '2',
         TOLLBOOTH_LOG_LEVEL: 'warn',
+        // Stopped when its test is done: no load balancer to drain for (the default drain is 5 s).
+        TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0',
         TOLLBOOTH_LAB_DIAGNOSTICS: String(options.config?.labDiagnostics === true),
         ...options.env,
         HOST: '127.0.0.1',

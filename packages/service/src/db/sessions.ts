@@ -54,6 +54,25 @@ export async function insertSession (db: Queryable, session: { id: string, userI
 }
 
 /**
+ * Opens a session and its first refresh token in one statement: atomic on its own (no BEGIN or
+ * COMMIT needed, one round trip where a transaction of two inserts took four), and the same
+ * inside a caller's transaction (register). The lock order holds: the foreign-key checks run at
+ * the statement's end in the order the rows were inserted, so the user row is held FOR KEY SHARE
+ * (the session's user_id) before the new session row (the token's family_id); and neither new
+ * row is seen by another transaction before this one commits.
+ */
+export async function insertSessionWithToken (db: Queryable, session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null }, token: { tokenHash: Buffer, expiresAt: Date }): Promise<void> {
+  await db.query(
+    `WITH session AS (
+       INSERT INTO sessions (id, user_id, expires_at, user_agent, address) VALUES ($1, $2, $3, $4, $5)
+       RETURNING id, user_id
+     )
+     INSERT INTO refresh_tokens (token_hash, family_id, user_id, expires_at)
+     SELECT $6::bytea, id, user_id, $7::timestamptz FROM session`,
+    [session.id, session.userId, session.expiresAt, session.userAgent, session.address, token.tokenHash, token.expiresAt])
+}
+
+/**
  * Locks the session for a refresh (FOR NO KEY UPDATE: it conflicts with a revocation's FOR UPDATE
  * and with another refresh, not with the KEY SHARE of token inserts). Undefined when it is gone.
  */

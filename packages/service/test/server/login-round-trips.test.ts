@@ -5,8 +5,10 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import pg from 'pg'
 import { watchStatements } from '../helpers/round-trips.js'
 import { registerUser, request, startTestService, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
 
 /** What each statement a login may send is, by its text; `other` fails every test that meets it. */
 function kindOf (text: string): string {
@@ -97,5 +99,37 @@ describe('database round trips of a login', () => {
     }
     assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })).status, 200)
     assert.equal(await sessionsOf(), before + 1)
+  })
+
+  it('a login and DELETE /me queued on the user row: the login\'s one statement keeps the users-first order, both answer cleanly', async () => {
+    const { email, password, body } = await registerUser(service)
+    const userId = body.user.id as string
+    const waitingOnLocks = async (): Promise<number> => {
+      const { rows } = await service.db.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+      return rows[0]?.n ?? 0
+    }
+    // Holds the user row as an account deletion does, so the login's statement queues on it, then the deletion behind it.
+    const holder = new pg.Client({ connectionString: service.db.url })
+    await holder.connect()
+    let login: Promise<JsonResponse> | undefined
+    let deletion: Promise<JsonResponse> | undefined
+    try {
+      await holder.query('BEGIN')
+      await holder.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [userId])
+      login = request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })
+      await waitFor('the login waiting on the user row', async () => await waitingOnLocks() >= 1)
+      deletion = request(service, 'DELETE', '/api/v1/me', { token: body.accessToken as string, body: { password } })
+      await waitFor('the deletion waiting too', async () => await waitingOnLocks() >= 2)
+    } finally {
+      await holder.query('COMMIT')
+      await holder.end()
+    }
+    const [loggedIn, deleted] = await Promise.all([login, deletion])
+    assert.equal(loggedIn?.status, 200, JSON.stringify(loggedIn?.body))
+    assert.equal(deleted?.status, 204, JSON.stringify(deleted?.body))
+    const { rows } = await service.db.pool.query<{ n: number }>(
+      'SELECT (SELECT count(*) FROM sessions WHERE user_id = $1)::int + (SELECT count(*) FROM refresh_tokens WHERE user_id = $1)::int AS n', [userId])
+    assert.equal(rows[0]?.n, 0, 'the session the login opened went with the account')
   })
 })

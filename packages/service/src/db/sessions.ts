@@ -56,10 +56,10 @@ export async function insertSession (db: Queryable, session: { id: string, userI
 /**
  * Opens a session and its first refresh token in one statement: atomic on its own (no BEGIN or
  * COMMIT needed, one round trip where a transaction of two inserts took four), and the same
- * inside a caller's transaction (register). The lock order holds: the foreign-key checks run at
- * the statement's end in the order the rows were inserted, so the user row is held FOR KEY SHARE
- * (the session's user_id) before the new session row (the token's family_id); and neither new
- * row is seen by another transaction before this one commits.
+ * inside a caller's transaction (register). The lock order of src/db/accounts.ts holds: the one
+ * existing row it locks is the user's (FOR KEY SHARE, by the foreign-key checks at the statement's
+ * end); the new session row the token's check holds is seen by no other transaction before this
+ * one commits. A login waits behind an account deletion's user lock, never the other way round.
  */
 export async function insertSessionWithToken (db: Queryable, session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null }, token: { tokenHash: Buffer, expiresAt: Date }): Promise<void> {
   await db.query(

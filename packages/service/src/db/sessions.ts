@@ -59,7 +59,7 @@ export async function insertSession (db: Queryable, session: { id: string, userI
  * inside a caller's transaction (register). The lock order of src/db/accounts.ts holds: the one
  * existing row it locks is the user's (FOR KEY SHARE, by the foreign-key checks at the statement's
  * end); the new session row the token's check holds is seen by no other transaction before this
- * one commits. A login waits behind an account deletion's user lock, never the other way round.
+ * one commits. So a login and an account deletion only queue on the user row, never deadlock.
  */
 export async function insertSessionWithToken (db: Queryable, session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null }, token: { tokenHash: Buffer, expiresAt: Date }): Promise<void> {
   await db.query(

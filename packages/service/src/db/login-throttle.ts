@@ -31,11 +31,14 @@ interface FailureRow {
   last_failure_at: Date
 }
 
+/** One key's count from its stored columns. */
+export function toFailureCount (row: { failures: number, window_started_at: Date, last_failure_at: Date }): FailureCount {
+  return { failures: row.failures, windowStartedAt: row.window_started_at.getTime(), lastFailureAt: row.last_failure_at.getTime() }
+}
+
 function toCounts (rows: FailureRow[]): FailureCounts {
   const counts: FailureCounts = {}
-  for (const row of rows) {
-    counts[row.scope] = { failures: row.failures, windowStartedAt: row.window_started_at.getTime(), lastFailureAt: row.last_failure_at.getTime() }
-  }
+  for (const row of rows) counts[row.scope] = toFailureCount(row)
   return counts
 }
 

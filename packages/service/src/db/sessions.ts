@@ -54,6 +54,25 @@ export async function insertSession (db: Queryable, session: { id: string, userI
 }
 
 /**
+ * Opens a session and its first refresh token in one statement: atomic on its own (no BEGIN or
+ * COMMIT needed, one round trip where a transaction of two inserts took four), and the same
+ * inside a caller's transaction (register). The lock order of src/db/accounts.ts holds: the one
+ * existing row it locks is the user's (FOR KEY SHARE, by the foreign-key checks at the statement's
+ * end); the new session row the token's check holds is seen by no other transaction before this
+ * one commits. So a login and an account deletion only queue on the user row, never deadlock.
+ */
+export async function insertSessionWithToken (db: Queryable, session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null }, token: { tokenHash: Buffer, expiresAt: Date }): Promise<void> {
+  await db.query(
+    `WITH session AS (
+       INSERT INTO sessions (id, user_id, expires_at, user_agent, address) VALUES ($1, $2, $3, $4, $5)
+       RETURNING id, user_id
+     )
+     INSERT INTO refresh_tokens (token_hash, family_id, user_id, expires_at)
+     SELECT $6::bytea, id, user_id, $7::timestamptz FROM session`,
+    [session.id, session.userId, session.expiresAt, session.userAgent, session.address, token.tokenHash, token.expiresAt])
+}
+
+/**
  * Locks the session for a refresh (FOR NO KEY UPDATE: it conflicts with a revocation's FOR UPDATE
  * and with another refresh, not with the KEY SHARE of token inserts). Undefined when it is gone.
  */

@@ -13,7 +13,8 @@ export interface UserWithHash extends User {
   passwordHash: string
 }
 
-interface UserRow {
+/** A users row as PostgreSQL returns it (`userColumns`). */
+export interface UserRow {
   id: string
   email: string
   name: string | null
@@ -22,9 +23,10 @@ interface UserRow {
   email_verified_at: Date | null
 }
 
-const columns = 'id, email, name, password_hash, created_at, email_verified_at'
+/** The columns `toUser` reads, in the order of `UserRow`. */
+export const userColumns = 'id, email, name, password_hash, created_at, email_verified_at'
 
-function toUser (row: UserRow): UserWithHash {
+export function toUser (row: UserRow): UserWithHash {
   return { id: row.id, email: row.email, name: row.name, passwordHash: row.password_hash, createdAt: row.created_at, emailVerifiedAt: row.email_verified_at }
 }
 
@@ -32,18 +34,18 @@ function toUser (row: UserRow): UserWithHash {
 export async function insertUser (db: Queryable, user: { email: string, name: string | null, passwordHash: string }): Promise<UserWithHash | undefined> {
   const { rows } = await db.query<UserRow>(
     `INSERT INTO users (email, name, password_hash) VALUES ($1, $2, $3)
-     ON CONFLICT (email) DO NOTHING RETURNING ${columns}`,
+     ON CONFLICT (email) DO NOTHING RETURNING ${userColumns}`,
     [user.email, user.name, user.passwordHash])
   return rows[0] === undefined ? undefined : toUser(rows[0])
 }
 
 export async function findUserByEmail (db: Queryable, email: string): Promise<UserWithHash | undefined> {
-  const { rows } = await db.query<UserRow>(`SELECT ${columns} FROM users WHERE email = $1`, [email])
+  const { rows } = await db.query<UserRow>(`SELECT ${userColumns} FROM users WHERE email = $1`, [email])
   return rows[0] === undefined ? undefined : toUser(rows[0])
 }
 
 export async function findUserById (db: Queryable, id: string): Promise<UserWithHash | undefined> {
-  const { rows } = await db.query<UserRow>(`SELECT ${columns} FROM users WHERE id = $1`, [id])
+  const { rows } = await db.query<UserRow>(`SELECT ${userColumns} FROM users WHERE id = $1`, [id])
   return rows[0] === undefined ? undefined : toUser(rows[0])
 }
 

@@ -1,7 +1,7 @@
 /**
  * Register, login, refresh and logout: the rules, with HTTP left to the routes.
- * Every database change of one request happens in one transaction, so a failure
- * leaves nothing half-written.
+ * Every database change of one request happens in one transaction (or one statement,
+ * atomic on its own), so a failure leaves nothing half-written.
  */
 import { isIP } from 'node:net'
 import type pg from 'pg'
@@ -9,10 +9,11 @@ import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
 import type { HashRequestOptions, PasswordEngine, VerifyResult } from '../hashing/types.js'
 import { withTransaction, type Queryable } from '../db/pool.js'
-import { findUserByEmail, findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User } from '../db/users.js'
+import { findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User } from '../db/users.js'
 import { findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated } from '../db/refresh-tokens.js'
-import { insertSession, lockSessionForRefresh, revokeSession, touchSession } from '../db/sessions.js'
-import { readFailures, recordFailure, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
+import { insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession } from '../db/sessions.js'
+import { recordFailure, resetAccountFailures, type FailureCounts, type ThrottleKeys } from '../db/login-throttle.js'
+import { lookUpLogin } from '../db/login-lookup.js'
 import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
 import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens, type NewRefreshToken } from './tokens.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
@@ -132,7 +133,7 @@ export interface PasswordCheckLog {
 }
 
 /** Throws TOO_MANY_ATTEMPTS (logged as a security event) when the throttle refuses a password check now; before any hash. */
-export function assertNotThrottled (failures: Awaited<ReturnType<typeof readFailures>>, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): void {
+export function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): void {
   const decision = decide(failures, nowMs, policy)
   if (decision.allowed) return
   const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
@@ -182,20 +183,29 @@ export class AuthService {
 
   constructor (private readonly deps: AuthServiceDeps) {}
 
-  /** Opens a session (a refresh family) for the user, with its first refresh token. Call inside a transaction. */
+  /**
+   * Opens a session (a refresh family) for the user, with its first refresh token, in one
+   * statement (atomic on its own): on the pool (a login, one round trip) or inside a transaction (register).
+   */
   private async openSession (db: Queryable, user: User, context: RequestContext): Promise<AuthResult> {
     const sessionId = newTokenFamily()
     const expiresAt = new Date(Date.now() + this.deps.sessionMaxLifetimeSeconds * 1000)
-    await insertSession(db, { id: sessionId, userId: user.id, expiresAt, userAgent: context.userAgent ?? null, address: sessionAddress(context.client) })
-    const refresh = await this.insertToken(db, user.id, sessionId, expiresAt)
+    const refresh = newRefreshToken()
+    await insertSessionWithToken(db,
+      { id: sessionId, userId: user.id, expiresAt, userAgent: context.userAgent ?? null, address: sessionAddress(context.client) },
+      { tokenHash: refresh.tokenHash, expiresAt: this.tokenExpiresAt(expiresAt) })
     return this.result(user, sessionId, refresh.token)
   }
 
-  /** A new refresh token of the session, expiring at its own lifetime or the session's end, whichever comes first. */
+  /** A new refresh token's end: its own lifetime or the session's end, whichever comes first. */
+  private tokenExpiresAt (sessionExpiresAt: Date): Date {
+    return new Date(Math.min(Date.now() + this.deps.refreshTokenTtlSeconds * 1000, sessionExpiresAt.getTime()))
+  }
+
+  /** A new refresh token of the session. */
   private async insertToken (db: Queryable, userId: string, sessionId: string, sessionExpiresAt: Date): Promise<NewRefreshToken> {
     const refresh = newRefreshToken()
-    const expiresAtMs = Math.min(Date.now() + this.deps.refreshTokenTtlSeconds * 1000, sessionExpiresAt.getTime())
-    await insertRefreshToken(db, { tokenHash: refresh.tokenHash, familyId: sessionId, userId, expiresAt: new Date(expiresAtMs) })
+    await insertRefreshToken(db, { tokenHash: refresh.tokenHash, familyId: sessionId, userId, expiresAt: this.tokenExpiresAt(sessionExpiresAt) })
     return refresh
   }
 
@@ -252,8 +262,8 @@ export class AuthService {
     // costs a database query. Known and unknown emails both pass here first.
     this.deps.engine.assertAdmissible('verify', hashOptions)
     const keys: ThrottleKeys = { account: email, address: addressKey(context.client) }
-    // The throttle's counts come with the user, in parallel: no added latency.
-    const [user, failures] = await Promise.all([findUserByEmail(this.deps.db, email), readFailures(this.deps.db, keys)])
+    // The throttle's counts come with the user, in the same statement: one round trip.
+    const { user, failures } = await lookUpLogin(this.deps.db, email, keys)
     // Decided before any hash, on the email (known or not) and the address, so the answer is the same
     // for an account that does not exist, and a guess past the bound costs no CPU.
     const nowMs = this.now()
@@ -284,8 +294,10 @@ export class AuthService {
       throw createError('EMAIL_NOT_VERIFIED')
     }
     // A success forgets the account's failures (the address's stay); no write when there were none.
+    // Its own statement, beside the session's rather than in it: a login holding the failure row
+    // while its foreign keys wait on the user row would invert an account deletion's order (accounts.ts).
     const [result] = await Promise.all([
-      withTransaction(this.deps.db, async (client) => await this.openSession(client, user, context)),
+      this.openSession(this.deps.db, user, context),
       failures.account === undefined ? undefined : resetAccountFailures(this.deps.db, keys.account),
     ])
     // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.

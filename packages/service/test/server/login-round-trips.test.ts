@@ -1,0 +1,135 @@
+/**
+ * What a login asks of PostgreSQL, pinned: each statement is a round trip that wakes a backend,
+ * which on a small machine takes a core from the event loop. Counted on the pool's clients, so
+ * transactions (BEGIN, their statements, COMMIT) show as well as `pool.query` calls.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import pg from 'pg'
+import { watchStatements } from '../helpers/round-trips.js'
+import { registerUser, request, startTestService, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
+
+/** What each statement a login may send is, by its text; `other` fails every test that meets it. */
+function kindOf (text: string): string {
+  if (/FROM users WHERE email/.test(text) && /login_failures/.test(text)) return 'look up user and failures'
+  if (/INSERT INTO sessions/.test(text) && /INSERT INTO refresh_tokens/.test(text)) return 'open session with token'
+  if (/^DELETE FROM login_failures WHERE scope = 'account'/.test(text)) return 'forget account failures'
+  if (/^\s*INSERT INTO login_failures/.test(text)) return 'count failure'
+  return `other: ${text.trim().slice(0, 60)}`
+}
+
+describe('database round trips of a login', () => {
+  let service: TestService
+  before(async () => { service = await startTestService({ config: { purgeIntervalSeconds: 0 } }) })
+  after(async () => { await service.close() })
+
+  /** A login, and the statements (by kind, in the order sent) and checkouts it took. */
+  const watchedLogin = async (email: string, password: string): Promise<{ response: JsonResponse, kinds: string[], checkouts: number }> => {
+    const watch = watchStatements(service.db.pool)
+    try {
+      const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })
+      return { response, kinds: watch.texts.map(kindOf), checkouts: watch.checkouts }
+    } finally {
+      watch.stop()
+    }
+  }
+
+  it('a successful login sends two statements on two checkouts, no BEGIN or COMMIT', async () => {
+    const { email, password } = await registerUser(service)
+    const { response, kinds, checkouts } = await watchedLogin(email, password)
+    assert.equal(response.status, 200, JSON.stringify(response.body))
+    assert.deepEqual(kinds, ['look up user and failures', 'open session with token'])
+    assert.equal(checkouts, 2)
+    // The one statement wrote both rows: the refresh token it answered works.
+    const refreshed = await request(service, 'POST', '/api/v1/auth/refresh', { body: { refreshToken: response.body.refreshToken } })
+    assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body))
+  })
+
+  it('a success after a failure also forgets the account\'s failures: one statement more', async () => {
+    const { email, password } = await registerUser(service)
+    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password: 'not the password' } })).status, 401)
+    const { response, kinds, checkouts } = await watchedLogin(email, password)
+    assert.equal(response.status, 200, JSON.stringify(response.body))
+    // The session and the reset are sent together: their order varies.
+    assert.deepEqual([...kinds].sort(), ['forget account failures', 'look up user and failures', 'open session with token'])
+    assert.equal(kinds[0], 'look up user and failures')
+    assert.equal(checkouts, 3)
+  })
+
+  it('a wrong password and an unknown email each send two: the lookup and the failure count', async () => {
+    const { email } = await registerUser(service)
+    for (const tried of [email, uniqueEmail('nobody')]) {
+      const { response, kinds, checkouts } = await watchedLogin(tried, 'not the password')
+      assert.equal(response.status, 401, JSON.stringify(response.body))
+      assert.deepEqual(kinds, ['look up user and failures', 'count failure'])
+      assert.equal(checkouts, 2)
+    }
+  })
+
+  it('a throttled login sends the lookup alone', async () => {
+    const { email, password } = await registerUser(service)
+    for (let i = 0; i < service.config.loginThrottleAccountFailures; i++) {
+      assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password: `wrong ${i}` } })).status, 401)
+    }
+    const { response, kinds, checkouts } = await watchedLogin(email, password)
+    assert.equal(response.status, 429, JSON.stringify(response.body))
+    assert.deepEqual(kinds, ['look up user and failures'])
+    assert.equal(checkouts, 1)
+  })
+
+  it('the session and its token are written together or not at all, without a transaction around them', async () => {
+    const { email, password, body } = await registerUser(service)
+    const userId = body.user.id as string
+    const sessionsOf = async (): Promise<number> => {
+      const { rows } = await service.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', [userId])
+      return rows[0]?.n ?? -1
+    }
+    const before = await sessionsOf()
+    // Every token insert fails, after its session's insert ran (nothing else here writes one meanwhile).
+    await service.db.pool.query("CREATE FUNCTION refuse_token() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'token refused by the test'; END $$")
+    await service.db.pool.query('CREATE TRIGGER refuse_token BEFORE INSERT ON refresh_tokens FOR EACH ROW EXECUTE FUNCTION refuse_token()')
+    try {
+      const refused = await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })
+      assert.equal(refused.status, 500, JSON.stringify(refused.body))
+      assert.equal(await sessionsOf(), before, 'no session without its token')
+    } finally {
+      await service.db.pool.query('DROP TRIGGER refuse_token ON refresh_tokens')
+      await service.db.pool.query('DROP FUNCTION refuse_token()')
+    }
+    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })).status, 200)
+    assert.equal(await sessionsOf(), before + 1)
+  })
+
+  it('a login and DELETE /me queued on the user row: the login\'s one statement keeps the users-first order, both answer cleanly', async () => {
+    const { email, password, body } = await registerUser(service)
+    const userId = body.user.id as string
+    const waitingOnLocks = async (): Promise<number> => {
+      const { rows } = await service.db.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+      return rows[0]?.n ?? 0
+    }
+    // Holds the user row as an account deletion does, so the login's statement queues on it, then the deletion behind it.
+    const holder = new pg.Client({ connectionString: service.db.url })
+    await holder.connect()
+    let login: Promise<JsonResponse> | undefined
+    let deletion: Promise<JsonResponse> | undefined
+    try {
+      await holder.query('BEGIN')
+      await holder.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [userId])
+      login = request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })
+      await waitFor('the login waiting on the user row', async () => await waitingOnLocks() >= 1)
+      deletion = request(service, 'DELETE', '/api/v1/me', { token: body.accessToken as string, body: { password } })
+      await waitFor('the deletion waiting too', async () => await waitingOnLocks() >= 2)
+    } finally {
+      await holder.query('COMMIT')
+      await holder.end()
+    }
+    const [loggedIn, deleted] = await Promise.all([login, deletion])
+    assert.equal(loggedIn?.status, 200, JSON.stringify(loggedIn?.body))
+    assert.equal(deleted?.status, 204, JSON.stringify(deleted?.body))
+    const { rows } = await service.db.pool.query<{ n: number }>(
+      'SELECT (SELECT count(*) FROM sessions WHERE user_id = $1)::int + (SELECT count(*) FROM refresh_tokens WHERE user_id = $1)::int AS n', [userId])
+    assert.equal(rows[0]?.n, 0, 'the session the login opened went with the account')
+  })
+})

@@ -71,35 +71,23 @@ const statsColumns = (first: string): Array<Column<Named>> => [
   ...msColumns((row: Named) => row.stats.latency, ['p50', 'p90', 'p95', 'p99', 'max']),
 ]
 
-/** The names `order` gives first, in its order, then any other the record has. */
-function ordered (order: readonly string[], record: Record<string, unknown>): string[] {
-  const named = order.filter((name) => record[name] !== undefined)
-  return [...named, ...Object.keys(record).filter((name) => !named.includes(name))]
-}
-
-/** The scenario's endpoints first, in its order, then any the run saw that the scenario did not name. */
-export function orderedEndpointNames (result: LabResult, run: RunResult): string[] {
-  return ordered(result.scenario.endpoints, run.endpoints)
-}
-
-/** One row per endpoint, then the whole run. */
-export function endpointTable (result: LabResult, run: RunResult): Table {
+/** One row per endpoint, in the result's order (the scenario's first: runner.ts writes them so), then the whole run. */
+export function endpointTable (run: RunResult): Table {
   const seconds = run.summary.durationSeconds
   // With phases (auth-path) each endpoint runs in its own phase: its rate is over the seconds it had requests in.
   const secondsOf = (name: string): number => run.phases === undefined
     ? seconds
     : Math.max(1, run.seconds.filter((sample) => (sample.byEndpoint[name]?.requests ?? 0) > 0).length)
-  const rows = orderedEndpointNames(result, run).map((name) => ({ name, stats: run.endpoints[name] as EndpointStats, seconds: secondsOf(name) }))
+  const rows = Object.entries(run.endpoints).map(([name, stats]) => ({ name, stats, seconds: secondsOf(name) }))
   return table(statsColumns('endpoint'), [...rows, { name: 'all endpoints', stats: run.all, seconds }], undefined, rows.length)
 }
 
-/** Sequential phases (auth-path): whole-phase figures of every request. */
-export function phaseTable (result: LabResult, run: RunResult): Table | null {
+/** Sequential phases (auth-path), in the order they ran: whole-phase figures of every request. */
+export function phaseTable (run: RunResult): Table | null {
   if (run.phases === undefined) return null
-  const phases = run.phases
   // Phases run in turn, each for its own share of the run.
   const seconds = (name: string): number => run.seconds.filter((sample) => sample.phase === name).length
-  return table(statsColumns('phase'), ordered(result.scenario.phases ?? [], phases).map((name) => ({ name, stats: phases[name] as EndpointStats, seconds: seconds(name) })))
+  return table(statsColumns('phase'), Object.entries(run.phases).map(([name, stats]) => ({ name, stats, seconds: seconds(name) })))
 }
 
 const comparisonColumns: Array<Column<RunResult>> = [

@@ -18,6 +18,11 @@ export function nowEpochMs (): number {
   return performance.timeOrigin + performance.now()
 }
 
+/** The second `t` of the run an instant falls in, [t - 1, t) seconds after the run's start; second 1 before it. */
+export function secondOf (epochMs: number, runStartEpochMs: number): number {
+  return Math.max(1, Math.floor((epochMs - runStartEpochMs) / 1000) + 1)
+}
+
 export interface GeneratorOptions {
   shard: number
   shards: number
@@ -115,13 +120,9 @@ export class LoadGenerator {
     return `${this.options.runId}-${this.options.shard}-${++this.uniques}`
   }
 
-  private tOf (epochMs: number): number {
-    return Math.max(1, Math.floor((epochMs - this.options.runStartEpochMs) / 1000) + 1)
-  }
-
   /** The tally of the second containing `epochMs`; one already flushed folds into the oldest still open. */
   private second (epochMs: number): Tally {
-    const t = Math.max(this.tOf(epochMs), this.lastFlushedT + 1)
+    const t = Math.max(secondOf(epochMs, this.options.runStartEpochMs), this.lastFlushedT + 1)
     let tally = this.seconds.get(t)
     if (tally === undefined) this.seconds.set(t, tally = new Tally())
     return tally
@@ -137,7 +138,7 @@ export class LoadGenerator {
     // A few ms past the boundary, so responses that ended just before it are in.
     const delay = Math.max(0, this.options.runStartEpochMs + (this.lastFlushedT + 1) * 1000 - nowEpochMs() + 5)
     this.flushTimer = setTimeout(() => {
-      this.flushUntil(this.tOf(nowEpochMs()) - 1)
+      this.flushUntil(secondOf(nowEpochMs(), this.options.runStartEpochMs) - 1)
       this.scheduleFlush()
     }, delay)
   }
@@ -284,6 +285,6 @@ export class LoadGenerator {
     clearTimeout(this.flushTimer)
     // After an abort the pool is destroyed already, and closing it again rejects.
     await this.target.close().catch(() => {})
-    this.flushUntil(this.tOf(nowEpochMs()))
+    this.flushUntil(secondOf(nowEpochMs(), this.options.runStartEpochMs))
   }
 }

@@ -10,7 +10,7 @@
  * of the same service in the same run 19 ms.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
-import { nowEpochMs } from './generator.js'
+import { nowEpochMs, secondOf } from './generator.js'
 import { createHistogram, recordMs, summarise, type LatencyHistogram } from './stats.js'
 import { HttpTarget } from './http.js'
 import type { LatencySummary } from './result.js'
@@ -59,12 +59,9 @@ export class HealthzProbe {
     if (!message.ok) this.failures++
     if (message.latencyMs === null) return
     recordMs(this.total, message.latencyMs)
-    const t = Math.max(1, Math.floor((message.endedEpochMs - this.settings.runStartEpochMs) / 1000) + 1)
+    const t = secondOf(message.endedEpochMs, this.settings.runStartEpochMs)
     let histogram = this.perSecond.get(t)
-    if (histogram === undefined) {
-      histogram = createHistogram()
-      this.perSecond.set(t, histogram)
-    }
+    if (histogram === undefined) this.perSecond.set(t, histogram = createHistogram())
     recordMs(histogram, message.latencyMs)
   }
 

@@ -3,7 +3,7 @@
  * per-second rates; a scrape that fails or is late leaves its second out rather than guessing.
  */
 import { HttpTarget } from './http.js'
-import { nowEpochMs } from './generator.js'
+import { nowEpochMs, secondOf } from './generator.js'
 import { MetricsSnapshot } from './prometheus.js'
 import { processTreeUsage, type ProcessTreeUsage } from './process-tree.js'
 import type { ServerSample } from './result.js'
@@ -83,7 +83,7 @@ export class MetricsScraper {
   private schedule (): void {
     if (this.stopped) return
     const now = nowEpochMs()
-    const nextT = Math.max(0, Math.floor((now - this.options.runStartEpochMs) / 1000)) + 1
+    const nextT = secondOf(now, this.options.runStartEpochMs)
     const at = this.options.runStartEpochMs + nextT * 1000
     this.timer = setTimeout(() => {
       // A scrape still waiting (a blocked event loop) is not doubled: this second stays empty.

@@ -4,7 +4,6 @@
  * Numbers are written as measured, unrounded.
  */
 import { serverSignalNames, type EndpointStats, type ErrorCounts, type KneeStep, type LabResult, type ReferenceFigures, type RunResult, type RunSummary, type SecondSample, type ServerSample } from '../result.js'
-import { orderedEndpointNames } from './tables.js'
 
 type CsvValue = string | number | boolean | null | undefined
 
@@ -102,7 +101,7 @@ export function renderCsv (result: LabResult): Record<string, string> {
   const files: Record<string, string> = {
     'seconds.csv': csv(secondColumns, perRun(result, (run) => run.seconds)),
     'endpoints.csv': csv(endpointColumns, perRun(result, (run) => [
-      ...orderedEndpointNames(result, run).map((endpoint) => ({ endpoint, stats: run.endpoints[endpoint] as EndpointStats })),
+      ...Object.entries(run.endpoints).map(([endpoint, stats]) => ({ endpoint, stats })),
       { endpoint: 'all endpoints', stats: run.all },
     ])),
     'server.csv': csv(serverColumns, perRun(result, (run) => run.server)),

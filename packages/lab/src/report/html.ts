@@ -86,10 +86,10 @@ function warningCallouts (result: LabResult): string {
 }
 
 function runSections (result: LabResult, run: RunResult): string[] {
-  const phases = phaseTable(result, run)
+  const phases = phaseTable(run)
   return [
     section('requests', 'Requests', [
-      renderHtmlTable(endpointTable(result, run), 'Whole run, by endpoint; latency in ms'),
+      renderHtmlTable(endpointTable(run), 'Whole run, by endpoint; latency in ms'),
       paragraph(`Errors: ${describeErrors(run.all.errors)}.`),
       ...(phases === null ? [] : [renderHtmlTable(phases, 'By phase, in the order they ran; latency in ms')]),
       paragraph(`/healthz during the load: ${describeLatency(run.healthz, 'probes')}.`),

@@ -1,8 +1,9 @@
 /**
  * Every table of the reports as data (headers and already formatted cells), built once from a
- * LabResult; text.ts and html.ts only choose how to draw them.
+ * LabResult; text.ts and html.ts only choose how to draw them. Each column is declared once:
+ * its header, its alignment and how its cell is read from a row.
  */
-import type { EndpointStats, KneeResult, LabResult, ReferenceFigures, RunResult } from '../result.js'
+import type { EndpointStats, KneeResult, KneeStep, LabResult, ReferenceFigures, RunResult } from '../result.js'
 import { describeSettings } from './describe.js'
 import { formatCores, formatCount, formatMiB, formatMs, formatPercent, formatRate } from './format.js'
 
@@ -24,101 +25,90 @@ export interface Table {
   totalRow?: number
 }
 
-const right = (header: string, description?: string): TableColumn => ({ header, align: 'right', ...(description === undefined ? {} : { description }) })
-const left = (header: string, wrapAtChars?: number): TableColumn => ({ header, align: 'left', ...(wrapAtChars === undefined ? {} : { wrapAtChars }) })
+/** A column and how to write its cell from a row. */
+interface Column<Row> extends TableColumn {
+  cell: (row: Row) => string
+}
+
+function right<Row> (header: string, cell: (row: Row) => string, description?: string): Column<Row> {
+  return { header, align: 'right', cell, ...(description === undefined ? {} : { description }) }
+}
+
+function left<Row> (header: string, cell: (row: Row) => string, wrapAtChars?: number): Column<Row> {
+  return { header, align: 'left', cell, ...(wrapAtChars === undefined ? {} : { wrapAtChars }) }
+}
+
+type Percentile = 'mean' | 'p50' | 'p90' | 'p95' | 'p99' | 'max'
+
+/** "p50 ms", "p99 ms" ... columns of a latency (or the articles' figures) picked from the row. */
+function msColumns<Row> (pick: (row: Row) => Partial<Record<`${Percentile}Ms`, number | null>>, names: readonly Percentile[]): Array<Column<Row>> {
+  return names.map((name) => right(`${name} ms`, (row) => formatMs(pick(row)[`${name}Ms`])))
+}
+
+/** The table of `rows`; `emphasise` picks the rows HTML highlights. */
+function table<Row> (columns: Array<Column<Row>>, rows: readonly Row[], emphasise?: (row: Row) => boolean, totalRow?: number): Table {
+  const emphasisedRows = emphasise === undefined ? [] : rows.flatMap((row, index) => emphasise(row) ? [index] : [])
+  return {
+    columns: columns.map(({ cell, ...column }) => column),
+    rows: rows.map((row) => columns.map((column) => column.cell(row))),
+    ...(emphasisedRows.length === 0 ? {} : { emphasisedRows }),
+    ...(totalRow === undefined ? {} : { totalRow }),
+  }
+}
 
 /** The strategy whose row the HTML comparison emphasises: this project's own design. */
 export const ownStrategyLabel = 'tollbooth'
 
-const statsColumns: TableColumn[] = [
-  right('requests'), right('ok'), right('errors', 'requests without a 2xx: non-2xx responses, timeouts, connection errors'), right('req/s'),
-  right('p50 ms'), right('p90 ms'), right('p95 ms'), right('p99 ms'), right('max ms'),
+/** An endpoint's (or a phase's) figures, with the seconds its rate is over. */
+interface Named { name: string, stats: EndpointStats, seconds: number }
+
+const statsColumns = (first: string): Array<Column<Named>> => [
+  left(first, (row) => row.name),
+  right('requests', (row) => formatCount(row.stats.requests)),
+  right('ok', (row) => formatCount(row.stats.ok)),
+  right('errors', (row) => formatCount(row.stats.requests - row.stats.ok), 'requests without a 2xx: non-2xx responses, timeouts, connection errors'),
+  right('req/s', (row) => formatRate(row.seconds > 0 ? row.stats.requests / row.seconds : null)),
+  ...msColumns((row: Named) => row.stats.latency, ['p50', 'p90', 'p95', 'p99', 'max']),
 ]
 
-function statsCells (stats: EndpointStats, durationSeconds: number): string[] {
-  const { latency } = stats
-  return [
-    formatCount(stats.requests), formatCount(stats.ok), formatCount(stats.requests - stats.ok),
-    formatRate(durationSeconds > 0 ? stats.requests / durationSeconds : null),
-    formatMs(latency.p50Ms), formatMs(latency.p90Ms), formatMs(latency.p95Ms), formatMs(latency.p99Ms), formatMs(latency.maxMs),
-  ]
-}
-
-/** The names `order` gives first, in its order, then any other the record has. */
-function ordered (order: readonly string[], record: Record<string, unknown>): string[] {
-  const named = order.filter((name) => record[name] !== undefined)
-  return [...named, ...Object.keys(record).filter((name) => !named.includes(name))]
-}
-
-/** The scenario's endpoints first, in its order, then any the run saw that the scenario did not name. */
-export function orderedEndpointNames (result: LabResult, run: RunResult): string[] {
-  return ordered(result.scenario.endpoints, run.endpoints)
-}
-
-/** One row per endpoint, then the whole run. */
-export function endpointTable (result: LabResult, run: RunResult): Table {
+/** One row per endpoint, in the result's order (the scenario's first: runner.ts writes them so), then the whole run. */
+export function endpointTable (run: RunResult): Table {
   const seconds = run.summary.durationSeconds
   // With phases (auth-path) each endpoint runs in its own phase: its rate is over the seconds it had requests in.
   const secondsOf = (name: string): number => run.phases === undefined
     ? seconds
     : Math.max(1, run.seconds.filter((sample) => (sample.byEndpoint[name]?.requests ?? 0) > 0).length)
-  const rows = orderedEndpointNames(result, run).map((name) => [name, ...statsCells(run.endpoints[name] as EndpointStats, secondsOf(name))])
-  return {
-    columns: [left('endpoint'), ...statsColumns],
-    rows: [...rows, ['all endpoints', ...statsCells(run.all, seconds)]],
-    totalRow: rows.length,
-  }
+  const rows = Object.entries(run.endpoints).map(([name, stats]) => ({ name, stats, seconds: secondsOf(name) }))
+  return table(statsColumns('endpoint'), [...rows, { name: 'all endpoints', stats: run.all, seconds }], undefined, rows.length)
 }
 
-/** Sequential phases (auth-path): whole-phase figures of every request. */
-export function phaseTable (result: LabResult, run: RunResult): Table | null {
+/** Sequential phases (auth-path), in the order they ran: whole-phase figures of every request. */
+export function phaseTable (run: RunResult): Table | null {
   if (run.phases === undefined) return null
-  const phases = run.phases
   // Phases run in turn, each for its own share of the run.
   const seconds = (name: string): number => run.seconds.filter((sample) => sample.phase === name).length
-  return {
-    columns: [left('phase'), ...statsColumns],
-    rows: ordered(result.scenario.phases ?? [], phases).map((name) => [name, ...statsCells(phases[name] as EndpointStats, seconds(name))]),
-  }
+  return table(statsColumns('phase'), Object.entries(run.phases).map(([name, stats]) => ({ name, stats, seconds: seconds(name) })))
 }
+
+const comparisonColumns: Array<Column<RunResult>> = [
+  left('strategy', (run) => run.label),
+  right('achieved/s', (run) => formatRate(run.summary.achievedPerSecond), 'successful iterations per second'),
+  ...msColumns((run: RunResult) => run.summary.latency, ['p50', 'p95', 'p99']),
+  right('ok p95', (run) => formatMs(run.summary.okLatency.p95Ms), 'p95 of the 2xx responses alone, ms: what a user who got in waited'),
+  right('errors', (run) => formatPercent(run.summary.errorRate), 'share of requests without a 2xx'),
+  right('timeouts', (run) => formatCount(run.summary.errors.timeouts), 'requests with no response within the request timeout'),
+  right('503s', (run) => formatCount(run.summary.errors.overloaded), 'refused at once with Retry-After (overloaded, by design)'),
+  right('healthz p99', (run) => formatMs(run.summary.healthz?.p99Ms), '/healthz probes during the load, p99 ms'),
+  right('healthz max', (run) => formatMs(run.summary.healthz?.maxMs), '/healthz probes during the load, max ms'),
+  right('loop p99', (run) => formatMs(run.summary.eventLoopDelayP99MaxMs), 'event-loop delay p99 of the worst second, ms'),
+  right('libuv max', (run) => formatMs(run.summary.libuvCanaryMaxMs), "the libuv-pool canary's slowest answer, ms"),
+  right('CPU cores', (run) => formatCores(run.summary.cpuCoresMean), 'mean CPU of the service during the load (process tree when the lab started it)'),
+  right('RSS MiB', (run) => formatMiB(run.summary.peakRssBytes), 'peak resident memory of the service'),
+]
 
 /** THE comparison: one row per strategy, in the order they ran. */
 export function comparisonTable (result: LabResult): Table {
-  return {
-    columns: [
-      left('strategy'),
-      right('achieved/s', 'successful iterations per second'),
-      right('p50 ms'), right('p95 ms'), right('p99 ms'),
-      right('ok p95', 'p95 of the 2xx responses alone, ms: what a user who got in waited'),
-      right('errors', 'share of requests without a 2xx'),
-      right('timeouts', 'requests with no response within the request timeout'),
-      right('503s', 'refused at once with Retry-After (overloaded, by design)'),
-      right('healthz p99', '/healthz probes during the load, p99 ms'),
-      right('healthz max', '/healthz probes during the load, max ms'),
-      right('loop p99', 'event-loop delay p99 of the worst second, ms'),
-      right('libuv max', "the libuv-pool canary's slowest answer, ms"),
-      right('CPU cores', 'mean CPU of the service during the load (process tree when the lab started it)'),
-      right('RSS MiB', 'peak resident memory of the service'),
-    ],
-    rows: result.runs.map((run) => {
-      const { summary } = run
-      return [
-        run.label,
-        formatRate(summary.achievedPerSecond),
-        formatMs(summary.latency.p50Ms), formatMs(summary.latency.p95Ms), formatMs(summary.latency.p99Ms),
-        formatMs(summary.okLatency.p95Ms),
-        formatPercent(summary.errorRate),
-        formatCount(summary.errors.timeouts),
-        formatCount(summary.errors.overloaded),
-        formatMs(summary.healthz?.p99Ms), formatMs(summary.healthz?.maxMs),
-        formatMs(summary.eventLoopDelayP99MaxMs),
-        formatMs(summary.libuvCanaryMaxMs),
-        formatCores(summary.cpuCoresMean),
-        formatMiB(summary.peakRssBytes),
-      ]
-    }),
-    emphasisedRows: result.runs.flatMap((run, index) => run.label === ownStrategyLabel ? [index] : []),
-  }
+  return table(comparisonColumns, result.runs, (run) => run.label === ownStrategyLabel)
 }
 
 /** The articles' figures in the order of our runs whose setup they match, then any unmatched. */
@@ -136,56 +126,48 @@ export function orderedReferences (result: LabResult): ReferenceFigures[] {
 /** The title every rendering gives the references: they are never our measurements. */
 export const referencesTitle = 'Their figures (from the articles), not measured here'
 
+const referenceFigureColumns: Array<Column<ReferenceFigures>> = [
+  left('our strategy', (reference) => reference.strategy),
+  right('req/s', (reference) => formatRate(reference.requestsPerSecond)),
+  ...msColumns((reference: ReferenceFigures) => reference, ['mean', 'p50', 'p95', 'p99']),
+  right('errors', (reference) => formatPercent(reference.errorRate)),
+  right('knee/s', (reference) => formatRate(reference.kneePerSecond)),
+]
+
 /**
  * `wide` (HTML): setup and note in columns of their own; `narrow` (terminal): one
  * wrapped column, so lines stay short.
  */
 export function referenceTable (result: LabResult, layout: 'wide' | 'narrow'): Table {
-  const figures = (reference: ReferenceFigures): string[] => [
-    formatRate(reference.requestsPerSecond), formatMs(reference.meanMs), formatMs(reference.p50Ms),
-    formatMs(reference.p95Ms), formatMs(reference.p99Ms), formatPercent(reference.errorRate), formatRate(reference.kneePerSecond),
-  ]
-  const figureColumns = [right('req/s'), right('mean ms'), right('p50 ms'), right('p95 ms'), right('p99 ms'), right('errors'), right('knee/s')]
-  const references = orderedReferences(result)
-  if (layout === 'wide') {
-    return {
-      columns: [left('our strategy'), ...figureColumns, left('source', 24), left('their setup', 40), left('note', 40)],
-      rows: references.map((reference) => [reference.strategy, ...figures(reference), reference.source, reference.setup, reference.note ?? '']),
-    }
-  }
-  return {
-    columns: [left('our strategy'), ...figureColumns, left('source', 28), left('their setup; note', 44)],
-    rows: references.map((reference) => [
-      reference.strategy, ...figures(reference), reference.source,
-      reference.note === undefined ? reference.setup : `${reference.setup}; ${reference.note}`,
-    ]),
-  }
+  const prose: Array<Column<ReferenceFigures>> = layout === 'wide'
+    ? [left('source', (reference) => reference.source, 24), left('their setup', (reference) => reference.setup, 40), left('note', (reference) => reference.note ?? '', 40)]
+    : [
+        left('source', (reference) => reference.source, 28),
+        left('their setup; note', (reference) => reference.note === undefined ? reference.setup : `${reference.setup}; ${reference.note}`, 44),
+      ]
+  return table([...referenceFigureColumns, ...prose], orderedReferences(result))
 }
 
 /** The step table of a knee search. */
 export function kneeTable (knee: KneeResult): Table {
-  return {
-    columns: [
-      right('step'), right('offered/s'), right('achieved/s'), right('p50 ms'), right('p95 ms'), right('p99 ms'),
-      right('errors'), right('dropped'), left('result', 56),
-    ],
-    rows: knee.steps.map((step) => [
-      String(step.index + 1), formatRate(step.offeredPerSecond), formatRate(step.achievedPerSecond),
-      formatMs(step.latency.p50Ms), formatMs(step.latency.p95Ms), formatMs(step.latency.p99Ms),
-      formatPercent(step.errorRate), formatCount(step.dropped),
-      step.held ? 'held' : `failed: ${step.failedBecause.join('; ')}`,
-    ]),
-    emphasisedRows: knee.steps.flatMap((step, index) => step.held && step.offeredPerSecond === knee.kneePerSecond ? [index] : []),
-  }
+  return table<KneeStep>([
+    right('step', (step) => String(step.index + 1)),
+    right('offered/s', (step) => formatRate(step.offeredPerSecond)),
+    right('achieved/s', (step) => formatRate(step.achievedPerSecond)),
+    ...msColumns((step: KneeStep) => step.latency, ['p50', 'p95', 'p99']),
+    right('errors', (step) => formatPercent(step.errorRate)),
+    right('dropped', (step) => formatCount(step.dropped)),
+    left('result', (step) => step.held ? 'held' : `failed: ${step.failedBecause.join('; ')}`, 56),
+  ], knee.steps, (step) => step.held && step.offeredPerSecond === knee.kneePerSecond)
 }
 
 /** Compare: which service each strategy ran as, and with what settings. */
 export function serviceTable (result: LabResult): Table {
-  return {
-    columns: [left('strategy'), left('url'), left('started by'), left('version'), left('settings', 70)],
-    rows: result.runs.map((run) => [
-      run.label, run.service.url, run.service.startedByLab ? 'the lab' : 'someone else',
-      run.service.version ?? '—', describeSettings(run.service.settings),
-    ]),
-  }
+  return table<RunResult>([
+    left('strategy', (run) => run.label),
+    left('url', (run) => run.service.url),
+    left('started by', (run) => run.service.startedByLab ? 'the lab' : 'someone else'),
+    left('version', (run) => run.service.version ?? '—'),
+    left('settings', (run) => describeSettings(run.service.settings), 70),
+  ], result.runs)
 }

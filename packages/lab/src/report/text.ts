@@ -77,10 +77,10 @@ function tableWithLegend (table: Table): string[] {
 }
 
 function runSections (result: LabResult, run: RunResult): string[] {
-  const phases = phaseTable(result, run)
+  const phases = phaseTable(run)
   return [
     ...heading('Requests by endpoint'),
-    renderTextTable(endpointTable(result, run)),
+    renderTextTable(endpointTable(run)),
     ...wrapWords(`errors: ${describeErrors(run.all.errors)}`, lineWidthChars, '  '),
     ...(phases === null ? [] : [...heading('Requests by phase'), renderTextTable(phases)]),
     '',

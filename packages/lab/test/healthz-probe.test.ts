@@ -33,7 +33,7 @@ describe('the /healthz probe', () => {
       await sleep(500)
       await probe.stop()
       const summary = probe.summary()
-      assert.ok(summary !== null && summary.count >= 20, `probes answered: ${summary?.count}`)
+      assert.ok(summary !== null && summary.count >= 10, `probes answered: ${summary?.count}`)
       assert.equal(probe.failures, 0)
       assert.equal(probe.error, undefined)
       // Timed on the blocked thread, the probes due during the block would read 200 to 400 ms.

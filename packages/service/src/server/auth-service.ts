@@ -177,6 +177,9 @@ export function normaliseEmail (email: string): string {
   return email.toLowerCase()
 }
 
+/** PostgreSQL's SQLSTATE for a row whose foreign key finds nothing (here: a session of a user deleted meanwhile). */
+const foreignKeyViolation = '23503'
+
 export class AuthService {
   /** Background re-hashes still running (tests and shutdown wait on them). */
   readonly pendingRehashes = new Set<Promise<void>>()
@@ -297,7 +300,13 @@ export class AuthService {
     // Its own statement, beside the session's rather than in it: a login holding the failure row
     // while its foreign keys wait on the user row would invert an account deletion's order (accounts.ts).
     const [result] = await Promise.all([
-      this.openSession(this.deps.db, user, context),
+      this.openSession(this.deps.db, user, context).catch((err: unknown) => {
+        // The account was deleted (DELETE /me committed) between the lookup and this insert: its
+        // foreign key finds no user. The answer is what the account's absence gets, not a 500.
+        if ((err as { code?: string }).code !== foreignKeyViolation) throw err
+        this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: keys.address }, 'login of an account deleted meanwhile')
+        throw createError('AUTH_INVALID_CREDENTIALS')
+      }),
       failures.account === undefined ? undefined : resetAccountFailures(this.deps.db, keys.account),
     ])
     // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.

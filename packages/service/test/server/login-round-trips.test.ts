@@ -132,4 +132,34 @@ describe('database round trips of a login', () => {
       'SELECT (SELECT count(*) FROM sessions WHERE user_id = $1)::int + (SELECT count(*) FROM refresh_tokens WHERE user_id = $1)::int AS n', [userId])
     assert.equal(rows[0]?.n, 0, 'the session the login opened went with the account')
   })
+
+  it('a login whose account is deleted between its lookup and its session: 401, as for an unknown email, not 500', async () => {
+    const { email, password, body } = await registerUser(service)
+    const userId = body.user.id as string
+    // A deletion in progress: the login's lookup still sees the user (the deletion has not
+    // committed), its session insert then waits on the user row, and finds it gone.
+    const deleter = new pg.Client({ connectionString: service.db.url })
+    await deleter.connect()
+    let login: Promise<JsonResponse> | undefined
+    try {
+      await deleter.query('BEGIN')
+      await deleter.query('DELETE FROM refresh_tokens WHERE user_id = $1', [userId])
+      await deleter.query('DELETE FROM sessions WHERE user_id = $1', [userId])
+      await deleter.query('DELETE FROM users WHERE id = $1', [userId])
+      login = request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })
+      await waitFor('the login waiting on the deleted user row', async () => {
+        const { rows } = await service.db.pool.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+        return (rows[0]?.n ?? 0) >= 1
+      })
+    } finally {
+      await deleter.query('COMMIT')
+      await deleter.end()
+    }
+    const answer = await login
+    assert.equal(answer?.status, 401, JSON.stringify(answer?.body))
+    assert.equal(answer?.body.error.code, 'AUTH_INVALID_CREDENTIALS')
+    const { rows } = await service.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', [userId])
+    assert.equal(rows[0]?.n, 0, 'no session of a deleted account')
+  })
 })

@@ -1,6 +1,6 @@
 /**
  * Which failures mean "the database cannot be reached", as opposed to a statement PostgreSQL
- * refused: the one place that knows the shapes pg and node give them. Such a failure is the
+ * refused (and which refusal it was): the one place that knows the shapes pg and node give them. Such a failure is the
  * service's 503 DATABASE_UNAVAILABLE with a Retry-After, never a 500.
  */
 import { createError, type TollboothError } from '../errors.js'
@@ -51,6 +51,11 @@ export function isConnectionFailure (err: unknown, depth = 0): boolean {
   if (typeof message === 'string' && connectionMessages.has(message)) return true
   if (Array.isArray(errors) && errors.some((inner) => isConnectionFailure(inner, depth + 1))) return true
   return isConnectionFailure(cause, depth + 1)
+}
+
+/** A statement PostgreSQL refused because a foreign key found no row (SQLSTATE 23503 foreign_key_violation). */
+export function isForeignKeyViolation (err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23503'
 }
 
 /** The errors below came from the database layer: the pool logs them (throttled), so requests need not. */

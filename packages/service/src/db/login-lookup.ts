@@ -42,11 +42,13 @@ export async function lookUpLogin (db: Queryable, email: string, keys: ThrottleK
   const row = rows[0]
   if (row === undefined) throw new Error('the login lookup returned no row')
   const failures: FailureCounts = {}
-  if (row.account_failures !== null && row.account_window_started_at !== null && row.account_last_failure_at !== null) {
-    failures.account = toFailureCount({ failures: row.account_failures, window_started_at: row.account_window_started_at, last_failure_at: row.account_last_failure_at })
-  }
-  if (row.address_failures !== null && row.address_window_started_at !== null && row.address_last_failure_at !== null) {
-    failures.address = toFailureCount({ failures: row.address_failures, window_started_at: row.address_window_started_at, last_failure_at: row.address_last_failure_at })
+  for (const scope of ['account', 'address'] as const) {
+    const count = row[`${scope}_failures`]
+    const windowStartedAt = row[`${scope}_window_started_at`]
+    const lastFailureAt = row[`${scope}_last_failure_at`]
+    if (count !== null && windowStartedAt !== null && lastFailureAt !== null) {
+      failures[scope] = toFailureCount({ failures: count, window_started_at: windowStartedAt, last_failure_at: lastFailureAt })
+    }
   }
   const user = row.id === null ? undefined : toUser(row as UserRow)
   return { user, failures }

@@ -9,6 +9,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
 import type { HashRequestOptions, PasswordEngine, VerifyResult } from '../hashing/types.js'
 import { withTransaction, type Queryable } from '../db/pool.js'
+import { isForeignKeyViolation } from '../db/errors.js'
 import { findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User } from '../db/users.js'
 import { findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated } from '../db/refresh-tokens.js'
 import { insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession } from '../db/sessions.js'
@@ -177,9 +178,6 @@ export function normaliseEmail (email: string): string {
   return email.toLowerCase()
 }
 
-/** PostgreSQL's SQLSTATE for a row whose foreign key finds nothing (here: a session of a user deleted meanwhile). */
-const foreignKeyViolation = '23503'
-
 export class AuthService {
   /** Background re-hashes still running (tests and shutdown wait on them). */
   readonly pendingRehashes = new Set<Promise<void>>()
@@ -303,7 +301,7 @@ export class AuthService {
       this.openSession(this.deps.db, user, context).catch((err: unknown) => {
         // The account was deleted (DELETE /me committed) between the lookup and this insert: its
         // foreign key finds no user. The answer is what the account's absence gets, not a 500.
-        if ((err as { code?: string }).code !== foreignKeyViolation) throw err
+        if (!isForeignKeyViolation(err)) throw err
         this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: keys.address }, 'login of an account deleted meanwhile')
         throw createError('AUTH_INVALID_CREDENTIALS')
       }),

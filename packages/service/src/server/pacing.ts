@@ -20,10 +20,11 @@
  *
  * Releases are spread: a hold lasts its time plus a random share of it (a quarter at most, by
  * default). Without the spread a crowd refused in one burst is released in one burst a
- * Retry-After later, is refused in one burst again, and so on: the event loop then answers
- * a hundred requests back to back once a second, and a `/healthz` probe that arrives in the
- * burst waits 30 to 60 ms behind them (seen in a 100-VU naive login storm on 2 cores, with
- * `node --cpu-prof`). Spread, the same refusals come a few at a time.
+ * Retry-After later, is refused in one burst again, and so on, and a request that arrives in
+ * the burst (a `/healthz` probe) waits behind all of them; spread, the same refusals come a few
+ * at a time. Busy stretches of 30 to 60 ms recurring about once a second showed in a 100-VU
+ * naive login storm on 2 cores (`node --cpu-prof`); the spread's own effect on `/healthz` p99
+ * there was within one run's noise (README, Overload).
  */
 import { isTollboothError, type TollboothError } from '../errors.js'
 

@@ -57,22 +57,25 @@ async function migratedTemplate (admin: pg.Client): Promise<string> {
   return name
 }
 
+/** The migrated template's name once this process has found or made it: the files are read and hashed once. */
+let knownTemplate: string | undefined
+
 /** A fresh database on the test server: a copy of the migrated template, or empty with `migrate: false`. */
 export async function createTestDatabase (options: { migrate?: boolean } = {}): Promise<TestDatabase> {
   const admin = new pg.Client({ connectionString: adminDatabaseUrl() })
   const name = `tb_test_${randomBytes(6).toString('hex')}`
   await admin.connect()
   try {
-    const template = options.migrate === false ? 'template1' : await migratedTemplate(admin)
+    const template = options.migrate === false ? 'template1' : (knownTemplate ??= await migratedTemplate(admin))
     await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`)
   } finally {
     await admin.end()
   }
-  const url = new URL(databaseUrl(name))
-  const pool = createDatabasePool(url.toString(), 10)
+  const url = databaseUrl(name)
+  const pool = createDatabasePool(url, 10)
   let dropped = false
   return {
-    url: url.toString(),
+    url,
     pool,
     async drop () {
       if (dropped) return

@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
+import net from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
 import { createLogger } from '../../src/server/logger.js'
@@ -255,6 +257,18 @@ describe('the mail dispatcher', () => {
     return server.port
   }
 
+  /**
+   * A port held by a server that hangs up on every connection: every send fails at once, and,
+   * held for the whole test, the port cannot be taken by another test's listener meanwhile (a
+   * port closed and handed back, as `deadPort` does, can be, and a send to a listener that never
+   * greets waits out the SMTP timeout instead).
+   */
+  async function hangingUpPort (): Promise<{ port: number, close: () => Promise<void> }> {
+    const server = net.createServer((socket) => { socket.destroy() })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return { port: (server.address() as AddressInfo).port, close: async () => { await new Promise((resolve) => server.close(resolve)) } }
+  }
+
   async function status (recipient: string): Promise<{ status: string, attempts: number, last_error: string | null, body_text: string | null } | undefined> {
     const { rows } = await db.pool.query('SELECT status, attempts, last_error, body_text FROM mail_outbox WHERE recipient = $1', [recipient])
     return rows[0]
@@ -293,10 +307,11 @@ describe('the mail dispatcher', () => {
 
   it('gives a mail up after the configured attempts, logged without its link', async () => {
     const { logger, lines } = capturingLogger('info')
+    const refusing = await hangingUpPort()
     const dispatcher = new MailDispatcher({
       db: db.pool,
       log: logger,
-      transport: smtpTransport({ url: `smtp://127.0.0.1:${await deadPort()}`, from: 'tollbooth <no-reply@example.com>', timeoutMs: 2000 }),
+      transport: smtpTransport({ url: `smtp://127.0.0.1:${refusing.port}`, from: 'tollbooth <no-reply@example.com>', timeoutMs: 2000 }),
       maxAttempts: 3,
       retryDelayMs: 10,
       pollIntervalMs: 60_000,
@@ -316,6 +331,7 @@ describe('the mail dispatcher', () => {
       assert.ok(!JSON.stringify(lines).includes(secret), 'no line holds the token')
     } finally {
       await dispatcher.close()
+      await refusing.close()
     }
   })
 

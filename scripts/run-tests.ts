@@ -51,6 +51,7 @@ const timingLane: readonly string[] = [
   'service/server/pacing.test', // held refusals measured in ms
   'service/server/protocol-errors.test', // a login held in the queue by a cost-12 hash, inside its 2 s deadline, while the service closes
   'service/server/shedding.test', // a saturated event loop, on purpose
+  'service/server/replicas.test', // replicas under 0.5-CPU quotas, and HAProxy's 1 s health checks against a 3.5 s drain
 ]
 
 /** packages/<name>/dist/test/<path>.js -> packages/<name>/test/<path>.ts, the file it was compiled from. */
@@ -96,7 +97,13 @@ function parallelConcurrency (): number {
   return os.availableParallelism() + 1
 }
 
+/** Where a lane's reporter writes its failures (scripts/test-durations.ts), read back at the end of the run. */
+function failuresFile (lane: string): string {
+  return path.join(workspaceRoot, 'dist', 'test-durations', `${lane}.failures.txt`)
+}
+
 async function runLane (name: string, laneFiles: string[], concurrency: number, adminUrl: string): Promise<number> {
+  fs.rmSync(failuresFile(name), { force: true })
   if (laneFiles.length === 0) return 0
   process.stdout.write(`# ${name} lane: ${laneFiles.length} file(s), ${concurrency} at a time\n`)
   const started = performance.now()
@@ -119,6 +126,7 @@ async function runLane (name: string, laneFiles: string[], concurrency: number, 
       TOLLBOOTH_TEST_ADMIN_DATABASE_URL: adminUrl,
       TOLLBOOTH_LOG_LEVEL: process.env.TOLLBOOTH_LOG_LEVEL ?? 'silent',
       TOLLBOOTH_TEST_DURATIONS_OUT: `${record}.new`,
+      TOLLBOOTH_TEST_FAILURES_OUT: failuresFile(name),
     },
   })
   const code = await new Promise<number>((resolve) => {
@@ -167,6 +175,10 @@ async function main (): Promise<number> {
     const parallel = await runLane('parallel', files.filter((file) => laneOf(file) === 'parallel'), parallelConcurrency(), adminUrl)
     const timing = await runLane('timing', files.filter((file) => laneOf(file) === 'timing'), 1, adminUrl)
     process.stdout.write(`# tests: ${((performance.now() - started) / 1000).toFixed(1)} s\n`)
+    // Last, so a log cut to its tail still says why: each failed test and the head of its error.
+    for (const lane of ['parallel', 'timing']) {
+      if (fs.existsSync(failuresFile(lane))) process.stdout.write(`# failures in the ${lane} lane:\n${fs.readFileSync(failuresFile(lane), 'utf8')}`)
+    }
     return parallel !== 0 ? parallel : timing
   } finally {
     await embedded?.stop()

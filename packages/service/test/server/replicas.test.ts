@@ -62,11 +62,12 @@ async function clientLoop (url: string, email: string, token: string, stopped: (
     for (const request of requests) {
       try {
         const response = await fetch(`${url}${request.path}`, request.init)
-        await response.arrayBuffer()
+        const body = await response.text()
         count(response.status)
-        if (response.status >= 300) tally.failures.push(`${request.path}: ${response.status}`)
+        // The error's code says which part refused (SHUTTING_DOWN, SERVICE_OVERLOADED, HAProxy's own 503 ...).
+        if (response.status >= 300) tally.failures.push(`${new Date().toISOString()} ${request.path}: ${response.status} ${body.slice(0, 200)}`)
       } catch (err) {
-        tally.failures.push(`${request.path}: ${(err as Error).message} ${String((err as Error).cause ?? '')}`)
+        tally.failures.push(`${new Date().toISOString()} ${request.path}: ${(err as Error).message} ${String((err as Error).cause ?? '')}`)
       }
     }
   }
@@ -128,14 +129,19 @@ describe('startReplicas: services behind HAProxy, each under a CPU quota', { ski
     const tally: Tally = { statuses: new Map(), failures: [] }
     const loops = Array.from({ length: 4 }, async () => { await clientLoop(set.url, email, accessToken, () => stopped, tally) })
     const pidsBefore = set.replicas.map((replica) => replica.pid)
+    const restarts: string[] = []
     try {
-      for (const replica of set.replicas) await replica.restart()
+      for (const replica of set.replicas) {
+        restarts.push(`${new Date().toISOString()} restarting ${replica.name}`)
+        await replica.restart()
+        restarts.push(`${new Date().toISOString()} ${replica.name} back in HAProxy's rotation`)
+      }
     } finally {
       stopped = true
       await Promise.all(loops)
     }
     assert.notDeepEqual(set.replicas.map((replica) => replica.pid), pidsBefore, 'new processes')
-    assert.deepEqual(tally.failures, [])
+    assert.deepEqual(tally.failures, [], `the restarts: ${restarts.join('; ')}`)
     const served = tally.statuses.get(200) ?? 0
     assert.ok(served > 50, `requests served during the restarts: ${served}`)
     for (const replica of set.replicas) assert.equal(replica.hashThreads, quotaProbe.ok ? 1 : replica.hashThreads, 'the restarted replica is under its quota again')

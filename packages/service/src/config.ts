@@ -107,6 +107,8 @@ interface FlatConfig {
   listenBacklog: number
   /** Open connections at most; 0: no cap. Also what the file-descriptor check at start plans for. */
   maxConnections: number
+  /** Listening descriptors for the service's socket (src/server/acceptors.ts). */
+  acceptors: number
   /** On SIGTERM: how long /readyz answers 503 while everything else is still served (src/server/drain.ts). */
   shutdownDrainMs: number
   /** Mail (src/mail/): undefined SMTP URL: mail is written to the log. The URL may hold a password. */
@@ -186,6 +188,7 @@ export const settings: readonly Setting[] = [
   { key: 'maxEventLoopUtilizationPercent', env: 'TOLLBOOTH_MAX_EVENT_LOOP_UTILIZATION_PERCENT', flag: 'max-event-loop-utilization-percent', kind: 'int', defaultValue: '0', min: 0, max: 100, description: 'The same on event-loop utilisation, in percent. 0: not checked.' },
   { key: 'pressureSampleIntervalMs', env: 'TOLLBOOTH_PRESSURE_SAMPLE_INTERVAL_MS', flag: 'pressure-sample-interval-ms', kind: 'int', defaultValue: '1000', min: 10, max: 60000, description: 'How often the event loop is sampled for load shedding.' },
   { key: 'listenBacklog', env: 'TOLLBOOTH_LISTEN_BACKLOG', flag: 'listen-backlog', kind: 'int', defaultValue: '4096', min: 1, max: 65535, description: 'Connections the kernel may queue before the service accepts them (the listen backlog; Linux caps it at net.core.somaxconn).' },
+  { key: 'acceptors', env: 'TOLLBOOTH_ACCEPTORS', flag: 'acceptors', kind: 'int', defaultValue: '16', min: 1, max: 64, description: 'Listening descriptors for the one socket, each accepting one new connection per turn of the event loop (Node 20 accepts one per turn per descriptor): more let a crowd of new connections in faster when the loop is busy. The copies come from a helper process at start; when it cannot run, the start logs a warning and accepts with one. 1: the server\'s own only.' },
   { key: 'maxConnections', env: 'TOLLBOOTH_MAX_CONNECTIONS', flag: 'max-connections', kind: 'int', defaultValue: '10000', min: 0, max: 1000000, description: 'Open client connections at most; one more is closed at once. The start warns when the file-descriptor limit cannot hold this many. 0: no cap.' },
   { key: 'trustProxy', env: 'TOLLBOOTH_TRUST_PROXY', flag: 'trust-proxy', kind: 'string', defaultValue: 'false', description: 'Which proxies\' X-Forwarded-For gives the client address: false (the peer is the client), true (any), a hop count, or a comma-separated list of addresses and CIDRs.' },
   { key: 'shutdownDrainMs', env: 'TOLLBOOTH_SHUTDOWN_DRAIN_MS', flag: 'shutdown-drain-ms', kind: 'int', defaultValue: '5000', min: 0, max: 600000, description: 'On SIGTERM, how long /readyz answers 503 while every other request is still served, so a load balancer stops sending traffic here before the listener closes; then the service stops accepting, finishes the requests in flight and exits. 0: close at once. SIGINT (Ctrl-C) does not drain.' },

@@ -15,6 +15,7 @@ import { createDatabasePool } from '../db/pool.js'
 import { createPasswordEngine } from '../hashing/index.js'
 import type { PasswordEngine } from '../hashing/types.js'
 import { packageVersion } from '../paths.js'
+import { addAcceptors, type Acceptors } from './acceptors.js'
 import { startAdminServer, type AdminServer } from './admin.js'
 import { buildApp, type TollboothApp } from './app.js'
 import { startDatabase, type ServiceDatabase } from './database.js'
@@ -114,10 +115,12 @@ export async function startService (config: Config, options: StartServiceOptions
   let engine: PasswordEngine | undefined
   let app: TollboothApp | undefined
   let admin: AdminServer | undefined
+  let acceptors: Acceptors | undefined
   // Everything started so far, in reverse order; a part that fails to stop is logged and the rest still stop.
   const stop = async (): Promise<void> => {
     const parts: Array<[string, (() => Promise<void>) | undefined]> = [
       ['the admin listener', admin?.close],
+      ['the extra acceptors', acceptors?.close],
       ['the app', app === undefined ? undefined : async () => { await app?.close() }],
       ['the password engine', engine?.close.bind(engine)],
       ['the database pool', db?.end.bind(db)],
@@ -163,6 +166,14 @@ export async function startService (config: Config, options: StartServiceOptions
     // which would also fail the database pool's next connection.
     if (config.maxConnections > 0) app.server.maxConnections = config.maxConnections
     const url = await app.listen({ host: config.host, port: config.port, backlog: config.listenBacklog })
+    // A cluster worker's listener is the primary's (cluster.ts): its copies would not be its own.
+    if (options.clusterWorker !== true) {
+      acceptors = await addAcceptors(app.server, config.acceptors, {
+        maxConnections: config.maxConnections,
+        backlog: config.listenBacklog,
+        onWarning: (message) => { log.warn(message) },
+      })
+    }
     const running = app
     if (config.adminPort !== undefined && options.clusterWorker !== true) {
       const readyDb = db

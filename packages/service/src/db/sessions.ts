@@ -47,12 +47,6 @@ function toSession (row: Row): SessionRow {
 /** Why a session ended, kept in `revoked_reason`. */
 export type RevokeReason = 'logout' | 'logout_all' | 'revoked_by_user' | 'refresh_token_reused' | 'password_changed' | 'password_reset' | 'account_deleted'
 
-export async function insertSession (db: Queryable, session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null }): Promise<void> {
-  await db.query(
-    'INSERT INTO sessions (id, user_id, expires_at, user_agent, address) VALUES ($1, $2, $3, $4, $5)',
-    [session.id, session.userId, session.expiresAt, session.userAgent, session.address])
-}
-
 /**
  * Opens a session and its first refresh token in one statement: atomic on its own (no BEGIN or
  * COMMIT needed, one round trip where a transaction of two inserts took four), and the same

@@ -9,9 +9,10 @@ import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
 import { migrate, readMigrations } from '../../src/db/migrate.js'
 import { insertRefreshToken } from '../../src/db/refresh-tokens.js'
-import { insertSession, lockSessionForRefresh, revokeAllSessions } from '../../src/db/sessions.js'
+import { lockSessionForRefresh, revokeAllSessions } from '../../src/db/sessions.js'
 import { newRefreshToken } from '../../src/server/tokens.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
+import { insertSession } from '../helpers/sessions.js'
 import { waitFor } from '../helpers/wait.js'
 
 async function newUser (db: pg.Pool | pg.PoolClient): Promise<string> {

@@ -38,20 +38,41 @@ async function portIsClosed (port: number): Promise<boolean> {
   })
 }
 
+/** How many of `pid`'s descriptors are the socket listening on 127.0.0.1:`port` (from /proc/net/tcp and /proc/<pid>/fd). */
+function listeningDescriptors (pid: number, port: number): number {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`
+  // Columns: sl local_address rem_address st ... inode (the tenth); st 0A is LISTEN.
+  const row = fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').map((line) => line.trim().split(/\s+/)).find((fields) => fields[1] === local && fields[3] === '0A')
+  assert.ok(row !== undefined, `a socket listening on ${local}`)
+  const socket = `socket:[${row[9] ?? ''}]`
+  return fs.readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+    try { return fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === socket } catch { return false }
+  }).length
+}
+
 describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
   const dataDir = path.dirname(scratchClusterDir('cli'))
   after(() => { fs.rmSync(dataDir, { recursive: true, force: true }) })
 
   it('starts an embedded PostgreSQL, serves the API, stops cleanly on SIGTERM and keeps the data for the next start', async () => {
     const first = await startEmbeddedCli(dataDir)
-    assert.ok(first.pgPort > 0)
     const account = { email: 'persisted@example.com', password: 'persisted password' }
-    const registered = await request({ url: first.url }, 'POST', '/api/v1/auth/register', { body: account })
-    assert.equal(registered.status, 201, JSON.stringify(registered.body))
-    assert.match(first.output(), /"cpuBudget":\{"cpus":\d+/)
-    assert.ok(!first.output().includes(account.password), 'the password is never logged')
-    assert.ok(!first.output().includes(registered.body.refreshToken), 'tokens are never logged')
-    assert.equal(await stopCli(first), 0)
+    let accessToken: unknown
+    try {
+      assert.ok(first.pgPort > 0)
+      const registered = await request({ url: first.url }, 'POST', '/api/v1/auth/register', { body: account })
+      assert.equal(registered.status, 201, JSON.stringify(registered.body))
+      assert.match(first.output(), /"cpuBudget":\{"cpus":\d+/)
+      // TOLLBOOTH_ACCEPTORS (16): the socket is listened on through 16 descriptors (src/server/acceptors.ts).
+      assert.equal(listeningDescriptors(first.child.pid ?? 0, Number(new URL(first.url).port)), 16)
+      assert.ok(!first.output().includes(account.password), 'the password is never logged')
+      assert.ok(!first.output().includes(registered.body.refreshToken), 'tokens are never logged')
+      accessToken = registered.body.accessToken
+      assert.equal(await stopCli(first), 0)
+    } finally {
+      // A failed check above must not leave the service running: the test file would never end.
+      await stopCli(first)
+    }
     assert.ok(await portIsClosed(first.pgPort), 'the embedded PostgreSQL stopped with the service')
     assert.ok(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION')))
     const secret = fs.readFileSync(path.join(dataDir, 'jwt-secret'), 'utf8')
@@ -61,7 +82,7 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
       const login = await request({ url: second.url }, 'POST', '/api/v1/auth/login', { body: account })
       assert.equal(login.status, 200)
       // The access token from the first run still verifies: the key was kept.
-      const me = await request({ url: second.url }, 'GET', '/api/v1/me', { token: registered.body.accessToken })
+      const me = await request({ url: second.url }, 'GET', '/api/v1/me', { token: accessToken as string })
       assert.equal(me.status, 200)
       assert.equal(fs.readFileSync(path.join(dataDir, 'jwt-secret'), 'utf8'), secret)
     } finally {

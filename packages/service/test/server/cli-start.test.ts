@@ -241,9 +241,14 @@ describe('SIGTERM under load (`tollbooth` with DATABASE_URL)', () => {
       assert.ok(inFlight.every((write) => !write.done), 'the writes in flight are still waiting')
 
       await waitFor('the listener to close', async () => await portIsClosed(port))
+      const closedSeenAt = Date.now()
+      // The "drain over" line is written before the listener closes, but it comes over a pipe:
+      // the refused connect can reach this process first.
+      await waitFor('the "drain over" line', () => drainOver() !== undefined, 5000).catch(() => {})
       const draining = started.lines().find((line) => String(line.msg).startsWith('draining'))
       assert.ok(draining !== undefined && drainOver() !== undefined, started.output().slice(-2000))
       assert.ok(Number(drainOver()?.time) - Number(draining.time) >= drainMs - 5, 'the listener stayed open for the whole drain')
+      assert.ok(closedSeenAt >= Number(draining.time) + drainMs - 5, `the port refused connections ${closedSeenAt - Number(draining.time)} ms into a ${drainMs} ms drain`)
       // A readiness probe on a connection still open (its post in flight): answered from the closing hook.
       const refusedBefore = started.lines().filter((line) => line.code === 'SHUTTING_DOWN').length
       rawSockets[0]?.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n')

@@ -27,12 +27,33 @@ import { splitCpuBudget } from './worker-budget.js'
 
 const workerConfigEnv = 'TOLLBOOTH_CLUSTER_WORKER_CONFIG'
 const shutdownType = 'tollbooth:shutdown'
+const startedType = 'tollbooth:started'
 
 /** From the primary to a worker: stop, after a drain (SIGTERM) or at once (SIGINT, a failed start). */
 interface ShutdownMessage { type: typeof shutdownType, drain: boolean }
 
+/** From a worker to the primary: started, its listening copies included (node's 'listening' comes before them). */
+interface StartedMessage { type: typeof startedType, port: number }
+
 function isShutdown (message: unknown): message is ShutdownMessage {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === shutdownType
+}
+
+function isStarted (message: unknown): message is StartedMessage {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === startedType
+}
+
+/** Resolves with the port once `worker` has started all the way; rejects if it exits first. */
+async function whenStarted (worker: Worker): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const onMessage = (message: unknown): void => {
+      if (!isStarted(message)) return
+      worker.off('message', onMessage)
+      resolve(message.port)
+    }
+    worker.on('message', onMessage)
+    worker.once('exit', (code) => { reject(new Error(`cluster worker exited with code ${code} before listening`)) })
+  })
 }
 
 export function isClusterWorker (): boolean {
@@ -67,6 +88,7 @@ export async function startClusterWorker (log: pino.Logger): Promise<RunningServ
   process.on('SIGTERM', () => { stop(true) })
   process.on('SIGINT', () => {}) // the primary decides; Ctrl-C reaches the whole group
   process.on('disconnect', () => { stop(false) }) // the primary is gone
+  process.send?.({ type: startedType, port: Number(new URL(service.url).port) } satisfies StartedMessage)
   return service
 }
 
@@ -118,7 +140,7 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
     const worker = cluster.fork({ [workerConfigEnv]: JSON.stringify(workerConfig) })
     workers.add(worker)
     forkedAt.set(worker, Date.now())
-    worker.once('listening', () => { if (!worker.isDead()) listeningWorkers.add(worker) })
+    whenStarted(worker).then(() => { if (!worker.isDead()) listeningWorkers.add(worker) }, () => {})
     return worker
   }
   const onExit = (worker: Worker, code: number, signal: string): void => {
@@ -134,7 +156,7 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
       restartTimer = undefined
       if (stopping) return
       const replacement = fork()
-      replacement.once('listening', () => { log.info({ worker: replacement.id, pid: replacement.process.pid }, 'replacement cluster worker listening') })
+      whenStarted(replacement).then(() => { log.info({ worker: replacement.id, pid: replacement.process.pid }, 'replacement cluster worker listening') }, () => {})
     }, delayMs)
   }
   cluster.on('exit', onExit)
@@ -174,23 +196,24 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
     await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs))
   }
 
-  const listening = Array.from({ length: workerCount }, () => {
-    const worker = fork()
-    return new Promise<{ address: string, port: number }>((resolve, reject) => {
-      worker.once('listening', resolve)
-      worker.once('exit', (code) => { reject(new Error(`cluster worker exited with code ${code} before listening`)) })
-    })
-  })
-  let addresses: Array<{ address: string, port: number }>
+  // `--workers`: each worker accepts for itself on the one socket, through its own 16 descriptors
+  // (acceptors.ts). Round robin, node's default, has the primary accept every connection and hand
+  // it to a worker over IPC, one at a time per worker, each after the worker's reply: a crowd of new
+  // connections then waited seconds in the primary (bench/README, "serve --workers and a crowd").
+  // The cluster strategy keeps round robin, as the Piscina article ran it. Read by node at the first
+  // fork, so one process's first cluster decides.
+  cluster.schedulingPolicy = strategyCluster ? cluster.SCHED_RR : cluster.SCHED_NONE
+  const listening = Array.from({ length: workerCount }, async () => await whenStarted(fork()))
+  let ports: number[]
   try {
-    addresses = await Promise.all(listening)
+    ports = await Promise.all(listening)
   } catch (err) {
     // One worker could not start: stop the others and the database rather than leave them running.
     await close()
     throw err
   }
   started = true
-  const port = addresses[0]?.port ?? config.port
+  const port = ports[0] ?? config.port
   const url = `http://${config.host}:${port}`
   if (config.adminPort !== undefined) {
     try {

@@ -166,8 +166,9 @@ export async function startService (config: Config, options: StartServiceOptions
     // which would also fail the database pool's next connection.
     if (config.maxConnections > 0) app.server.maxConnections = config.maxConnections
     const url = await app.listen({ host: config.host, port: config.port, backlog: config.listenBacklog })
-    // A cluster worker's listener is the primary's (cluster.ts): its copies would not be its own.
-    if (options.clusterWorker !== true) {
+    // A `--workers` worker holds the socket itself (cluster.ts sets SCHED_NONE) and accepts through
+    // its own copies; the cluster strategy's workers get their connections from the primary (round robin).
+    if (options.clusterWorker !== true || config.hashStrategy !== 'cluster') {
       acceptors = await addAcceptors(app.server, config.acceptors, {
         maxConnections: config.maxConnections,
         backlog: config.listenBacklog,

@@ -8,6 +8,7 @@ import pg from 'pg'
 import { scratchClusterDir } from '../../src/db/embedded.js'
 import { packageRoot } from '../../src/paths.js'
 import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
+import { listeningDescriptors } from '../helpers/processes.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { registerUser, request, testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
 
@@ -36,18 +37,6 @@ async function portIsClosed (port: number): Promise<boolean> {
     socket.once('connect', () => { socket.destroy(); resolve(false) })
     socket.once('error', () => { resolve(true) })
   })
-}
-
-/** How many of `pid`'s descriptors are the socket listening on 127.0.0.1:`port` (from /proc/net/tcp and /proc/<pid>/fd). */
-function listeningDescriptors (pid: number, port: number): number {
-  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`
-  // Columns: sl local_address rem_address st ... inode (the tenth); st 0A is LISTEN.
-  const row = fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').map((line) => line.trim().split(/\s+/)).find((fields) => fields[1] === local && fields[3] === '0A')
-  assert.ok(row !== undefined, `a socket listening on ${local}`)
-  const socket = `socket:[${row[9] ?? ''}]`
-  return fs.readdirSync(`/proc/${pid}/fd`).filter((fd) => {
-    try { return fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === socket } catch { return false }
-  }).length
 }
 
 describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {

@@ -43,9 +43,9 @@ export interface LaunchedDatabase {
 }
 
 /** An embedded PostgreSQL 15 in a scratch folder under the system's temp folder, deleted on stop. */
-export async function startDatabase (options: { name?: string, label?: string } = {}): Promise<LaunchedDatabase> {
+export async function startDatabase (options: { name?: string, label?: string, nonDurable?: boolean } = {}): Promise<LaunchedDatabase> {
   const clusterDir = scratchClusterDir(options.label ?? 'launcher')
-  const database = await startEmbeddedPostgres({ clusterDir, databaseName: options.name ?? 'tollbooth' })
+  const database = await startEmbeddedPostgres({ clusterDir, databaseName: options.name ?? 'tollbooth', nonDurable: options.nonDurable })
   return {
     url: database.url,
     async stop () {

@@ -41,6 +41,12 @@ export interface StartEmbeddedOptions {
    * is used only to create that role and database. Unset: `url` is the superuser's (tests, the lab).
    */
   serviceRole?: boolean
+  /**
+   * Throwaway data (the test suite's server): no fsync, no synchronous commit, no full-page
+   * writes, PostgreSQL's documented non-durable settings. A crash can lose or corrupt the
+   * cluster, which the suite deletes anyway. Never for a service's own data.
+   */
+  nonDurable?: boolean
   /** As root, where copies of unreachable binaries and relocated clusters may go (tests); defaults in embedded-placement.ts. */
   placement?: { binaryCacheBases?: readonly string[], clusterBases?: readonly string[], nativeDir?: string }
 }
@@ -127,11 +133,12 @@ async function initdb (nativeDir: string, clusterDir: string, password: string, 
   }
 }
 
-async function startPostgres (nativeDir: string, clusterDir: string, port: number, user: PostgresUser | undefined, log: (message: string) => void): Promise<ChildProcess> {
+async function startPostgres (nativeDir: string, clusterDir: string, port: number, user: PostgresUser | undefined, log: (message: string) => void, nonDurable: boolean): Promise<ChildProcess> {
   const child = spawn(path.join(nativeDir, 'bin', 'postgres'), [
     '-D', clusterDir, '-p', String(port),
     // Loopback TCP only; no unix socket, so two clusters never fight over /tmp.
-    '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'fsync=on',
+    '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200',
+    ...(nonDurable ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : ['-c', 'fsync=on']),
   ], { ...runAs(user), cwd: clusterDir, env: postgresEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
   await new Promise<void>((resolve, reject) => {
     let output = ''
@@ -186,7 +193,7 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
   }
   let child: ChildProcess
   try {
-    child = await startPostgres(nativeDir, clusterDir, port, user, log)
+    child = await startPostgres(nativeDir, clusterDir, port, user, log, options.nonDurable === true)
   } catch (err) {
     throw new Error(`The embedded PostgreSQL did not start (cluster ${clusterDir}, port ${port}): ${(err as Error).message}`, { cause: err })
   }

@@ -64,6 +64,10 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
     }
     assert.ok(await portIsClosed(first.pgPort), 'the embedded PostgreSQL stopped with the service')
     assert.ok(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION')))
+    // The service's data is durable: PostgreSQL ran with fsync on (the test suite's own server does not: nonDurable).
+    const options = fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.opts'), 'utf8')
+    assert.match(options, /"fsync=on"/)
+    assert.doesNotMatch(options, /synchronous_commit|full_page_writes/)
     const secret = fs.readFileSync(path.join(dataDir, 'jwt-secret'), 'utf8')
 
     const second = await startEmbeddedCli(dataDir)

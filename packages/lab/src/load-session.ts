@@ -4,8 +4,8 @@
  * run's seconds and the segment's totals.
  */
 import { Worker } from 'node:worker_threads'
-import { nowEpochMs, type GeneratorCommand, type GeneratorMessage, type GeneratorOptions, type SegmentLoad } from './generator.js'
-import type { EndpointStats, LatencySummary, SecondSample } from './result.js'
+import { nowEpochMs, type GeneratorCommand, type GeneratorMessage, type GeneratorOptions } from './generator.js'
+import type { EndpointStats, LatencySummary, SecondSample, SegmentLoad } from './result.js'
 import type { ScenarioRef } from './scenario.js'
 import { totalDurationMs } from './schedule.js'
 import { EndpointMap, summarise, Tally, type Counts, type TallyPartial } from './stats.js'

@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto'
 import { createError } from './errors.js'
 import { HttpTarget } from './http.js'
 import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
-import { startLocalDatabase, startLocalService, type LocalService, type ReplicaOptions } from './local-service.js'
+import { startDatabase } from 'tollbooth/launcher'
+import { startLocalService, type LocalService, type ReplicaOptions } from './local-service.js'
 import { machineInfo } from './machine.js'
 import { MetricsSnapshot } from './prometheus.js'
 import { referencesFor } from './references.js'
@@ -145,7 +146,8 @@ async function serviceSource (options: LabOptions, scenario: Scenario<unknown>, 
     const metricsUrl = options.metricsUrl?.replace(/\/+$/, '') ?? url
     return { start: async () => ({ url, metricsUrl, pid: undefined, info: await serviceInfo(url, metricsUrl, false, {}), stop: async () => {} }), close: async () => {} }
   }
-  const database = options.databaseUrl === undefined ? await startLocalDatabase() : { url: options.databaseUrl, stop: async () => {} }
+  // An embedded PostgreSQL in a scratch folder, deleted on stop.
+  const database = options.databaseUrl === undefined ? await startDatabase({ name: 'tollbooth_lab', label: 'lab' }) : { url: options.databaseUrl, stop: async () => {} }
   return {
     async start (strategy, replicas = options.replicas) {
       const env = {
@@ -222,7 +224,9 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
         // Without `segments` (the knee's steps), the whole load once per phase.
         const measured = await runLoad({
           label,
-          ...service,
+          url: service.url,
+          metricsUrl: service.metricsUrl,
+          pid: service.pid,
           service: service.info,
           scenario: command.ref,
           endpointOrder: scenario.endpoints,

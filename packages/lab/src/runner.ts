@@ -4,10 +4,9 @@
  * collected into a RunResult.
  */
 import { performance } from 'node:perf_hooks'
-import { LoadSession, type SegmentResult } from './load-session.js'
+import { LoadSession, type LoadSessionOptions, type SegmentResult } from './load-session.js'
 import { HealthzProbe } from './probe.js'
 import type { GeneratorInfo, LatencySummary, LoadSpec, RunResult, RunSummary, SecondSample, SegmentLoad, ServerSample, ServiceInfo } from './result.js'
-import type { ScenarioRef } from './scenario.js'
 import { MetricsScraper } from './scraper.js'
 import { errorTotal } from './stats.js'
 
@@ -16,21 +15,14 @@ const saturatedUtilisation = 0.9
 /** Arrivals sent this late (p99) mean the generator could not keep the schedule. */
 const saturatedSendLagMs = 25
 
-export interface LabRunOptions {
+export interface LabRunOptions extends Pick<LoadSessionOptions, 'url' | 'scenario' | 'data' | 'runId' | 'endpointOrder'> {
   label: string
-  url: string
   /** Where the service's /metrics is (its admin listener with TOLLBOOTH_ADMIN_PORT). */
   metricsUrl: string
   service: ServiceInfo
   /** The service's pid when the lab started it (its process tree is read from /proc). */
   pid: number | undefined
-  scenario: ScenarioRef
-  /** Endpoint names in report order. */
-  endpointOrder: readonly string[]
-  data: unknown
   load: LoadSpec
-  /** Unique to the lab command, so runs of one comparison never reuse each other's fresh emails. */
-  runId: string
   onSecond?: (sample: SecondSample, server: ServerSample | undefined) => void
   /** Aborting stops the load at once; the run so far is still collected, with a warning. */
   signal?: AbortSignal | undefined
@@ -83,31 +75,27 @@ function generatorInfo (session: LoadSession, segments: SegmentResult[], cpuCore
 
 /** Starts the run, hands `segments` a way to run its segments, then stops everything and collects the run. */
 export async function runLoad (options: LabRunOptions, segments: (segment: RunSegment) => Promise<void>): Promise<{ run: RunResult, warnings: string[] }> {
-  const { label, url, load, signal } = options
+  const { label, metricsUrl, service, pid, load, signal, onSecond, ...common } = options
   const startedAt = new Date().toISOString()
   const cpuBefore = process.cpuUsage()
   const wallBefore = performance.now()
   let scraper: MetricsScraper | undefined
   let probe: HealthzProbe | undefined
   const session = await LoadSession.start({
-    url,
+    ...common,
     workers: load.workers,
     // The most requests the load can have in flight: connections to open.
     connections: load.model === 'open' ? load.maxInFlight : Math.max(1, load.startVus, ...load.stages.map((stage) => stage.target)),
     requestTimeoutMs: load.requestTimeoutMs,
-    scenario: options.scenario,
-    data: options.data,
-    runId: options.runId,
-    endpointOrder: options.endpointOrder,
     onSecond: (sample) => {
       sample.healthz = probe?.second(sample.t) ?? null
-      options.onSecond?.(sample, scraper?.samples.at(-1))
+      onSecond?.(sample, scraper?.samples.at(-1))
     },
   })
   try {
-    scraper = new MetricsScraper({ url: options.metricsUrl, runStartEpochMs: session.runStartEpochMs, pid: options.pid })
+    scraper = new MetricsScraper({ url: metricsUrl, runStartEpochMs: session.runStartEpochMs, pid })
     await scraper.start()
-    probe = new HealthzProbe({ url, ratePerSecond: load.healthzProbeRate, runStartEpochMs: session.runStartEpochMs, timeoutMs: load.requestTimeoutMs })
+    probe = new HealthzProbe({ url: common.url, ratePerSecond: load.healthzProbeRate, runStartEpochMs: session.runStartEpochMs, timeoutMs: load.requestTimeoutMs })
     probe.start()
   } catch (err) {
     await session.close(true)
@@ -164,12 +152,12 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
   const phased = done.filter((segment) => segment.phase !== undefined)
   const collected: Omit<RunResult, 'summary'> = {
     label,
-    service: options.service,
+    service,
     startedAt,
     durationMs: Math.round(lastT * 1000),
     seconds,
     server: scraper.samples.filter((sample) => sample.t <= lastT),
-    endpoints: session.totals.toStats(options.endpointOrder),
+    endpoints: session.totals.toStats(common.endpointOrder),
     all: session.totals.all().toStats(),
     healthz: probe.summary(),
     ...(phased.length === 0 ? {} : { phases: Object.fromEntries(phased.map((segment) => [segment.phase as string, segment.all])) }),

@@ -7,7 +7,6 @@ import { percentileFields, serverSignalNames, type EndpointStats, type ErrorCoun
 
 type CsvValue = string | number | boolean | null | undefined
 
-/** A column: its header and how to read its cell from a row. */
 type CsvColumn<Row> = readonly [header: string, cell: (row: Row) => CsvValue]
 
 export function csvField (value: CsvValue): string {

@@ -25,7 +25,6 @@ export interface Table {
   totalRow?: number
 }
 
-/** A column and how to write its cell from a row. */
 interface Column<Row> extends TableColumn {
   cell: (row: Row) => string
 }
@@ -148,7 +147,6 @@ export function referenceTable (result: LabResult, layout: 'wide' | 'narrow'): T
   return table([...referenceFigureColumns, ...prose], orderedReferences(result))
 }
 
-/** The step table of a knee search. */
 export function kneeTable (knee: KneeResult): Table {
   return table<KneeStep>([
     right('step', (step) => String(step.index + 1)),

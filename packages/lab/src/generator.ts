@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { HttpTarget, type LabRequest, type LabResponse } from './http.js'
-import type { Stage } from './result.js'
+import type { SegmentLoad } from './result.js'
 import type { Scenario, ScenarioRef, VirtualUser } from './scenario.js'
 import { arrivalTimes, shareOf, totalDurationMs, vusAt } from './schedule.js'
 import { Tally, type Counts, type RequestOutcome, type TallyPartial } from './stats.js'
@@ -38,10 +38,6 @@ export interface GeneratorOptions {
   /** Unique to this lab run: fresh emails never collide with an earlier run's. */
   runId: string
 }
-
-export type SegmentLoad =
-  | { model: 'closed', startVus: number, stages: Stage[], thinkTimeMs: number, honourRetryAfter: boolean }
-  | { model: 'open', startRate: number, stages: Stage[], maxInFlight: number }
 
 export interface SegmentSpec {
   id: number

@@ -32,12 +32,8 @@ export function judgeStep (step: MeasuredStep, criteria: KneeCriteria): KneeStep
 
 /** The last offered rate that held before the first step that did not; null when the first failed. */
 export function kneeOf (steps: readonly KneeStep[]): number | null {
-  let knee: number | null = null
-  for (const step of steps) {
-    if (!step.held) break
-    knee = step.offeredPerSecond
-  }
-  return knee
+  const failed = steps.findIndex((step) => !step.held)
+  return steps[(failed === -1 ? steps.length : failed) - 1]?.offeredPerSecond ?? null
 }
 
 /**

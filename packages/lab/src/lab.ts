@@ -6,12 +6,13 @@ import { randomBytes } from 'node:crypto'
 import { createError } from './errors.js'
 import { HttpTarget } from './http.js'
 import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
-import { startLocalDatabase, startLocalService, type ReplicaOptions } from './local-service.js'
+import { startDatabase } from 'tollbooth/launcher'
+import { startLocalService, type LocalService, type ReplicaOptions } from './local-service.js'
 import { machineInfo } from './machine.js'
 import { MetricsSnapshot } from './prometheus.js'
 import { referencesFor } from './references.js'
 import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type SecondSample, type ServerSample, type ServiceInfo, type Stage } from './result.js'
-import { LabRun, segmentLoadOf } from './runner.js'
+import { runLoad, type RunSegment } from './runner.js'
 import type { Scenario, ScenarioRef } from './scenario.js'
 import { loadScenario, scenarioRef } from './scenarios/index.js'
 import { runScenarioSetup } from './setup.js'
@@ -136,14 +137,7 @@ async function serviceInfo (url: string, metricsUrl: string, startedByLab: boole
   }
 }
 
-interface Service {
-  url: string
-  /** Where its /metrics is: `url`, or its admin listener (TOLLBOOTH_ADMIN_PORT). */
-  metricsUrl: string
-  pid: number | undefined
-  info: ServiceInfo
-  stop (): Promise<void>
-}
+type Service = Omit<LocalService, 'replicas'> & { info: ServiceInfo }
 
 /** Where a command's services come from: the target, or services the lab starts on one database (the user's or an embedded one). */
 async function serviceSource (options: LabOptions, scenario: Scenario<unknown>, warnings: string[]): Promise<{ start (strategy: string, replicas?: ReplicaOptions): Promise<Service>, close (): Promise<void> }> {
@@ -152,7 +146,8 @@ async function serviceSource (options: LabOptions, scenario: Scenario<unknown>, 
     const metricsUrl = options.metricsUrl?.replace(/\/+$/, '') ?? url
     return { start: async () => ({ url, metricsUrl, pid: undefined, info: await serviceInfo(url, metricsUrl, false, {}), stop: async () => {} }), close: async () => {} }
   }
-  const database = options.databaseUrl === undefined ? await startLocalDatabase() : { url: options.databaseUrl, stop: async () => {} }
+  // An embedded PostgreSQL in a scratch folder, deleted on stop.
+  const database = options.databaseUrl === undefined ? await startDatabase({ name: 'tollbooth_lab', label: 'lab' }) : { url: options.databaseUrl, stop: async () => {} }
   return {
     async start (strategy, replicas = options.replicas) {
       const env = {
@@ -171,7 +166,7 @@ async function serviceSource (options: LabOptions, scenario: Scenario<unknown>, 
       const shown = Object.fromEntries(Object.entries(env).filter(([key]) => (key.startsWith('TOLLBOOTH_') || key === 'UV_THREADPOOL_SIZE') && !/SECRET|ENCRYPTION_KEY/.test(key)))
       if (service.replicas !== undefined) shown.replicas = service.replicas.description
       try {
-        return { url: service.url, metricsUrl: service.metricsUrl, pid: service.pid, info: await serviceInfo(service.url, service.metricsUrl, true, shown), stop: async () => { await service.stop() } }
+        return { ...service, info: await serviceInfo(service.url, service.metricsUrl, true, shown) }
       } catch (err) {
         await service.stop()
         throw err
@@ -202,50 +197,6 @@ async function prepare (command: LabCommand, options: LabOptions, forceModel?: '
   return { scenario, ref, load, result }
 }
 
-/**
- * Setup, then the whole load once per phase (or the caller's `segments`: the knee's steps)
- * against one service, into `result`. An abort stops the load at once; what ran is kept.
- */
-async function measure (
-  { scenario, ref, result }: Command, label: string, service: Service, load: LoadSpec, options: LabOptions, runId: string,
-  segments = async (run: LabRun): Promise<void> => {
-    for (const phase of scenario.phases ?? [undefined]) if (options.signal?.aborted !== true) await run.segment(phase, segmentLoadOf(load))
-  }
-): Promise<void> {
-  const data = await runScenarioSetup(scenario, service.url, load.accounts, options.log ?? (() => {}), load.requestTimeoutMs)
-  const run = await LabRun.start({
-    label,
-    url: service.url,
-    metricsUrl: service.metricsUrl,
-    service: service.info,
-    pid: service.pid,
-    scenario: ref,
-    endpointOrder: scenario.endpoints,
-    data,
-    load,
-    runId,
-    onSecond: (sample, server) => options.onSecond?.(label, sample, server),
-  })
-  let onAbort = (): void => {}
-  const aborted = new Promise<void>((resolve) => { onAbort = resolve })
-  if (options.signal?.aborted === true) onAbort()
-  options.signal?.addEventListener('abort', onAbort, { once: true })
-  try {
-    await Promise.race([segments(run), aborted])
-  } catch (err) {
-    // A generator that failed: stop the others, the scraper and the probe before reporting it.
-    await run.finish(true).catch(() => {})
-    throw err
-  } finally {
-    options.signal?.removeEventListener('abort', onAbort)
-  }
-  const interrupted = options.signal?.aborted === true
-  const measured = await run.finish(interrupted)
-  if (interrupted) measured.warnings.push(`${label}: interrupted; the figures cover the run up to the interruption`)
-  result.runs.push(measured.run)
-  result.warnings.push(...measured.warnings)
-}
-
 /** One run of a command: its label (unset: the service's strategy) and the service it runs against. */
 interface PlannedRun { label?: string, strategy: string, replicas?: ReplicaOptions | undefined, load: LoadSpec, clients?: ClientKind }
 
@@ -253,8 +204,8 @@ interface PlannedRun { label?: string, strategy: string, replicas?: ReplicaOptio
  * The planned runs in turn, each against the target or a service the lab starts for it, all on
  * one database. `skipFailedStart` (compare): a strategy that does not start is a warning, not the end.
  */
-async function series (command: Command, options: LabOptions, planned: PlannedRun[], skipFailedStart = false, segments?: (run: LabRun) => Promise<void>): Promise<LabResult> {
-  const { result } = command
+async function series (command: Command, options: LabOptions, planned: PlannedRun[], skipFailedStart = false, segments?: (segment: RunSegment) => Promise<void>): Promise<LabResult> {
+  const { scenario, result } = command
   const runId = randomBytes(6).toString('hex')
   const source = await serviceSource(options, command.scenario, result.warnings)
   try {
@@ -266,10 +217,29 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
         result.warnings.push(`${plan.label ?? plan.strategy}: did not start: ${err.message.split('\n')[0] ?? ''}`)
       })
       if (service === undefined) continue
+      const label = plan.label ?? service.info.strategy ?? result.command
+      const { load } = plan
       try {
-        await measure(command, plan.label ?? service.info.strategy ?? result.command, service, plan.load, options, `${runId}${index}`, segments)
-        const run = result.runs.at(-1)
-        if (run !== undefined && plan.clients !== undefined) run.clients = plan.clients
+        const data = await runScenarioSetup(scenario, service.url, load.accounts, options.log ?? (() => {}), load.requestTimeoutMs)
+        // Without `segments` (the knee's steps), the whole load once per phase.
+        const measured = await runLoad({
+          label,
+          url: service.url,
+          metricsUrl: service.metricsUrl,
+          pid: service.pid,
+          service: service.info,
+          scenario: command.ref,
+          endpointOrder: scenario.endpoints,
+          data,
+          load,
+          runId: `${runId}${index}`,
+          signal: options.signal,
+          onSecond: (sample, server) => options.onSecond?.(label, sample, server),
+        }, segments ?? (async (segment) => {
+          for (const phase of scenario.phases ?? [undefined]) if (options.signal?.aborted !== true) await segment(phase, load)
+        }))
+        result.runs.push(plan.clients === undefined ? measured.run : { ...measured.run, clients: plan.clients })
+        result.warnings.push(...measured.warnings)
       } finally {
         await service.stop()
       }
@@ -281,7 +251,7 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
 }
 
 /** `run` and `knee`: one service, the target or one the lab starts with `options.strategy`. */
-async function single (command: Command, options: LabOptions, segments?: (run: LabRun) => Promise<void>): Promise<LabResult> {
+async function single (command: Command, options: LabOptions, segments?: (segment: RunSegment) => Promise<void>): Promise<LabResult> {
   const strategy = options.strategy ?? 'tollbooth'
   if (options.target === undefined) checkChoices([strategy], allStrategies, 'strategy')
   return await series(command, options, [{ strategy, load: command.load }], false, segments)
@@ -302,9 +272,9 @@ export async function labKnee (options: KneeOptions): Promise<LabResult> {
   for (const field of ['startRate', 'stepFactor', 'stepDurationMs', 'maxSteps'] as const) positive(criteria[field], field)
   const steps: KneeStep[] = []
   let search: KneeResult | undefined
-  await single(command, options, async (run) => {
+  await single(command, options, async (runSegment) => {
     search = await searchKnee(criteria, maxRate, async (offered, index) => {
-      const segment = await run.segment(undefined, { model: 'open', startRate: offered, stages: [{ durationMs: criteria.stepDurationMs, target: offered }], maxInFlight: load.maxInFlight })
+      const segment = await runSegment(undefined, { model: 'open', startRate: offered, stages: [{ durationMs: criteria.stepDurationMs, target: offered }], maxInFlight: load.maxInFlight })
       return {
         index,
         offeredPerSecond: offered,

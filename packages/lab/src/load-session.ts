@@ -4,9 +4,8 @@
  * run's seconds and the segment's totals.
  */
 import { Worker } from 'node:worker_threads'
-import { nowEpochMs, type GeneratorCommand, type GeneratorMessage, type GeneratorOptions, type SegmentLoad } from './generator.js'
-import type { EndpointStats, LatencySummary, SecondSample } from './result.js'
-import type { ScenarioRef } from './scenario.js'
+import { nowEpochMs, type GeneratorCommand, type GeneratorMessage, type GeneratorOptions } from './generator.js'
+import type { EndpointStats, LatencySummary, SecondSample, SegmentLoad } from './result.js'
 import { totalDurationMs } from './schedule.js'
 import { EndpointMap, summarise, Tally, type Counts, type TallyPartial } from './stats.js'
 
@@ -14,15 +13,9 @@ const workerUrl = new URL('./generator-worker.js', import.meta.url)
 /** Workers get this long to receive a segment before it starts. */
 const segmentLeadMs = 100
 
-export interface LoadSessionOptions {
-  url: string
+/** `connections`: in all, split over the workers. */
+export interface LoadSessionOptions extends Omit<GeneratorOptions, 'shard' | 'shards' | 'runStartEpochMs'> {
   workers: number
-  /** Keep-alive connections in all (split over the workers). */
-  connections: number
-  requestTimeoutMs: number
-  scenario: ScenarioRef
-  data: unknown
-  runId: string
   /** Endpoint names in report order. */
   endpointOrder: readonly string[]
   /** Called once per merged second, in order. */
@@ -73,17 +66,9 @@ export class LoadSession {
   }
 
   private async startWorker (index: number): Promise<void> {
-    const { workers, connections } = this.options
+    const { workers, connections, endpointOrder, onSecond, ...common } = this.options
     const workerData: GeneratorOptions = {
-      shard: index,
-      shards: workers,
-      url: this.options.url,
-      connections: Math.max(1, Math.ceil(connections / workers)),
-      requestTimeoutMs: this.options.requestTimeoutMs,
-      scenario: this.options.scenario,
-      data: this.options.data,
-      runStartEpochMs: this.runStartEpochMs,
-      runId: this.options.runId,
+      ...common, shard: index, shards: workers, connections: Math.max(1, Math.ceil(connections / workers)), runStartEpochMs: this.runStartEpochMs,
     }
     const shard: Shard = { worker: new Worker(workerUrl, { workerData }), eluSum: 0, eluSeconds: 0 }
     this.shards.push(shard)

@@ -1,16 +1,10 @@
 /**
  * Services the lab starts itself when no --target is given, through the service package's
- * launcher API (docs/reference/launcher.md): one embedded PostgreSQL for the whole command,
- * and a `tollbooth serve` process per run on it, started the way a user would start one, so
- * the lab measures exactly what ships.
+ * launcher API (docs/reference/launcher.md): a `tollbooth serve` process per run, started the
+ * way a user would start one, so the lab measures exactly what ships.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { startDatabase, startReplicas, startServe, type LaunchedDatabase } from 'tollbooth/launcher'
-
-/** An embedded PostgreSQL in a scratch folder, deleted on stop. */
-export async function startLocalDatabase (): Promise<LaunchedDatabase> {
-  return await startDatabase({ name: 'tollbooth_lab', label: 'lab' })
-}
+import { startReplicas, startServe } from 'tollbooth/launcher'
 
 /** A secret shared by the services of one lab command, so tokens stay valid across them. */
 const labJwtSecret = randomBytes(32).toString('base64url')

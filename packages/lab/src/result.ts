@@ -46,7 +46,12 @@ export interface Stage {
   target: number
 }
 
-interface LoadSpecBase {
+/** What the generators run: the whole load, a phase, or a knee step. */
+export type SegmentLoad =
+  | { model: 'closed', startVus: number, stages: Stage[], thinkTimeMs: number, honourRetryAfter: boolean }
+  | { model: 'open', startRate: number, stages: Stage[], maxInFlight: number }
+
+export type LoadSpec = SegmentLoad & {
   requestTimeoutMs: number
   healthzProbeRate: number
   workers: number
@@ -55,31 +60,10 @@ interface LoadSpecBase {
   accounts: number
 }
 
-export interface ClosedLoadSpec extends LoadSpecBase {
-  model: 'closed'
-  startVus: number
-  stages: Stage[]
-  thinkTimeMs: number
-}
+/** The percentiles of every LatencySummary, in the order of the CSV columns. */
+export const percentileFields = ['meanMs', 'p50Ms', 'p90Ms', 'p95Ms', 'p99Ms', 'maxMs'] as const
 
-export interface OpenLoadSpec extends LoadSpecBase {
-  model: 'open'
-  startRate: number
-  stages: Stage[]
-  maxInFlight: number
-}
-
-export type LoadSpec = ClosedLoadSpec | OpenLoadSpec
-
-export interface LatencySummary {
-  count: number
-  meanMs: number | null
-  p50Ms: number | null
-  p90Ms: number | null
-  p95Ms: number | null
-  p99Ms: number | null
-  maxMs: number | null
-}
+export type LatencySummary = { count: number } & Record<(typeof percentileFields)[number], number | null>
 
 export interface ErrorCounts {
   byStatus: Record<string, number>
@@ -136,15 +120,10 @@ export interface ServiceInfo {
   settings: Record<string, string>
 }
 
-export interface RunSummary {
+export interface RunSummary extends EndpointStats {
   durationSeconds: number
   achievedPerSecond: number
   requestsPerSecond: number
-  requests: number
-  ok: number
-  latency: LatencySummary
-  okLatency: LatencySummary
-  errors: ErrorCounts
   errorRate: number
   healthz: LatencySummary | null
   eventLoopDelayP99MaxMs: number | null
@@ -183,15 +162,7 @@ export interface KneeStep {
   failedBecause: string[]
 }
 
-export interface KneeCriteria {
-  startRate: number
-  stepFactor: number
-  stepDurationMs: number
-  throughputMargin: number
-  p99LimitMs: number
-  errorRateLimit: number
-  maxSteps: number
-}
+export type KneeCriteria = Record<'startRate' | 'stepFactor' | 'stepDurationMs' | 'throughputMargin' | 'p99LimitMs' | 'errorRateLimit' | 'maxSteps', number>
 
 export interface KneeResult {
   criteria: KneeCriteria
@@ -200,16 +171,9 @@ export interface KneeResult {
   stoppedBecause: string
 }
 
-export interface ReferenceFigures {
+export interface ReferenceFigures extends Partial<Record<'requestsPerSecond' | 'meanMs' | 'p50Ms' | 'p95Ms' | 'p99Ms' | 'errorRate' | 'kneePerSecond', number>> {
   source: string
   strategy: string
   setup: string
-  requestsPerSecond?: number
-  meanMs?: number
-  p50Ms?: number
-  p95Ms?: number
-  p99Ms?: number
-  errorRate?: number
-  kneePerSecond?: number
   note?: string
 }

@@ -8,7 +8,7 @@ import type { Account, Scenario, SetupContext } from './scenario.js'
 const setupConcurrency = 4
 const maxAttempts = 20
 
-export function labAccount (label: string, index: number): Account {
+function labAccount (label: string, index: number): Account {
   return { email: `lab.${label}.${index}@tollbooth.test`, password: `tollbooth lab ${label} ${index}` }
 }
 
@@ -29,15 +29,11 @@ function describe (response: LabResponse): string {
   return response.status === null ? `${response.failure ?? 'failed'} (${response.detail ?? ''})` : `${response.status}${error?.code === undefined ? '' : ` ${error.code}: ${error.message ?? ''}`}`
 }
 
-export class LabSetup implements SetupContext {
-  private readonly target: HttpTarget
+class LabSetup implements SetupContext {
+  readonly target: HttpTarget
 
-  constructor (url: string, readonly accounts: number, private readonly logLine: (message: string) => void, timeoutMs: number) {
+  constructor (url: string, readonly accounts: number, readonly log: (message: string) => void, timeoutMs: number) {
     this.target = new HttpTarget(url, { connections: setupConcurrency + 1, timeoutMs })
-  }
-
-  log (message: string): void {
-    this.logLine(message)
   }
 
   async send (request: LabRequest): Promise<LabResponse> {
@@ -77,10 +73,6 @@ export class LabSetup implements SetupContext {
     this.log(`setup: ${tokens.length} accounts logged in`)
     return tokens
   }
-
-  async close (): Promise<void> {
-    await this.target.close()
-  }
 }
 
 /** Runs the scenario's setup (if any) against `url`; what it returns goes to every iteration. */
@@ -90,6 +82,6 @@ export async function runScenarioSetup (scenario: Scenario<unknown>, url: string
   try {
     return await scenario.setup(setup)
   } finally {
-    await setup.close()
+    await setup.target.close()
   }
 }

@@ -34,7 +34,6 @@ export function summarise (histogram: LatencyHistogram): LatencySummary {
 
 export type TransportFailure = 'timeout' | 'connection' | 'other'
 
-/** How one request ended. */
 export interface RequestOutcome {
   endpoint: string
   /** The response's status; null when none came (see `failure`). */

@@ -3,11 +3,10 @@
  * needed, quotes doubled), a header row always, an empty cell for an unmeasured value.
  * Numbers are written as measured, unrounded.
  */
-import { serverSignalNames, type EndpointStats, type ErrorCounts, type KneeStep, type LabResult, type ReferenceFigures, type RunResult, type RunSummary, type SecondSample, type ServerSample } from '../result.js'
+import { percentileFields, serverSignalNames, type EndpointStats, type ErrorCounts, type KneeStep, type LabResult, type ReferenceFigures, type RunResult, type RunSummary, type SecondSample, type ServerSample } from '../result.js'
 
 type CsvValue = string | number | boolean | null | undefined
 
-/** A column: its header and how to read its cell from a row. */
 type CsvColumn<Row> = readonly [header: string, cell: (row: Row) => CsvValue]
 
 export function csvField (value: CsvValue): string {
@@ -27,7 +26,7 @@ function fields<Row, T extends object> (pick: (row: Row) => T | null | undefined
   return names.map((name) => [prefix === '' ? name : prefix + name.charAt(0).toUpperCase() + name.slice(1), (row) => pick(row)?.[name] as CsvValue])
 }
 
-const latencyFields = ['count', 'meanMs', 'p50Ms', 'p90Ms', 'p95Ms', 'p99Ms', 'maxMs'] as const
+const latencyFields = ['count', ...percentileFields] as const
 
 /** The error counts, with the non-2xx responses by status in one cell: "401=3 503=20". */
 function errorColumns<Row> (pick: (row: Row) => ErrorCounts): Array<CsvColumn<Row>> {

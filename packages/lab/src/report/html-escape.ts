@@ -3,14 +3,11 @@
  * names, labels, settings, error text) meets HTML.
  */
 
+const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
+
 /** Text and attribute values (always double-quoted). */
 export function escapeHtml (text: string): string {
-  return text
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&#39;')
+  return text.replace(/[&<>"']/g, (char) => entities[char] ?? char)
 }
 
 /**
@@ -19,12 +16,7 @@ export function escapeHtml (text: string): string {
  * `JSON.parse(element.textContent)` returns the value unchanged.
  */
 export function jsonForScriptElement (value: unknown): string {
-  return JSON.stringify(value)
-    .replace(/</g, '\\u003c')
-    .replace(/>/g, '\\u003e')
-    .replace(/&/g, '\\u0026')
-    .replace(/\u2028/g, '\\u2028')
-    .replace(/\u2029/g, '\\u2029')
+  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
 
 /**

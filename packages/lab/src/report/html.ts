@@ -24,10 +24,7 @@ export const contentSecurityPolicy = "default-src 'none'; script-src 'unsafe-inl
 
 /** An HTML table in a scrollable wrapper (narrow screens), numbers right-aligned. */
 function renderHtmlTable (table: Table, caption: string): string {
-  const alignClass = (column: TableColumn | undefined): string => {
-    if (column?.align === 'right') return ' class="num"'
-    return column?.wrapAtChars === undefined ? '' : ' class="prose"'
-  }
+  const alignClass = (column: TableColumn): string => column.align === 'right' ? ' class="num"' : column.wrapAtChars === undefined ? '' : ' class="prose"'
   const head = table.columns.map((column) => {
     const title = column.description === undefined ? '' : ` title="${escapeHtml(column.description)}"`
     return `<th scope="col"${alignClass(column)}${title}>${escapeHtml(column.header)}</th>`
@@ -137,15 +134,12 @@ function compareSections (result: LabResult): string[] {
 
 function body (result: LabResult): string[] {
   const first = result.runs[0]
-  switch (result.command) {
-    case 'compare': return compareSections(result)
-    case 'knee':
-    case 'run': return [
-      ...(result.command === 'knee' ? kneeSection(result) : []),
-      ...(first === undefined ? [] : runSections(result, first)),
-      ...(result.references.length === 0 ? [] : [section('their-figures', 'The articles', [referenceBlock(result)])]),
-    ]
-  }
+  if (result.command === 'compare') return compareSections(result)
+  return [
+    ...(result.command === 'knee' ? kneeSection(result) : []),
+    ...(first === undefined ? [] : runSections(result, first)),
+    ...(result.references.length === 0 ? [] : [section('their-figures', 'The articles', [referenceBlock(result)])]),
+  ]
 }
 
 /** The whole report page of one result: the template (template.html) with its slots filled. */

@@ -9,7 +9,6 @@ import type { LabResult } from '../result.js'
 import { renderCsv } from './csv.js'
 import { renderHtml, type HtmlAssets } from './html.js'
 
-export { renderCsv, csvField } from './csv.js'
 export { renderHtml, contentSecurityPolicy, type HtmlAssets } from './html.js'
 export { renderText } from './text.js'
 

@@ -3,7 +3,7 @@
  * LabResult; text.ts and html.ts only choose how to draw them. Each column is declared once:
  * its header, its alignment and how its cell is read from a row.
  */
-import type { EndpointStats, KneeResult, KneeStep, LabResult, ReferenceFigures, RunResult } from '../result.js'
+import type { EndpointStats, KneeResult, KneeStep, LabResult, percentileFields, ReferenceFigures, RunResult } from '../result.js'
 import { describeSettings } from './describe.js'
 import { formatCores, formatCount, formatMiB, formatMs, formatPercent, formatRate } from './format.js'
 
@@ -25,7 +25,6 @@ export interface Table {
   totalRow?: number
 }
 
-/** A column and how to write its cell from a row. */
 interface Column<Row> extends TableColumn {
   cell: (row: Row) => string
 }
@@ -38,11 +37,11 @@ function left<Row> (header: string, cell: (row: Row) => string, wrapAtChars?: nu
   return { header, align: 'left', cell, ...(wrapAtChars === undefined ? {} : { wrapAtChars }) }
 }
 
-type Percentile = 'mean' | 'p50' | 'p90' | 'p95' | 'p99' | 'max'
+type Percentile = (typeof percentileFields)[number]
 
 /** "p50 ms", "p99 ms" ... columns of a latency (or the articles' figures) picked from the row. */
-function msColumns<Row> (pick: (row: Row) => Partial<Record<`${Percentile}Ms`, number | null>>, names: readonly Percentile[]): Array<Column<Row>> {
-  return names.map((name) => right(`${name} ms`, (row) => formatMs(pick(row)[`${name}Ms`])))
+function msColumns<Row> (pick: (row: Row) => Partial<Record<Percentile, number | null>>, names: readonly Percentile[]): Array<Column<Row>> {
+  return names.map((name) => right(`${name.slice(0, -2)} ms`, (row) => formatMs(pick(row)[name])))
 }
 
 /** The table of `rows`; `emphasise` picks the rows HTML highlights. */
@@ -68,7 +67,7 @@ const statsColumns = (first: string): Array<Column<Named>> => [
   right('ok', (row) => formatCount(row.stats.ok)),
   right('errors', (row) => formatCount(row.stats.requests - row.stats.ok), 'requests without a 2xx: non-2xx responses, timeouts, connection errors'),
   right('req/s', (row) => formatRate(row.seconds > 0 ? row.stats.requests / row.seconds : null)),
-  ...msColumns((row: Named) => row.stats.latency, ['p50', 'p90', 'p95', 'p99', 'max']),
+  ...msColumns((row: Named) => row.stats.latency, ['p50Ms', 'p90Ms', 'p95Ms', 'p99Ms', 'maxMs']),
 ]
 
 /** One row per endpoint, in the result's order (the scenario's first: runner.ts writes them so), then the whole run. */
@@ -93,7 +92,7 @@ export function phaseTable (run: RunResult): Table | null {
 const comparisonColumns: Array<Column<RunResult>> = [
   left('strategy', (run) => run.label),
   right('achieved/s', (run) => formatRate(run.summary.achievedPerSecond), 'successful iterations per second'),
-  ...msColumns((run: RunResult) => run.summary.latency, ['p50', 'p95', 'p99']),
+  ...msColumns((run: RunResult) => run.summary.latency, ['p50Ms', 'p95Ms', 'p99Ms']),
   right('ok p95', (run) => formatMs(run.summary.okLatency.p95Ms), 'p95 of the 2xx responses alone, ms: what a user who got in waited'),
   right('errors', (run) => formatPercent(run.summary.errorRate), 'share of requests without a 2xx'),
   right('timeouts', (run) => formatCount(run.summary.errors.timeouts), 'requests with no response within the request timeout'),
@@ -129,7 +128,7 @@ export const referencesTitle = 'Their figures (from the articles), not measured 
 const referenceFigureColumns: Array<Column<ReferenceFigures>> = [
   left('our strategy', (reference) => reference.strategy),
   right('req/s', (reference) => formatRate(reference.requestsPerSecond)),
-  ...msColumns((reference: ReferenceFigures) => reference, ['mean', 'p50', 'p95', 'p99']),
+  ...msColumns((reference: ReferenceFigures) => reference, ['meanMs', 'p50Ms', 'p95Ms', 'p99Ms']),
   right('errors', (reference) => formatPercent(reference.errorRate)),
   right('knee/s', (reference) => formatRate(reference.kneePerSecond)),
 ]
@@ -148,13 +147,12 @@ export function referenceTable (result: LabResult, layout: 'wide' | 'narrow'): T
   return table([...referenceFigureColumns, ...prose], orderedReferences(result))
 }
 
-/** The step table of a knee search. */
 export function kneeTable (knee: KneeResult): Table {
   return table<KneeStep>([
     right('step', (step) => String(step.index + 1)),
     right('offered/s', (step) => formatRate(step.offeredPerSecond)),
     right('achieved/s', (step) => formatRate(step.achievedPerSecond)),
-    ...msColumns((step: KneeStep) => step.latency, ['p50', 'p95', 'p99']),
+    ...msColumns((step: KneeStep) => step.latency, ['p50Ms', 'p95Ms', 'p99Ms']),
     right('errors', (step) => formatPercent(step.errorRate)),
     right('dropped', (step) => formatCount(step.dropped)),
     left('result', (step) => step.held ? 'held' : `failed: ${step.failedBecause.join('; ')}`, 56),

@@ -5,7 +5,7 @@ import type { LabResult, RunResult } from '../result.js'
 import {
   describeErrors, describeGenerator, describeLatency, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'
-import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table, type TableColumn } from './tables.js'
+import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table } from './tables.js'
 
 const columnGap = '  '
 
@@ -25,10 +25,6 @@ function wrapWords (text: string, widthChars: number, indent = ''): string[] {
   return lines
 }
 
-function pad (text: string, widthChars: number, align: TableColumn['align']): string {
-  return align === 'right' ? text.padStart(widthChars) : text.padEnd(widthChars)
-}
-
 /** Plain aligned columns, a dashed rule under the header; trailing spaces trimmed. */
 function renderTextTable (table: Table): string {
   const { columns } = table
@@ -41,8 +37,7 @@ function renderTextTable (table: Table): string {
     ...wrapped.map((cells) => Math.max(...(cells[index] ?? ['']).map((line) => line.length)))
   ))
   const line = (cells: string[]): string => cells.map((cell, index) => {
-    const column = columns[index]
-    return column === undefined ? cell : pad(cell, widths[index] ?? 0, column.align)
+    return columns[index]?.align === 'right' ? cell.padStart(widths[index] ?? 0) : cell.padEnd(widths[index] ?? 0)
   }).join(columnGap).trimEnd()
   const rule = widths.map((width) => '-'.repeat(width)).join(columnGap)
   const out = [line(columns.map((column) => column.header)), rule]
@@ -52,11 +47,6 @@ function renderTextTable (table: Table): string {
     for (let lineIndex = 0; lineIndex < height; lineIndex++) out.push(line(cells.map((lines) => lines[lineIndex] ?? '')))
   })
   return out.join('\n')
-}
-
-/** "header: description" lines for the columns that have one (the plain-text legend). */
-function tableLegend (table: Table): string[] {
-  return table.columns.flatMap((column) => column.description === undefined ? [] : [`${column.header}: ${column.description}`])
 }
 
 const lineWidthChars = 150
@@ -71,8 +61,9 @@ function heading (title: string): string[] {
   return ['', title, '='.repeat(title.length)]
 }
 
+/** The table, then "header: description" for the columns that have one. */
 function tableWithLegend (table: Table): string[] {
-  const legend = tableLegend(table)
+  const legend = table.columns.flatMap((column) => column.description === undefined ? [] : [`${column.header}: ${column.description}`])
   return [renderTextTable(table), ...(legend.length === 0 ? [] : ['', ...wrapWords(legend.join('; '), lineWidthChars, '')])]
 }
 

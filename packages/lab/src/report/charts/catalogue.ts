@@ -12,7 +12,6 @@ import {
 } from './common.js'
 
 type Value<T> = (item: T) => number | null | undefined
-/** One line of a chart: [label, value, colour, dashed]. */
 type Series<T> = [label: string, value: Value<T>, colour: string, dashed?: boolean]
 
 const timeAxis = { title: 'seconds since the load started', fromZero: true }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it, mock } from 'node:test'
 import { createError, isTollboothError, type TollboothError } from '../../src/errors.js'
 import { RefusalPacer } from '../../src/server/pacing.js'
-import { bcryptHasher } from '../../src/hashing/bcrypt.js'
+import { slowBcryptHash } from '../helpers/policies.js'
 import { registerUser, request, seedPolicy, startTestService } from '../helpers/service.js'
 
 const overloaded = (): TollboothError => createError('SERVICE_OVERLOADED', undefined, { retryAfterSeconds: 2 })
@@ -179,14 +179,19 @@ describe('refusal pacer (mock timers)', () => {
 
 describe('paced refusals through the service (real sockets, one busy hash thread)', () => {
   it('holds a client that retries a 503 at once, and answers a new client at once', async (t) => {
-    // One thread and room for one waiting request, both taken for seconds: every login is refused.
+    // One thread and room for one waiting request, both taken for the whole test: every login is
+    // refused. The running blocker is bcrypt cost 16, 64 cost-10 verifies (seconds on any machine),
+    // so the thread is still busy when the early retry's hold ends (at most 1.25 s); a cost-14 one
+    // once finished first on a faster machine, and the retry was admitted. The queued blocker is
+    // refused when the service closes.
     // Shedding on event-loop delay is off: on a loaded machine it would answer the early retry
     // before pacing sees it (shedding.test.ts checks shedding; this checks pacing alone).
     const service = await startTestService({ policy: seedPolicy, threads: 1, maxQueue: 1, config: { maxEventLoopDelayMs: 0 } })
     t.after(async () => { await service.close() })
     const account = await registerUser(service)
-    const stored = bcryptHasher.hashSync('blocker', { cost: 14 })
-    const blockers = Promise.all([1, 2].map(async () => await service.engine.verify('blocker', stored)))
+    const stored = slowBcryptHash(16)
+    const running = service.engine.verify('blocker', stored)
+    const queued = service.engine.verify('blocker', stored).then(() => 'verified', (err: unknown) => (isTollboothError(err) ? err.code : String(err)))
     assert.deepEqual([service.engine.stats().running, service.engine.stats().queued], [1, 1])
 
     const login = async (from: string): Promise<{ status: number, code: string, retryAfter: number, ms: number }> => {
@@ -212,7 +217,10 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     const metrics = (await request(service, 'GET', '/metrics')).body as string
     assert.match(metrics, /^tollbooth_refusals_held_total 1$/m)
     assert.match(metrics, /^tollbooth_refusals_held 0$/m)
-    await blockers
+    assert.deepEqual([service.engine.stats().running, service.engine.stats().queued], [1, 1], 'the blockers still held the thread and the queue at the end')
+    await service.close()
+    assert.equal(await queued, 'HASH_POOL_CLOSED')
+    assert.equal((await running).match, false)
   })
 
   it('is not paced by a 429 of the login throttle: that is about one account, not about load', async (t) => {
@@ -229,7 +237,7 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     const throttled = await request(service, 'POST', '/api/v1/auth/login', { body: wrong, from })
     assert.equal(throttled.status, 429)
     // Now the pool is overloaded: the same address's next refusal is a first one, answered at once.
-    const stored = bcryptHasher.hashSync('blocker', { cost: 12 })
+    const stored = slowBcryptHash(12)
     const blockers = Promise.all(Array.from({ length: 8 }, async () => await service.engine.verify('blocker', stored)))
     const sent = performance.now()
     const refused = await request(service, 'POST', '/api/v1/auth/login', { body: { email: 'someone@example.com', password: 'whatever it is' }, from })

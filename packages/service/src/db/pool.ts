@@ -56,6 +56,9 @@ export class DatabasePool extends pg.Pool {
   private lastConnectedAt = Number.NEGATIVE_INFINITY
   private lastFailedAt = Number.NEGATIVE_INFINITY
   private readonly reported = new WeakSet<object>()
+  /** Clients connected and not yet closed: 'connect' counts one up, 'remove' (its socket has ended) down. */
+  private open = 0
+  private readonly closedWaiters: Array<() => void> = []
 
   constructor (url: string, size: number, options: DatabasePoolOptions = {}) {
     const acquireTimeoutMs = options.acquireTimeoutMs ?? defaultAcquireTimeoutMs
@@ -70,7 +73,14 @@ export class DatabasePool extends pg.Pool {
     this.rollbackTimeoutMs = options.rollbackTimeoutMs ?? defaultRollbackTimeoutMs
     this.faults = new ThrottledFaultLog(options.log ?? processWarningLog, options.faultLogIntervalMs)
 
-    this.on('connect', () => { this.lastConnectedAt = performance.now() })
+    this.on('connect', () => {
+      this.open += 1
+      this.lastConnectedAt = performance.now()
+    })
+    this.on('remove', () => {
+      this.open -= 1
+      if (this.open === 0) for (const resolve of this.closedWaiters.splice(0)) resolve()
+    })
     // An idle client lost its connection: pg has already removed it; the next query reconnects.
     this.on('error', (err) => { this.connectionLost(err) })
     // A checked-out client whose socket dies emits 'error' too, and with no listener that would
@@ -87,6 +97,24 @@ export class DatabasePool extends pg.Pool {
   }
 
   private readonly onCheckedOutError = (err: Error): void => { this.connectionLost(err) }
+
+  /**
+   * Resolves once every client's connection has closed. pg-pool's own end() resolves as soon as
+   * it has asked its idle clients to end: a database stopped right after (the embedded one, at
+   * shutdown or in a test) terminates backends that have not read the goodbye yet, and their
+   * "terminating connection due to administrator command" (57P01) reached a client already out
+   * of the pool (with a bare pg.Pool, as an uncaught exception; it failed a test in CI).
+   */
+  override end (): Promise<void>
+  override end (callback: () => void): void
+  override end (callback?: () => void): Promise<void> | undefined {
+    const closed = super.end().then(async () => {
+      if (this.open > 0) await new Promise<void>((resolve) => { this.closedWaiters.push(resolve) })
+    })
+    if (callback === undefined) return closed
+    closed.then(callback, callback)
+    return undefined
+  }
 
   /** A client withTransaction gave up on for a reason pg does not call a connection failure (a ROLLBACK that did not answer). */
   connectionGivenUp (err: unknown): void {

@@ -7,11 +7,13 @@ import pg from 'pg'
 import { startEmbeddedPostgres } from '../../src/db/embedded.js'
 import { serviceRoleName } from '../../src/db/embedded-role.js'
 import { migrate } from '../../src/db/migrate.js'
+import { createDatabasePool } from '../../src/db/pool.js'
 import { startDatabase } from '../../src/server/database.js'
 import { createLogger } from '../../src/server/logger.js'
 
+/** The service's pool: its end() waits for the connections to close, so the server can be stopped right after. */
 async function withPool<T> (url: string, work: (pool: pg.Pool) => Promise<T>): Promise<T> {
-  const pool = new pg.Pool({ connectionString: url, max: 2 })
+  const pool = createDatabasePool(url, 2)
   try {
     return await work(pool)
   } finally {

@@ -3,7 +3,8 @@
  * lab starts what it measures (on one database for the whole command) and stops it after.
  */
 import { randomBytes } from 'node:crypto'
-import { createError } from './errors.js'
+import { Type, type Static } from '@sinclair/typebox'
+import { LabError, validated } from './errors.js'
 import { HttpTarget } from './http.js'
 import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
 import { startDatabase } from 'tollbooth/launcher'
@@ -11,7 +12,7 @@ import { startLocalService, type LocalService, type ReplicaOptions } from './loc
 import { machineInfo } from './machine.js'
 import { MetricsSnapshot } from './prometheus.js'
 import { referencesFor } from './references.js'
-import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type SecondSample, type ServerSample, type ServiceInfo, type Stage } from './result.js'
+import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type SecondSample, type ServerSample, type ServiceInfo } from './result.js'
 import { runLoad, type RunSegment } from './runner.js'
 import type { Scenario, ScenarioRef } from './scenario.js'
 import { loadScenario, scenarioRef } from './scenarios/index.js'
@@ -24,21 +25,25 @@ export const allStrategies = ['event-loop', 'libuv', 'libuv-128', 'spawn', 'pisc
 /** The seeds' own setting: bcrypt cost 10. */
 export const seedServiceEnv: Readonly<Record<string, string>> = { TOLLBOOTH_HASH_ALGORITHM: 'bcrypt', TOLLBOOTH_BCRYPT_COST: '10' }
 
+const positive = Type.Number({ exclusiveMinimum: 0, description: 'must be a number above 0' })
+const stages = Type.Optional(Type.Array(Type.Object({ durationMs: Type.Number(), target: Type.Number() })))
+
 /** What the user asked for (the flags of `--help`); anything unset comes from the scenario's defaults. */
-export interface LoadOptions {
-  durationMs?: number
-  vus?: number
-  stages?: Stage[]
-  rate?: number
-  rateStages?: Stage[]
-  thinkTimeMs?: number
-  maxInFlight?: number
-  requestTimeoutMs?: number
-  healthzProbeRate?: number
-  workers?: number
-  honourRetryAfter?: boolean
-  accounts?: number
-}
+const loadOptionsSchema = Type.Object({
+  durationMs: Type.Optional(positive),
+  vus: Type.Optional(Type.Integer({ minimum: 1, description: 'must be a whole number above 0' })),
+  stages,
+  rate: Type.Optional(positive),
+  rateStages: stages,
+  thinkTimeMs: Type.Optional(Type.Number()),
+  maxInFlight: Type.Optional(positive),
+  requestTimeoutMs: Type.Optional(positive),
+  healthzProbeRate: Type.Optional(Type.Number()),
+  workers: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, description: 'must be a whole number from 1 to 64' })),
+  honourRetryAfter: Type.Optional(Type.Boolean()),
+  accounts: Type.Optional(Type.Number()),
+})
+export type LoadOptions = Static<typeof loadOptionsSchema>
 
 export interface LabOptions {
   /** A built-in scenario's name, or a .json / .js file. */
@@ -78,11 +83,7 @@ export interface CompareOptions extends LabOptions {
 }
 
 function invalid (field: string, message: string): never {
-  throw createError('CONFIG_INVALID', message, { field })
-}
-
-function positive (value: number | undefined, field: string): void {
-  if (value !== undefined && (!Number.isFinite(value) || value <= 0)) invalid(field, `${field} must be a number above 0, got ${value}`)
+  throw new LabError(message, field)
 }
 
 function checkChoices (values: readonly string[], choices: readonly string[], field: string): void {
@@ -92,9 +93,7 @@ function checkChoices (values: readonly string[], choices: readonly string[], fi
 
 /** The user's load options over the scenario's defaults, validated. */
 export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, forceModel?: 'open'): LoadSpec {
-  for (const field of ['durationMs', 'vus', 'rate', 'maxInFlight', 'requestTimeoutMs', 'workers'] as const) positive(options[field], field)
-  if (options.vus !== undefined && !Number.isInteger(options.vus)) invalid('vus', `vus must be a whole number, got ${options.vus}`)
-  if (options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers > 64)) invalid('workers', 'workers must be a whole number from 1 to 64')
+  validated(loadOptionsSchema, options)
   const wantsOpen = forceModel === 'open' || options.rate !== undefined || options.rateStages !== undefined
   const wantsClosed = options.vus !== undefined || options.stages !== undefined
   if (wantsOpen && wantsClosed) invalid('vus', 'give either virtual users (--vus / --stages) or an arrival rate (--rate / --rate-stages), not both')
@@ -269,7 +268,7 @@ export async function labKnee (options: KneeOptions): Promise<LabResult> {
   if (load.model !== 'open') throw new Error('unreachable: a knee search is an open model')
   const { maxRate = Number.POSITIVE_INFINITY, ...chosen } = options.criteria ?? {}
   const criteria: KneeCriteria = { ...defaultKneeCriteria, startRate: load.startRate, ...chosen }
-  for (const field of ['startRate', 'stepFactor', 'stepDurationMs', 'maxSteps'] as const) positive(criteria[field], field)
+  validated(Type.Object({ startRate: positive, stepFactor: positive, stepDurationMs: positive, maxSteps: positive }), criteria)
   const steps: KneeStep[] = []
   let search: KneeResult | undefined
   await single(command, options, async (runSegment) => {
@@ -320,7 +319,7 @@ export async function labCompare (options: CompareOptions): Promise<LabResult> {
 /** `lab scale`: the same load against 1, 2, 3 ... replicas (each under the same CPU quota) on one database, as a comparison whose runs are the counts. */
 export async function labScale (options: LabOptions & { replicaCounts: readonly number[] }): Promise<LabResult> {
   if (options.target !== undefined) invalid('target', 'scale starts the replicas itself: drop --target')
-  for (const count of options.replicaCounts) positive(count, 'replicas')
+  validated(Type.Array(positive), options.replicaCounts, 'replicas')
   const command = await prepare('compare', options)
   const cpusPerReplica = options.replicas?.cpusPerReplica
   return await series(command, options, options.replicaCounts.map((count) => ({

@@ -77,13 +77,10 @@ class LabVirtualUser implements VirtualUser {
   }
 
   async request (endpoint: string, request: LabRequest): Promise<LabResponse> {
-    const from = this.intendedEpochMs ?? nowEpochMs()
+    const response = await this.generator.send(endpoint, request, this.intendedEpochMs ?? nowEpochMs())
     this.intendedEpochMs = null
-    const response = await this.generator.send(request)
-    const retryAfter = response.retryAfterSeconds !== null
-    this.generator.record({ endpoint, status: response.status, failure: response.failure, retryAfter, latencyMs: nowEpochMs() - from })
     if (!response.ok) this.failed = true
-    if (response.status === 503 && retryAfter) this.retryAfterSeconds = response.retryAfterSeconds
+    if (response.status === 503 && response.retryAfterSeconds !== null) this.retryAfterSeconds = response.retryAfterSeconds
     return response
   }
 }
@@ -153,18 +150,14 @@ export class LoadGenerator {
     }
   }
 
-  async send (request: LabRequest): Promise<LabResponse> {
+  /** Sends one request of an iteration (never throws) and counts it, timed from `fromEpochMs`, in its second and segment. */
+  async send (endpoint: string, request: LabRequest, fromEpochMs: number): Promise<LabResponse> {
     this.inFlightRequests++
-    try {
-      return await this.target.send(request)
-    } finally {
-      this.inFlightRequests--
-    }
-  }
-
-  record (outcome: RequestOutcome): void {
-    this.second(nowEpochMs()).endpoints.get(outcome.endpoint).record(outcome)
-    this.segment?.tally.endpoints.get(outcome.endpoint).record(outcome)
+    const response = await this.target.send(request).finally(() => { this.inFlightRequests-- })
+    const outcome: RequestOutcome = { endpoint, status: response.status, failure: response.failure, retryAfter: response.retryAfterSeconds !== null, latencyMs: nowEpochMs() - fromEpochMs }
+    this.second(nowEpochMs()).endpoints.get(endpoint).record(outcome)
+    this.segment?.tally.endpoints.get(endpoint).record(outcome)
+    return response
   }
 
   private async sleep (ms: number): Promise<void> {

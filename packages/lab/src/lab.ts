@@ -3,13 +3,13 @@
  * lab starts what it measures (on one database for the whole command) and stops it after.
  */
 import { randomBytes } from 'node:crypto'
+import os from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { LabError, validated } from './errors.js'
 import { HttpTarget } from './http.js'
 import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
-import { startDatabase } from 'tollbooth/launcher'
+import { machineFacts, startDatabase } from 'tollbooth/launcher'
 import { startLocalService, type LocalService, type ReplicaOptions } from './local-service.js'
-import { machineInfo } from './machine.js'
 import { MetricsSnapshot } from './prometheus.js'
 import { referencesFor } from './references.js'
 import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type SecondSample, type ServerSample, type ServiceInfo } from './result.js'
@@ -82,13 +82,9 @@ export interface CompareOptions extends LabOptions {
   clients?: readonly ClientKind[]
 }
 
-function invalid (field: string, message: string): never {
-  throw new LabError(message, field)
-}
-
 function checkChoices (values: readonly string[], choices: readonly string[], field: string): void {
   const unknown = values.find((value) => !choices.includes(value))
-  if (unknown !== undefined) invalid(field, `unknown ${field} "${unknown}": use ${choices.join(', ')}`)
+  if (unknown !== undefined) throw new LabError(`unknown ${field} "${unknown}": use ${choices.join(', ')}`, field)
 }
 
 /** The user's load options over the scenario's defaults, validated. */
@@ -96,7 +92,7 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
   validated(loadOptionsSchema, options)
   const wantsOpen = forceModel === 'open' || options.rate !== undefined || options.rateStages !== undefined
   const wantsClosed = options.vus !== undefined || options.stages !== undefined
-  if (wantsOpen && wantsClosed) invalid('vus', 'give either virtual users (--vus / --stages) or an arrival rate (--rate / --rate-stages), not both')
+  if (wantsOpen && wantsClosed) throw new LabError('give either virtual users (--vus / --stages) or an arrival rate (--rate / --rate-stages), not both', 'vus')
   const durationMs = options.durationMs ?? 30_000
   const base = {
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
@@ -181,12 +177,14 @@ async function prepare (command: LabCommand, options: LabOptions, forceModel?: '
   const ref = scenarioRef(options.scenario)
   const scenario = await loadScenario(ref)
   const load = resolveLoad(scenario, options.load, forceModel)
+  const facts = machineFacts()
   const result: LabResult = {
     schema: labResultSchema,
     command,
     createdAt: new Date().toISOString(),
     commandLine: options.commandLine ?? `tollbooth lab ${command} --scenario ${options.scenario}`,
-    machine: machineInfo(),
+    // The CPU budget is the one the service would see.
+    machine: { cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown CPU', cores: os.cpus().length, cpuBudget: facts.cpuBudget, memoryBytes: os.totalmem(), node: process.version, platform: os.platform(), arch: os.arch(), tollboothVersion: facts.serviceVersion },
     scenario: { name: scenario.name, description: scenario.description, endpoints: scenario.endpoints, ...(scenario.phases === undefined ? {} : { phases: scenario.phases }) },
     load,
     runs: [],
@@ -300,7 +298,7 @@ export async function labKnee (options: KneeOptions): Promise<LabResult> {
 /** The same load against the service started once per strategy (and kind of clients), on one database. */
 export async function labCompare (options: CompareOptions): Promise<LabResult> {
   if (options.target !== undefined) {
-    invalid('target', 'compare starts the service once per strategy itself: drop --target (use --database-url to measure on your own PostgreSQL)')
+    throw new LabError('compare starts the service once per strategy itself: drop --target (use --database-url to measure on your own PostgreSQL)', 'target')
   }
   const strategies = options.strategies ?? allStrategies
   checkChoices(strategies, allStrategies, 'strategies')
@@ -318,7 +316,7 @@ export async function labCompare (options: CompareOptions): Promise<LabResult> {
 
 /** `lab scale`: the same load against 1, 2, 3 ... replicas (each under the same CPU quota) on one database, as a comparison whose runs are the counts. */
 export async function labScale (options: LabOptions & { replicaCounts: readonly number[] }): Promise<LabResult> {
-  if (options.target !== undefined) invalid('target', 'scale starts the replicas itself: drop --target')
+  if (options.target !== undefined) throw new LabError('scale starts the replicas itself: drop --target', 'target')
   validated(Type.Array(positive), options.replicaCounts, 'replicas')
   const command = await prepare('compare', options)
   const cpusPerReplica = options.replicas?.cpusPerReplica

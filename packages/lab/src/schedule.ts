@@ -1,9 +1,20 @@
 /**
- * Load schedules as pure functions of time, testable without a clock. Stages follow k6: each moves its
- * target linearly from the previous stage's target (or the start value) to its own.
+ * Load schedules as pure functions of time, testable without a clock, and the run's clock. Stages follow
+ * k6: each moves its target linearly from the previous stage's target (or the start value) to its own.
  */
+import { performance } from 'node:perf_hooks'
 import { LabError } from './errors.js'
 import type { Stage } from './result.js'
+
+/** Wall-clock epoch ms at sub-millisecond resolution: the same clock in every thread, so second `t` is one interval for all. */
+export function nowEpochMs (): number {
+  return performance.timeOrigin + performance.now()
+}
+
+/** The second `t` of the run an instant falls in, [t - 1, t) seconds after the run's start; second 1 before it. */
+export function secondOf (epochMs: number, runStartEpochMs: number): number {
+  return Math.max(1, Math.floor((epochMs - runStartEpochMs) / 1000) + 1)
+}
 
 const durationUnitsMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 

@@ -6,7 +6,7 @@
 import path from 'node:path'
 import fs from 'node:fs'
 import { parseArgs } from 'node:util'
-import { createError } from './errors.js'
+import { LabError } from './errors.js'
 import { allStrategies, labCompare, labKnee, labRun, labScale, type ClientKind, type KneeOptions, type LabOptions, type LoadOptions } from './lab.js'
 import { formatMs } from './report/format.js'
 import { renderText, writeReports } from './report/index.js'
@@ -16,7 +16,7 @@ import { parseDurationMs, parseFraction, parseStages } from './schedule.js'
 
 function number (text: string, flag: string): number {
   const value = Number(text)
-  if (text.trim() === '' || !Number.isFinite(value)) throw createError('CONFIG_INVALID', `${flag} must be a number, got "${text}"`, { field: flag })
+  if (text.trim() === '' || !Number.isFinite(value)) throw new LabError(`${flag} must be a number, got "${text}"`, flag)
   return value
 }
 
@@ -112,7 +112,7 @@ function parse (args: string[]): { values: Values, positionals: string[] } {
   try {
     return parseArgs({ args, options: { ...options, scenario: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })
   } catch (err) {
-    throw createError('CONFIG_INVALID', (err as Error).message)
+    throw new LabError((err as Error).message)
   }
 }
 
@@ -132,7 +132,7 @@ function labOptionsOf (values: Values): { common: Omit<LabOptions, 'scenario'>, 
   if (values['no-retry-after'] === true) load.honourRetryAfter = false
   for (const pair of (values['service-env'] as string[] | undefined) ?? []) {
     const eq = pair.indexOf('=')
-    if (eq <= 0) throw createError('CONFIG_INVALID', `--service-env takes KEY=VALUE, got "${pair}"`, { field: 'service-env' })
+    if (eq <= 0) throw new LabError(`--service-env takes KEY=VALUE, got "${pair}"`, 'service-env')
     env[pair.slice(0, eq)] ??= pair.slice(eq + 1)
   }
   const text = (name: string): string | undefined => values[name] as string | undefined
@@ -205,17 +205,17 @@ export async function labMain (argv: string[]): Promise<void> {
   const out = values.out as string | undefined
   if (command === 'report') {
     const file = positionals[0]
-    if (file === undefined) throw createError('CONFIG_INVALID', 'lab report needs the path of a result.json')
+    if (file === undefined) throw new LabError('lab report needs the path of a result.json')
     await finish(JSON.parse(fs.readFileSync(file, 'utf8')) as LabResult, out ?? path.dirname(file))
     return
   }
-  if (!['run', 'knee', 'compare', 'scale'].includes(command)) throw createError('CONFIG_INVALID', `unknown lab command "${command}": use run, knee, compare, scale, report or scenarios`)
-  if (positionals.length > 0) throw createError('CONFIG_INVALID', `unexpected argument "${positionals[0] ?? ''}"`)
+  if (!['run', 'knee', 'compare', 'scale'].includes(command)) throw new LabError(`unknown lab command "${command}": use run, knee, compare, scale, report or scenarios`)
+  if (positionals.length > 0) throw new LabError(`unexpected argument "${positionals[0] ?? ''}"`)
   const scenario = values.scenario as string | undefined
-  if (scenario === undefined) throw createError('CONFIG_INVALID', `lab ${command} needs --scenario (${Object.keys(builtInScenarios).join(', ')}, or a file)`, { field: 'scenario' })
+  if (scenario === undefined) throw new LabError(`lab ${command} needs --scenario (${Object.keys(builtInScenarios).join(', ')}, or a file)`, 'scenario')
   const { common, criteria } = labOptionsOf(values)
   const replicaCounts = (list(values.replicas) ?? (values['cpus-per-replica'] === undefined ? [] : ['1'])).map((count) => number(count, '--replicas'))
-  if (command === 'scale' ? replicaCounts.length === 0 : replicaCounts.length > 1) throw createError('CONFIG_INVALID', command === 'scale' ? 'lab scale needs --replicas 1,2,3' : '--replicas takes one count here (a list: lab scale)', { field: 'replicas' })
+  if (command === 'scale' ? replicaCounts.length === 0 : replicaCounts.length > 1) throw new LabError(command === 'scale' ? 'lab scale needs --replicas 1,2,3' : '--replicas takes one count here (a list: lab scale)', 'replicas')
   const cpusPerReplica = typeof values['cpus-per-replica'] === 'string' ? number(values['cpus-per-replica'], '--cpus-per-replica') : undefined
   if (replicaCounts.length > 0) common.replicas = { count: replicaCounts[0] ?? 1, cpusPerReplica }
 

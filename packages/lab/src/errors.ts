@@ -1,23 +1,31 @@
 /**
- * The lab's own errors: a flag, a scenario or a load that cannot be run. They never travel over
- * HTTP (the service's coded errors are its own registry), so there is one code, and the command
+ * The lab's own error: a flag, a scenario or a load that cannot be run. It never travels over
+ * HTTP (the service's coded errors are its own registry), so it has one code, and the command
  * line turns it into exit code 2 with the message.
  */
-export type LabErrorCode = 'CONFIG_INVALID'
+import type { Static, TObject, TSchema } from '@sinclair/typebox'
+import { Value, ValueErrorType } from '@sinclair/typebox/value'
 
 export class LabError extends Error {
   override readonly name = 'LabError'
+  readonly code = 'CONFIG_INVALID'
 
   /** `field`: the flag or option at fault, when there is one. */
-  constructor (readonly code: LabErrorCode, message: string, readonly field?: string) {
+  constructor (message: string, readonly field?: string) {
     super(message)
   }
 }
 
-export function createError (code: LabErrorCode, message: string, options: { field?: string } = {}): LabError {
-  return new LabError(code, message, options.field)
-}
-
-export function isLabError (err: unknown, code?: LabErrorCode): err is LabError {
-  return err instanceof LabError && (code === undefined || err.code === code)
+/**
+ * `value` as the schema's type, or a LabError for the first thing wrong with it:
+ * "<prefix>steps[0].method must be one of ...", where the schema's description is the message.
+ */
+export function validated<T extends TSchema> (schema: T, value: unknown, prefix = '', whole = 'the value'): Static<T> {
+  const error = Value.Errors(schema, value).First()
+  if (error === undefined) return value as Static<T>
+  const where = error.path.slice(1).split('/').map((key) => (/^\d+$/.test(key) ? `[${key}]` : `.${key}`)).join('').replace(/^\./, '')
+  if (error.type === ValueErrorType.ObjectAdditionalProperties) {
+    throw new LabError(`${prefix}${where} is not a field here (${Object.keys((error.schema as TObject).properties).join(', ')})`, where)
+  }
+  throw new LabError(`${prefix}${where === '' ? whole : where} ${String(error.schema.description ?? error.message)}`, where)
 }

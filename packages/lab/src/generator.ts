@@ -1,27 +1,16 @@
 /**
- * One load-generator shard, in a worker thread of its own (generator-worker.ts): runs its share
- * of the virtual users (closed model) or of the arrivals (open model), and reports every second
- * and every segment to the main thread as mergeable partials.
- *
- * Time is wall-clock epoch milliseconds at sub-millisecond resolution (performance.timeOrigin +
- * performance.now()), the same clock in every thread, so second `t` means the same interval for
- * every shard.
+ * One load-generator shard, in a worker thread of its own (this file is both the shard and the
+ * thread's entry): runs its share of the virtual users (closed model) or of the arrivals (open
+ * model), and reports every second and every segment to the main thread as mergeable partials.
  */
 import { performance } from 'node:perf_hooks'
+import { isMainThread, parentPort, workerData } from 'node:worker_threads'
 import { HttpTarget, type LabRequest, type LabResponse } from './http.js'
 import type { SegmentLoad } from './result.js'
 import type { Scenario, ScenarioRef, VirtualUser } from './scenario.js'
-import { arrivalTimes, shareOf, totalDurationMs, vusAt } from './schedule.js'
+import { loadScenario } from './scenarios/index.js'
+import { arrivalTimes, nowEpochMs, secondOf, shareOf, totalDurationMs, vusAt } from './schedule.js'
 import { Tally, type Counts, type RequestOutcome, type TallyPartial } from './stats.js'
-
-export function nowEpochMs (): number {
-  return performance.timeOrigin + performance.now()
-}
-
-/** The second `t` of the run an instant falls in, [t - 1, t) seconds after the run's start; second 1 before it. */
-export function secondOf (epochMs: number, runStartEpochMs: number): number {
-  return Math.max(1, Math.floor((epochMs - runStartEpochMs) / 1000) + 1)
-}
 
 export interface GeneratorOptions {
   shard: number
@@ -77,13 +66,10 @@ class LabVirtualUser implements VirtualUser {
   }
 
   async request (endpoint: string, request: LabRequest): Promise<LabResponse> {
-    const from = this.intendedEpochMs ?? nowEpochMs()
+    const response = await this.generator.send(endpoint, request, this.intendedEpochMs ?? nowEpochMs())
     this.intendedEpochMs = null
-    const response = await this.generator.send(request)
-    const retryAfter = response.retryAfterSeconds !== null
-    this.generator.record({ endpoint, status: response.status, failure: response.failure, retryAfter, latencyMs: nowEpochMs() - from })
     if (!response.ok) this.failed = true
-    if (response.status === 503 && retryAfter) this.retryAfterSeconds = response.retryAfterSeconds
+    if (response.status === 503 && response.retryAfterSeconds !== null) this.retryAfterSeconds = response.retryAfterSeconds
     return response
   }
 }
@@ -153,18 +139,14 @@ export class LoadGenerator {
     }
   }
 
-  async send (request: LabRequest): Promise<LabResponse> {
+  /** Sends one request of an iteration (never throws) and counts it, timed from `fromEpochMs`, in its second and segment. */
+  async send (endpoint: string, request: LabRequest, fromEpochMs: number): Promise<LabResponse> {
     this.inFlightRequests++
-    try {
-      return await this.target.send(request)
-    } finally {
-      this.inFlightRequests--
-    }
-  }
-
-  record (outcome: RequestOutcome): void {
-    this.second(nowEpochMs()).endpoints.get(outcome.endpoint).record(outcome)
-    this.segment?.tally.endpoints.get(outcome.endpoint).record(outcome)
+    const response = await this.target.send(request).finally(() => { this.inFlightRequests-- })
+    const outcome: RequestOutcome = { endpoint, status: response.status, failure: response.failure, retryAfter: response.retryAfterSeconds !== null, latencyMs: nowEpochMs() - fromEpochMs }
+    this.second(nowEpochMs()).endpoints.get(endpoint).record(outcome)
+    this.segment?.tally.endpoints.get(endpoint).record(outcome)
+    return response
   }
 
   private async sleep (ms: number): Promise<void> {
@@ -282,5 +264,33 @@ export class LoadGenerator {
     // After an abort the pool is destroyed already, and closing it again rejects.
     await this.target.close().catch(() => {})
     this.flushUntil(secondOf(nowEpochMs(), this.options.runStartEpochMs))
+  }
+}
+
+/** The thread's side: loads the scenario (by name or file), then runs the segments the main thread sends. */
+const generatorOptions = isMainThread ? undefined : (workerData as { generator?: GeneratorOptions } | null)?.generator
+if (generatorOptions !== undefined && parentPort !== null) {
+  const port = parentPort
+  const emit = (message: GeneratorMessage): void => { port.postMessage(message) }
+  try {
+    const generator = new LoadGenerator(generatorOptions, await loadScenario(generatorOptions.scenario), emit)
+    let work: Promise<void> = Promise.resolve()
+    port.on('message', (command: GeneratorCommand) => {
+      if (command.type === 'segment') {
+        work = work.then(async () => { await generator.runSegment(command.segment) }).catch((err: unknown) => {
+          emit({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) })
+        })
+      } else {
+        if (command.abort) generator.stop(true)
+        void work.then(async () => {
+          await generator.close()
+          emit({ type: 'closed' })
+          port.close()
+        })
+      }
+    })
+    emit({ type: 'ready' })
+  } catch (err) {
+    emit({ type: 'failed', message: err instanceof Error ? err.message : String(err) })
   }
 }

@@ -3,15 +3,16 @@
  * lab starts what it measures (on one database for the whole command) and stops it after.
  */
 import { randomBytes } from 'node:crypto'
-import { createError } from './errors.js'
+import os from 'node:os'
+import { Type, type Static } from '@sinclair/typebox'
+import { LabError, validated } from './errors.js'
 import { HttpTarget } from './http.js'
 import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
-import { startDatabase } from 'tollbooth/launcher'
+import { machineFacts, startDatabase } from 'tollbooth/launcher'
 import { startLocalService, type LocalService, type ReplicaOptions } from './local-service.js'
-import { machineInfo } from './machine.js'
 import { MetricsSnapshot } from './prometheus.js'
 import { referencesFor } from './references.js'
-import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type SecondSample, type ServerSample, type ServiceInfo, type Stage } from './result.js'
+import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type SecondSample, type ServerSample, type ServiceInfo } from './result.js'
 import { runLoad, type RunSegment } from './runner.js'
 import type { Scenario, ScenarioRef } from './scenario.js'
 import { loadScenario, scenarioRef } from './scenarios/index.js'
@@ -24,21 +25,25 @@ export const allStrategies = ['event-loop', 'libuv', 'libuv-128', 'spawn', 'pisc
 /** The seeds' own setting: bcrypt cost 10. */
 export const seedServiceEnv: Readonly<Record<string, string>> = { TOLLBOOTH_HASH_ALGORITHM: 'bcrypt', TOLLBOOTH_BCRYPT_COST: '10' }
 
+const positive = Type.Number({ exclusiveMinimum: 0, description: 'must be a number above 0' })
+const stages = Type.Optional(Type.Array(Type.Object({ durationMs: Type.Number(), target: Type.Number() })))
+
 /** What the user asked for (the flags of `--help`); anything unset comes from the scenario's defaults. */
-export interface LoadOptions {
-  durationMs?: number
-  vus?: number
-  stages?: Stage[]
-  rate?: number
-  rateStages?: Stage[]
-  thinkTimeMs?: number
-  maxInFlight?: number
-  requestTimeoutMs?: number
-  healthzProbeRate?: number
-  workers?: number
-  honourRetryAfter?: boolean
-  accounts?: number
-}
+const loadOptionsSchema = Type.Object({
+  durationMs: Type.Optional(positive),
+  vus: Type.Optional(Type.Integer({ minimum: 1, description: 'must be a whole number above 0' })),
+  stages,
+  rate: Type.Optional(positive),
+  rateStages: stages,
+  thinkTimeMs: Type.Optional(Type.Number()),
+  maxInFlight: Type.Optional(positive),
+  requestTimeoutMs: Type.Optional(positive),
+  healthzProbeRate: Type.Optional(Type.Number()),
+  workers: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, description: 'must be a whole number from 1 to 64' })),
+  honourRetryAfter: Type.Optional(Type.Boolean()),
+  accounts: Type.Optional(Type.Number()),
+})
+export type LoadOptions = Static<typeof loadOptionsSchema>
 
 export interface LabOptions {
   /** A built-in scenario's name, or a .json / .js file. */
@@ -77,27 +82,17 @@ export interface CompareOptions extends LabOptions {
   clients?: readonly ClientKind[]
 }
 
-function invalid (field: string, message: string): never {
-  throw createError('CONFIG_INVALID', message, { field })
-}
-
-function positive (value: number | undefined, field: string): void {
-  if (value !== undefined && (!Number.isFinite(value) || value <= 0)) invalid(field, `${field} must be a number above 0, got ${value}`)
-}
-
 function checkChoices (values: readonly string[], choices: readonly string[], field: string): void {
   const unknown = values.find((value) => !choices.includes(value))
-  if (unknown !== undefined) invalid(field, `unknown ${field} "${unknown}": use ${choices.join(', ')}`)
+  if (unknown !== undefined) throw new LabError(`unknown ${field} "${unknown}": use ${choices.join(', ')}`, field)
 }
 
 /** The user's load options over the scenario's defaults, validated. */
 export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, forceModel?: 'open'): LoadSpec {
-  for (const field of ['durationMs', 'vus', 'rate', 'maxInFlight', 'requestTimeoutMs', 'workers'] as const) positive(options[field], field)
-  if (options.vus !== undefined && !Number.isInteger(options.vus)) invalid('vus', `vus must be a whole number, got ${options.vus}`)
-  if (options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers > 64)) invalid('workers', 'workers must be a whole number from 1 to 64')
+  validated(loadOptionsSchema, options)
   const wantsOpen = forceModel === 'open' || options.rate !== undefined || options.rateStages !== undefined
   const wantsClosed = options.vus !== undefined || options.stages !== undefined
-  if (wantsOpen && wantsClosed) invalid('vus', 'give either virtual users (--vus / --stages) or an arrival rate (--rate / --rate-stages), not both')
+  if (wantsOpen && wantsClosed) throw new LabError('give either virtual users (--vus / --stages) or an arrival rate (--rate / --rate-stages), not both', 'vus')
   const durationMs = options.durationMs ?? 30_000
   const base = {
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
@@ -182,12 +177,14 @@ async function prepare (command: LabCommand, options: LabOptions, forceModel?: '
   const ref = scenarioRef(options.scenario)
   const scenario = await loadScenario(ref)
   const load = resolveLoad(scenario, options.load, forceModel)
+  const facts = machineFacts()
   const result: LabResult = {
     schema: labResultSchema,
     command,
     createdAt: new Date().toISOString(),
     commandLine: options.commandLine ?? `tollbooth lab ${command} --scenario ${options.scenario}`,
-    machine: machineInfo(),
+    // The CPU budget is the one the service would see.
+    machine: { cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown CPU', cores: os.cpus().length, cpuBudget: facts.cpuBudget, memoryBytes: os.totalmem(), node: process.version, platform: os.platform(), arch: os.arch(), tollboothVersion: facts.serviceVersion },
     scenario: { name: scenario.name, description: scenario.description, endpoints: scenario.endpoints, ...(scenario.phases === undefined ? {} : { phases: scenario.phases }) },
     load,
     runs: [],
@@ -269,7 +266,7 @@ export async function labKnee (options: KneeOptions): Promise<LabResult> {
   if (load.model !== 'open') throw new Error('unreachable: a knee search is an open model')
   const { maxRate = Number.POSITIVE_INFINITY, ...chosen } = options.criteria ?? {}
   const criteria: KneeCriteria = { ...defaultKneeCriteria, startRate: load.startRate, ...chosen }
-  for (const field of ['startRate', 'stepFactor', 'stepDurationMs', 'maxSteps'] as const) positive(criteria[field], field)
+  validated(Type.Object({ startRate: positive, stepFactor: positive, stepDurationMs: positive, maxSteps: positive }), criteria)
   const steps: KneeStep[] = []
   let search: KneeResult | undefined
   await single(command, options, async (runSegment) => {
@@ -301,7 +298,7 @@ export async function labKnee (options: KneeOptions): Promise<LabResult> {
 /** The same load against the service started once per strategy (and kind of clients), on one database. */
 export async function labCompare (options: CompareOptions): Promise<LabResult> {
   if (options.target !== undefined) {
-    invalid('target', 'compare starts the service once per strategy itself: drop --target (use --database-url to measure on your own PostgreSQL)')
+    throw new LabError('compare starts the service once per strategy itself: drop --target (use --database-url to measure on your own PostgreSQL)', 'target')
   }
   const strategies = options.strategies ?? allStrategies
   checkChoices(strategies, allStrategies, 'strategies')
@@ -319,8 +316,8 @@ export async function labCompare (options: CompareOptions): Promise<LabResult> {
 
 /** `lab scale`: the same load against 1, 2, 3 ... replicas (each under the same CPU quota) on one database, as a comparison whose runs are the counts. */
 export async function labScale (options: LabOptions & { replicaCounts: readonly number[] }): Promise<LabResult> {
-  if (options.target !== undefined) invalid('target', 'scale starts the replicas itself: drop --target')
-  for (const count of options.replicaCounts) positive(count, 'replicas')
+  if (options.target !== undefined) throw new LabError('scale starts the replicas itself: drop --target', 'target')
+  validated(Type.Array(positive), options.replicaCounts, 'replicas')
   const command = await prepare('compare', options)
   const cpusPerReplica = options.replicas?.cpusPerReplica
   return await series(command, options, options.replicaCounts.map((count) => ({

@@ -4,12 +4,12 @@
  * run's seconds and the segment's totals.
  */
 import { Worker } from 'node:worker_threads'
-import { nowEpochMs, type GeneratorCommand, type GeneratorMessage, type GeneratorOptions } from './generator.js'
+import type { GeneratorCommand, GeneratorMessage, GeneratorOptions } from './generator.js'
 import type { EndpointStats, LatencySummary, SecondSample, SegmentLoad } from './result.js'
-import { totalDurationMs } from './schedule.js'
+import { nowEpochMs, totalDurationMs } from './schedule.js'
 import { EndpointMap, summarise, Tally, type Counts, type TallyPartial } from './stats.js'
 
-const workerUrl = new URL('./generator-worker.js', import.meta.url)
+const workerUrl = new URL('./generator.js', import.meta.url)
 /** Workers get this long to receive a segment before it starts. */
 const segmentLeadMs = 100
 
@@ -67,10 +67,10 @@ export class LoadSession {
 
   private async startWorker (index: number): Promise<void> {
     const { workers, connections, endpointOrder, onSecond, ...common } = this.options
-    const workerData: GeneratorOptions = {
+    const generator: GeneratorOptions = {
       ...common, shard: index, shards: workers, connections: Math.max(1, Math.ceil(connections / workers)), runStartEpochMs: this.runStartEpochMs,
     }
-    const shard: Shard = { worker: new Worker(workerUrl, { workerData }), eluSum: 0, eluSeconds: 0 }
+    const shard: Shard = { worker: new Worker(workerUrl, { workerData: { generator } }), eluSum: 0, eluSeconds: 0 }
     this.shards.push(shard)
     await new Promise<void>((resolve, reject) => {
       const fail = (err: Error): void => {

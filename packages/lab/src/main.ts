@@ -5,7 +5,7 @@
  * cannot be run, 1 for anything else).
  */
 import { labMain } from './cli.js'
-import { isLabError } from './errors.js'
+import { LabError } from './errors.js'
 
 export async function runLab (argv: string[], options: { commandName?: string } = {}): Promise<number> {
   const name = options.commandName ?? 'tollbooth-lab'
@@ -13,7 +13,7 @@ export async function runLab (argv: string[], options: { commandName?: string } 
     await labMain(argv)
     return typeof process.exitCode === 'number' ? process.exitCode : 0
   } catch (err) {
-    if (isLabError(err, 'CONFIG_INVALID')) {
+    if (err instanceof LabError) {
       process.stderr.write(`${name}: ${err.message}\nRun "${name} --help" for the flags.\n`)
       return 2
     }

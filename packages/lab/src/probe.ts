@@ -10,7 +10,7 @@
  * of the same service in the same run 19 ms.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
-import { nowEpochMs, secondOf } from './generator.js'
+import { nowEpochMs, secondOf } from './schedule.js'
 import { createHistogram, recordMs, summarise, type LatencyHistogram } from './stats.js'
 import { HttpTarget } from './http.js'
 import type { LatencySummary } from './result.js'

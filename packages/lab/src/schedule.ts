@@ -1,9 +1,20 @@
 /**
- * Load schedules as pure functions of time, testable without a clock. Stages follow k6: each moves its
- * target linearly from the previous stage's target (or the start value) to its own.
+ * Load schedules as pure functions of time, testable without a clock, and the run's clock. Stages follow
+ * k6: each moves its target linearly from the previous stage's target (or the start value) to its own.
  */
-import { createError } from './errors.js'
+import { performance } from 'node:perf_hooks'
+import { LabError } from './errors.js'
 import type { Stage } from './result.js'
+
+/** Wall-clock epoch ms at sub-millisecond resolution: the same clock in every thread, so second `t` is one interval for all. */
+export function nowEpochMs (): number {
+  return performance.timeOrigin + performance.now()
+}
+
+/** The second `t` of the run an instant falls in, [t - 1, t) seconds after the run's start; second 1 before it. */
+export function secondOf (epochMs: number, runStartEpochMs: number): number {
+  return Math.max(1, Math.floor((epochMs - runStartEpochMs) / 1000) + 1)
+}
 
 const durationUnitsMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 
@@ -13,7 +24,7 @@ export function parseDurationMs (text: string, what = 'duration'): number {
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000)
   const parts = [...trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)]
   if (parts.length === 0 || parts.map((part) => part[0]).join('') !== trimmed) {
-    throw createError('CONFIG_INVALID', `${what} must look like 500ms, 30s, 2m or 1m30s, got "${text}"`, { field: what })
+    throw new LabError(`${what} must look like 500ms, 30s, 2m or 1m30s, got "${text}"`, what)
   }
   return Math.round(parts.reduce((sum, part) => sum + Number(part[1]) * (durationUnitsMs[part[2] ?? 's'] ?? 1000), 0))
 }
@@ -23,12 +34,12 @@ export function parseStages (text: string, what = 'stages'): Stage[] {
   const stages = text.split(',').map((item) => item.trim()).filter((item) => item !== '').map((item) => {
     const [duration, target, ...rest] = item.split(':')
     if (duration === undefined || target === undefined || rest.length > 0 || !/^\d+(\.\d+)?$/.test(target.trim())) {
-      throw createError('CONFIG_INVALID', `${what}: each stage is duration:target, like 30s:100, got "${item}"`, { field: what })
+      throw new LabError(`${what}: each stage is duration:target, like 30s:100, got "${item}"`, what)
     }
     return { durationMs: parseDurationMs(duration, what), target: Number(target) }
   })
-  if (stages.length === 0) throw createError('CONFIG_INVALID', `${what} must have at least one stage`, { field: what })
-  if (stages.some((stage) => stage.durationMs <= 0)) throw createError('CONFIG_INVALID', `${what}: every stage needs a duration above 0`, { field: what })
+  if (stages.length === 0) throw new LabError(`${what} must have at least one stage`, what)
+  if (stages.some((stage) => stage.durationMs <= 0)) throw new LabError(`${what}: every stage needs a duration above 0`, what)
   return stages
 }
 
@@ -36,7 +47,7 @@ export function parseStages (text: string, what = 'stages'): Stage[] {
 export function parseFraction (text: string, what: string): number {
   const trimmed = text.trim()
   const value = trimmed.endsWith('%') ? Number(trimmed.slice(0, -1)) / 100 : Number(trimmed)
-  if (!Number.isFinite(value) || value < 0) throw createError('CONFIG_INVALID', `${what} must be a fraction like 10% or 0.1, got "${text}"`, { field: what })
+  if (!Number.isFinite(value) || value < 0) throw new LabError(`${what} must be a fraction like 10% or 0.1, got "${text}"`, what)
   return value
 }
 

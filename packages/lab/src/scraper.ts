@@ -3,7 +3,7 @@
  * per-second rates; a scrape that fails or is late leaves its second out rather than guessing.
  */
 import { HttpTarget } from './http.js'
-import { nowEpochMs, secondOf } from './generator.js'
+import { nowEpochMs, secondOf } from './schedule.js'
 import { MetricsSnapshot } from './prometheus.js'
 import { processTreeUsage, type ProcessTreeUsage } from './process-tree.js'
 import type { ServerSample } from './result.js'

@@ -8,10 +8,6 @@ import type { Account, Scenario, SetupContext } from './scenario.js'
 const setupConcurrency = 4
 const maxAttempts = 20
 
-function labAccount (label: string, index: number): Account {
-  return { email: `lab.${label}.${index}@tollbooth.test`, password: `tollbooth lab ${label} ${index}` }
-}
-
 async function mapLimited<T, R> (items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length)
   let next = 0
@@ -46,7 +42,7 @@ class LabSetup implements SetupContext {
   }
 
   async registerAccounts (count: number, label: string): Promise<Account[]> {
-    const accounts = Array.from({ length: count }, (_, index) => labAccount(label, index))
+    const accounts = Array.from({ length: count }, (_, index): Account => ({ email: `lab.${label}.${index}@tollbooth.test`, password: `tollbooth lab ${label} ${index}` }))
     let existing = 0
     await mapLimited(accounts, setupConcurrency, async (account) => {
       const response = await this.send({ method: 'POST', path: '/api/v1/auth/register', body: account })

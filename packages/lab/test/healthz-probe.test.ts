@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { nowEpochMs } from '../src/generator.js'
+import { nowEpochMs } from '../src/schedule.js'
 import { HealthzProbe } from '../src/probe.js'
 
 const serverCode = `

@@ -53,19 +53,10 @@ export function describeSettings (settings: Record<string, string>): string {
   return entries.length === 0 ? '—' : entries.map(([key, value]) => `${key}=${value}`).join(', ')
 }
 
-function describeMachine (result: LabResult): Fact[] {
-  const { machine } = result
-  const budget = machine.cpuBudget
-  const quota = budget.quota === null ? '' : `, quota ${formatCores(budget.quota)}`
-  return [
-    { label: 'machine', value: `${machine.cpuModel}, ${machine.cores} cores, ${formatGiB(machine.memoryBytes)}` },
-    { label: 'CPU budget', value: `${formatCores(budget.cpus)} cores (source: ${budget.source}${quota})` },
-    { label: 'software', value: `Node ${machine.node}, ${machine.platform} ${machine.arch}, tollbooth ${machine.tollboothVersion}` },
-  ]
-}
-
 /** Everything above the figures: what ran, against what, on what. */
 export function headerFacts (result: LabResult): Fact[] {
+  const { machine } = result
+  const budget = machine.cpuBudget
   const only = result.runs.length === 1 ? result.runs[0] : undefined
   const service: Fact[] = only === undefined
     ? []
@@ -79,7 +70,9 @@ export function headerFacts (result: LabResult): Fact[] {
     ...(result.scenario.phases === undefined ? [] : [{ label: 'phases', value: result.scenario.phases.join(' → ') }]),
     ...describeLoad(result.load),
     ...service,
-    ...describeMachine(result),
+    { label: 'machine', value: `${machine.cpuModel}, ${machine.cores} cores, ${formatGiB(machine.memoryBytes)}` },
+    { label: 'CPU budget', value: `${formatCores(budget.cpus)} cores (source: ${budget.source}${budget.quota === null ? '' : `, quota ${formatCores(budget.quota)}`})` },
+    { label: 'software', value: `Node ${machine.node}, ${machine.platform} ${machine.arch}, tollbooth ${machine.tollboothVersion}` },
     { label: 'created', value: result.createdAt },
     { label: 'command line', value: result.commandLine },
   ]

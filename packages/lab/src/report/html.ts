@@ -8,8 +8,31 @@ import { comparisonBarCharts, comparisonOverTimeCharts, kneeCharts, runOverTimeC
 import {
   describeErrors, describeGenerator, describeLatency, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'
-import { escapeHtml, jsonForScriptElement, scriptForInlineElement } from './html-escape.js'
 import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table, type TableColumn } from './tables.js'
+
+const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
+
+/** Text and attribute values (always double-quoted): where the result's attacker-influenced strings (names, labels, settings, errors) meet HTML. */
+function escapeHtml (text: string): string {
+  return text.replace(/[&<>"']/g, (char) => entities[char] ?? char)
+}
+
+/**
+ * JSON for `<script type="application/json">`: with `<`, `>` and `&` as \u escapes no string
+ * can close the element or open a comment, and U+2028/U+2029 cannot end a line in older parsers.
+ * `JSON.parse(element.textContent)` returns the value unchanged.
+ */
+export function jsonForScriptElement (value: unknown): string {
+  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
+/**
+ * JavaScript source for an inline `<script>`: our code and Chart.js's contain no `</script` or `<!--`, and this
+ * makes sure of it. Were they there, they would be in string or regular-expression literals, where `<\/` means `</`.
+ */
+function scriptForInlineElement (source: string): string {
+  return source.replace(/<\/(script)/gi, '<\\/$1').replace(/<!--/g, '<\\x21--')
+}
 
 export interface HtmlAssets {
   /** The page with its stylesheet and a {{slot}} for each part (template.html). */

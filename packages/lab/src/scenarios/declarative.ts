@@ -3,8 +3,7 @@
  * and values saved from earlier responses (docs/guides/load-lab.md shows one).
  */
 import { Type, type Static } from '@sinclair/typebox'
-import { Value, ValueErrorType } from '@sinclair/typebox/value'
-import { createError } from '../errors.js'
+import { LabError, validated } from '../errors.js'
 import type { LabRequest } from '../http.js'
 import { rampThenHold, type Account, type Scenario, type VirtualUser } from '../scenario.js'
 import { parseDurationMs } from '../schedule.js'
@@ -44,18 +43,7 @@ interface Step extends Static<typeof StepFile> {
 }
 
 function invalid (file: string, message: string): never {
-  throw createError('CONFIG_INVALID', `scenario ${file}: ${message}`)
-}
-
-/** The first thing wrong with the file, as "steps[0].method must be one of ...". */
-function check (file: string, raw: unknown): Static<typeof ScenarioFile> {
-  const error = Value.Errors(ScenarioFile, raw).First()
-  if (error === undefined) return raw as Static<typeof ScenarioFile>
-  const where = error.path.slice(1).split('/').map((key) => (/^\d+$/.test(key) ? `[${key}]` : `.${key}`)).join('').replace(/^\./, '')
-  if (error.type === ValueErrorType.ObjectAdditionalProperties) {
-    invalid(file, `${where} is not a field here (${Object.keys((error.schema as typeof StepFile).properties).join(', ')})`)
-  }
-  invalid(file, `${where === '' ? 'the scenario' : where} ${String(error.schema.description ?? error.message)}`)
+  throw new LabError(`scenario ${file}: ${message}`)
 }
 
 function substitute (value: unknown, variables: (name: string) => string): unknown {
@@ -79,7 +67,7 @@ function pluck (body: unknown, dottedPath: string): unknown {
 
 /** Validates a parsed JSON scenario (CONFIG_INVALID naming the field) and returns it as a Scenario. */
 export function declarativeScenario (file: string, raw: unknown): Scenario<{ accounts: Account[] }> {
-  const scenario = check(file, raw)
+  const scenario = validated(ScenarioFile, raw, `scenario ${file}: `, 'the scenario')
   const steps: Step[] = scenario.steps.map((step) => ({
     ...step,
     endpoint: step.endpoint ?? `${step.method} ${step.path.replace(/^\/api\/v1/, '').split('?')[0] ?? step.path}`,

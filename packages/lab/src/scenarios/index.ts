@@ -6,7 +6,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { createError } from '../errors.js'
+import { LabError } from '../errors.js'
 import { rampThenHold, type Scenario, type ScenarioRef } from '../scenario.js'
 import { authPath } from './auth-path.js'
 import { declarativeScenario } from './declarative.js'
@@ -27,12 +27,12 @@ export const builtInScenarios: Readonly<Record<string, Scenario<any>>> = {
 export function scenarioRef (nameOrPath: string): ScenarioRef {
   if (Object.hasOwn(builtInScenarios, nameOrPath)) return { builtin: nameOrPath }
   if (/\.(json|js|mjs)$/.test(nameOrPath)) return { file: path.resolve(nameOrPath) }
-  throw createError('CONFIG_INVALID', `unknown scenario "${nameOrPath}": use one of ${Object.keys(builtInScenarios).join(', ')}, or a path to a .json or .js file`, { field: 'scenario' })
+  throw new LabError(`unknown scenario "${nameOrPath}": use one of ${Object.keys(builtInScenarios).join(', ')}, or a path to a .json or .js file`, 'scenario')
 }
 
 function checkModule (file: string, value: unknown): Scenario {
   const scenario = value as Partial<Scenario> | null
-  const fail = (message: string): never => { throw createError('CONFIG_INVALID', `scenario ${file}: ${message}`) }
+  const fail = (message: string): never => { throw new LabError(`scenario ${file}: ${message}`) }
   if (typeof scenario !== 'object' || scenario === null) return fail('the default export must be a scenario object')
   if (typeof scenario.name !== 'string' || scenario.name === '') fail('name must be a non-empty string')
   if (typeof scenario.iteration !== 'function') fail('iteration must be an async function (vu, data)')
@@ -49,16 +49,16 @@ function checkModule (file: string, value: unknown): Scenario {
 export async function loadScenario (ref: ScenarioRef): Promise<Scenario<any>> {
   if ('builtin' in ref) {
     const scenario = builtInScenarios[ref.builtin]
-    if (scenario === undefined) throw createError('CONFIG_INVALID', `unknown scenario "${ref.builtin}"`, { field: 'scenario' })
+    if (scenario === undefined) throw new LabError(`unknown scenario "${ref.builtin}"`, 'scenario')
     return scenario
   }
-  if (!fs.existsSync(ref.file)) throw createError('CONFIG_INVALID', `scenario file ${ref.file} does not exist`, { field: 'scenario' })
+  if (!fs.existsSync(ref.file)) throw new LabError(`scenario file ${ref.file} does not exist`, 'scenario')
   if (ref.file.endsWith('.json')) {
     let raw: unknown
     try {
       raw = JSON.parse(fs.readFileSync(ref.file, 'utf8'))
     } catch (err) {
-      throw createError('CONFIG_INVALID', `scenario ${ref.file} is not valid JSON: ${(err as Error).message}`, { field: 'scenario' })
+      throw new LabError(`scenario ${ref.file} is not valid JSON: ${(err as Error).message}`, 'scenario')
     }
     return declarativeScenario(ref.file, raw)
   }

@@ -5,7 +5,7 @@
  * instead ("not measured"), so a report never shows an empty frame as if it were a flat line.
  */
 import type { ChartDataset } from 'chart.js'
-import type { KneeResult, KneeStep, LabResult, RunResult, SecondSample, ServerSample } from '../../result.js'
+import type { KneeResult, KneeStep, LabResult, LatencySummary, RunResult, SecondSample, ServerSample } from '../../result.js'
 import { formatMs, formatRate } from '../format.js'
 import {
   barChartConfig, barDataset, colours, hasData, lineChartConfig, lineDataset, seriesColour, type AnyChartConfig, type AxisSpec, type LineConfig, type ReferenceLine, type XY,
@@ -26,6 +26,10 @@ function points<T extends { t: number }> (items: readonly T[], value: Value<T>):
 function lines<T extends { t: number }> (items: readonly T[], series: Array<Series<T>>): Array<ChartDataset<'line', XY[]>> {
   return series.map(([label, value, colour, dashed]) => lineDataset(label, points(items, value), colour, { dashed: dashed === true }))
 }
+
+/** The p50, p95 and p99 series of the latency each item has. */
+const percentiles = <T>(latency: (item: T) => LatencySummary | null | undefined): Array<Series<T>> =>
+  (['p50', 'p95', 'p99'] as const).map((name) => [name, (item) => latency(item)?.[`${name}Ms`], colours[name]])
 
 const mebibytes = (bytes: number | null | undefined): number | null => (bytes == null ? null : bytes / 1048576)
 
@@ -129,7 +133,7 @@ function kneeMarker (knee: KneeResult): ReferenceLine[] {
 }
 
 /** Bars of one whole-run figure per strategy; series without a colour take each strategy's. */
-function bars (result: LabResult, series: Array<[label: string, value: Value<RunResult>, colour?: string]>, axis: AxisSpec, referenceLines: ReferenceLine[] = []): AnyChartConfig {
+function bars (result: LabResult, series: Array<Series<RunResult> | [label: string, value: Value<RunResult>]>, axis: AxisSpec, referenceLines: ReferenceLine[] = []): AnyChartConfig {
   const perStrategy = result.runs.map((_, index) => seriesColour(index))
   const datasets = series.map(([label, value, colour]) => barDataset(label, result.runs.map((run) => value(run) ?? null), colour ?? perStrategy))
   return barChartConfig(result.runs.map((run) => run.label), datasets, axis, referenceLines)
@@ -152,9 +156,7 @@ const charts = {
     config: (_, run) => run === undefined
       ? null
       : lineChartConfig(lines<SecondSample>(run.seconds, [
-        ['p50', (sample) => sample.all.latency.p50Ms, colours.p50],
-        ['p95', (sample) => sample.all.latency.p95Ms, colours.p95],
-        ['p99', (sample) => sample.all.latency.p99Ms, colours.p99],
+        ...percentiles((sample: SecondSample) => sample.all.latency),
         ['/healthz p99', (sample) => sample.healthz?.p99Ms, colours.healthz, true],
       ]), timeAxis, msAxis),
   },
@@ -186,11 +188,7 @@ const charts = {
     config: ({ knee }) => {
       if (knee === undefined) return null
       const limit = knee.criteria.p99LimitMs
-      return lineChartConfig([
-        stepDataset(knee, ['p50', (step) => step.latency.p50Ms, colours.p50]),
-        stepDataset(knee, ['p95', (step) => step.latency.p95Ms, colours.p95]),
-        stepDataset(knee, ['p99', (step) => step.latency.p99Ms, colours.p99]),
-      ], rateAxis, { ...msAxis, suggestedMax: limit * 1.1 }, [
+      return lineChartConfig(percentiles((step: KneeStep) => step.latency).map((series) => stepDataset(knee, series)), rateAxis, { ...msAxis, suggestedMax: limit * 1.1 }, [
         ...kneeMarker(knee),
         { axis: 'y', value: limit, label: `p99 limit: ${formatMs(limit)} ms`, colour: colours.limit },
       ])
@@ -233,11 +231,7 @@ const charts = {
   'bar-latency': {
     title: 'Latency percentiles',
     description: () => 'p50, p95 and p99 latency in ms of every request over the whole run, grouped by strategy',
-    config: (result) => bars(result, [
-      ['p50', (run) => run.summary.latency.p50Ms, colours.p50],
-      ['p95', (run) => run.summary.latency.p95Ms, colours.p95],
-      ['p99', (run) => run.summary.latency.p99Ms, colours.p99],
-    ], msAxis),
+    config: (result) => bars(result, percentiles((run: RunResult) => run.summary.latency), msAxis),
   },
   'bar-healthz': {
     title: '/healthz during the load',

@@ -20,6 +20,9 @@ export const defaultAcquireTimeoutMs = 1000
 /** A ROLLBACK answers in microseconds; one that has not in 5 s is on a connection that is gone. */
 const defaultRollbackTimeoutMs = 5000
 
+/** A goodbye (Terminate, then the server closes) takes a millisecond; end() waits for it this long at most. */
+const defaultCloseTimeoutMs = 2000
+
 /** pg-pool's message when a waiter for a pooled client reaches connectionTimeoutMillis. */
 const queueTimeoutMessage = 'timeout exceeded when trying to connect'
 
@@ -28,6 +31,8 @@ export interface DatabasePoolOptions {
   acquireTimeoutMs?: number
   /** See `defaultRollbackTimeoutMs`. */
   rollbackTimeoutMs?: number
+  /** See `defaultCloseTimeoutMs`. */
+  closeTimeoutMs?: number
   /** Where database faults are logged, at warn, throttled; default: process warnings. */
   log?: WarnLog
   /** At most one fault line of each kind per this interval. */
@@ -50,6 +55,7 @@ function faultFields (err: unknown): Record<string, unknown> {
 export class DatabasePool extends pg.Pool {
   readonly acquireTimeoutMs: number
   readonly rollbackTimeoutMs: number
+  private readonly closeTimeoutMs: number
   private readonly faults: ThrottledFaultLog
   /** Clients handed out and not yet released: the pool's 'acquire' and 'release' events, which fire as the state changes. */
   private checkedOut = 0
@@ -71,6 +77,7 @@ export class DatabasePool extends pg.Pool {
     })
     this.acquireTimeoutMs = acquireTimeoutMs
     this.rollbackTimeoutMs = options.rollbackTimeoutMs ?? defaultRollbackTimeoutMs
+    this.closeTimeoutMs = options.closeTimeoutMs ?? defaultCloseTimeoutMs
     this.faults = new ThrottledFaultLog(options.log ?? processWarningLog, options.faultLogIntervalMs)
 
     this.on('connect', () => {
@@ -103,13 +110,19 @@ export class DatabasePool extends pg.Pool {
    * it has asked its idle clients to end: a database stopped right after (the embedded one, at
    * shutdown or in a test) terminates backends that have not read the goodbye yet, and their
    * "terminating connection due to administrator command" (57P01) reached a client already out
-   * of the pool (with a bare pg.Pool, as an uncaught exception; it failed a test in CI).
+   * of the pool (with a bare pg.Pool, as an uncaught exception; it failed a test in CI). A
+   * connection whose server has gone silent never closes: past `closeTimeoutMs` end() resolves
+   * all the same, so a shutdown during an outage is not held by it.
    */
   override end (): Promise<void>
   override end (callback: () => void): void
   override end (callback?: () => void): Promise<void> | undefined {
     const closed = super.end().then(async () => {
-      if (this.open > 0) await new Promise<void>((resolve) => { this.closedWaiters.push(resolve) })
+      if (this.open === 0) return
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.closeTimeoutMs)
+        this.closedWaiters.push(() => { clearTimeout(timer); resolve() })
+      })
     })
     if (callback === undefined) return closed
     closed.then(callback, callback)

@@ -4,9 +4,11 @@
  * in tests, and a backend still open then ends its client with 57P01.
  */
 import assert from 'node:assert/strict'
+import { performance } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
 import { createDatabasePool } from '../../src/db/pool.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
 
 describe('DatabasePool.end()', () => {
   let database: TestDatabase
@@ -37,6 +39,30 @@ describe('DatabasePool.end()', () => {
     await Promise.all([pool.query('SELECT 1'), pool.query('SELECT pg_sleep(0.02)')])
     await new Promise<void>((resolve) => { pool.end(resolve) })
     assert.equal(await poolBackends(), 0)
+  })
+
+  it('resolves after closeTimeoutMs when the server has gone silent, so a shutdown during an outage is not held', async () => {
+    const target = new URL(database.url)
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) })
+    const pool = createDatabasePool(proxy.proxied(database.url), 2, { closeTimeoutMs: 300, log: { warn () {} } })
+    try {
+      await Promise.all([pool.query('SELECT 1'), pool.query('SELECT pg_sleep(0.02)')])
+      assert.equal(pool.totalCount, 2)
+      proxy.freeze() // the goodbye goes out and nothing comes back
+      const started = performance.now()
+      let hung: NodeJS.Timeout | undefined
+      const outcome = await Promise.race([
+        pool.end().then(() => 'ended'),
+        new Promise((resolve) => { hung = setTimeout(resolve, 10_000, 'still waiting after 10 s') }),
+      ])
+      clearTimeout(hung)
+      assert.equal(outcome, 'ended')
+      // A timer never fires early: it waited for the silent connections, then gave up on them.
+      assert.ok(performance.now() - started >= 290, 'it waited for the connections first')
+    } finally {
+      proxy.thaw()
+      await proxy.close()
+    }
   })
 
   it('resolves at once for a pool that never connected', async () => {

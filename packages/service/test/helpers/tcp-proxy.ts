@@ -2,7 +2,8 @@
  * A TCP proxy between the service and the test PostgreSQL, to cause real socket faults:
  * `stop()` is an outage (the listener closes and every connection is destroyed, so new ones are
  * refused), `start()` the database's return on the same port, and `freeze()` a network that
- * goes silent (connections stay open and are even accepted, but no byte gets through).
+ * goes silent (connections stay open and are even accepted, but no byte gets through, nor the
+ * end of a stream: a side that closes its half waits for an answer that does not come).
  */
 import net from 'node:net'
 
@@ -17,7 +18,7 @@ export interface TcpProxy {
   stop (): Promise<void>
   /** Return: listens again on the same port. */
   start (): Promise<void>
-  /** Silence: bytes in either direction are held, not forwarded, until `thaw()`. */
+  /** Silence: bytes and stream ends in either direction are held, not forwarded, until `thaw()`. */
   freeze (): void
   thaw (): void
   close (): Promise<void>
@@ -26,7 +27,8 @@ export interface TcpProxy {
 interface Link {
   client: net.Socket
   upstream: net.Socket
-  held: Array<{ to: net.Socket, chunk: Buffer }>
+  /** What a frozen link holds for each side; `null` is the end of the stream. */
+  held: Array<{ to: net.Socket, chunk: Buffer | null }>
 }
 
 export async function startTcpProxy (target: { host: string, port: number }): Promise<TcpProxy> {
@@ -34,13 +36,19 @@ export async function startTcpProxy (target: { host: string, port: number }): Pr
   let frozen = false
   let port = 0
 
-  const forward = (link: Link, to: net.Socket, chunk: Buffer): void => {
+  const deliver = (to: net.Socket, chunk: Buffer | null): void => {
+    if (to.destroyed) return
+    if (chunk === null) to.end()
+    else to.write(chunk)
+  }
+  const forward = (link: Link, to: net.Socket, chunk: Buffer | null): void => {
     if (frozen) link.held.push({ to, chunk })
-    else if (!to.destroyed) to.write(chunk)
+    else deliver(to, chunk)
   }
 
-  const server = net.createServer((client) => {
-    const upstream = net.connect(target.port, target.host)
+  // Half-open sockets: a side's end is forwarded like its bytes (and held like them when frozen).
+  const server = net.createServer({ allowHalfOpen: true }, (client) => {
+    const upstream = net.connect({ port: target.port, host: target.host, allowHalfOpen: true })
     const link: Link = { client, upstream, held: [] }
     links.add(link)
     const teardown = (): void => {
@@ -50,6 +58,8 @@ export async function startTcpProxy (target: { host: string, port: number }): Pr
     }
     client.on('data', (chunk: Buffer) => { forward(link, upstream, chunk) })
     upstream.on('data', (chunk: Buffer) => { forward(link, client, chunk) })
+    client.on('end', () => { forward(link, upstream, null) })
+    upstream.on('end', () => { forward(link, client, null) })
     for (const socket of [client, upstream]) {
       socket.on('error', teardown)
       socket.on('close', teardown)
@@ -94,7 +104,7 @@ export async function startTcpProxy (target: { host: string, port: number }): Pr
     thaw () {
       frozen = false
       for (const link of links) {
-        for (const { to, chunk } of link.held.splice(0)) if (!to.destroyed) to.write(chunk)
+        for (const { to, chunk } of link.held.splice(0)) deliver(to, chunk)
       }
     },
     async close () {

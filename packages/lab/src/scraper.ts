@@ -22,6 +22,15 @@ function delta (now: MetricsSnapshot | null, before: MetricsSnapshot | null, nam
   return a === null || b === null ? null : Math.max(0, a - b)
 }
 
+/**
+ * An event-loop delay figure without the histogram's sampling interval, which Node's figures
+ * include (an idle loop reads about 10 ms); the service says how long it is.
+ */
+function loopDelay (m: MetricsSnapshot | null, name: string): number | null {
+  const seconds = m?.max(name) ?? null
+  return seconds === null ? null : Math.max(0, seconds - (m?.max('tollbooth_event_loop_resolution_seconds') ?? 0))
+}
+
 /** One ServerSample from two consecutive readings. */
 export function serverSample (t: number, now: Reading, before: Reading): ServerSample {
   const seconds = Math.max(0.001, (now.atEpochMs - before.atEpochMs) / 1000)
@@ -41,8 +50,8 @@ export function serverSample (t: number, now: Reading, before: Reading): ServerS
     processTreeCpuCores: now.tree === null || before.tree === null ? null : Math.round((Math.max(0, now.tree.cpuSeconds - before.tree.cpuSeconds) / seconds) * 1000) / 1000,
     rssBytes: m?.sum('process_resident_memory_bytes') ?? null,
     processTreeRssBytes: now.tree?.rssBytes ?? null,
-    eventLoopDelayP99Ms: ms(m?.max('nodejs_eventloop_lag_p99_seconds') ?? null),
-    eventLoopDelayMaxMs: ms(m?.max('nodejs_eventloop_lag_max_seconds') ?? null),
+    eventLoopDelayP99Ms: ms(loopDelay(m, 'nodejs_eventloop_lag_p99_seconds')),
+    eventLoopDelayMaxMs: ms(loopDelay(m, 'nodejs_eventloop_lag_max_seconds')),
     libuvCanaryMs: ms(canarySeconds),
     hashQueued: m?.sum('tollbooth_hash_pool_queued') ?? null,
     hashRunning: m?.sum('tollbooth_hash_pool_running') ?? null,

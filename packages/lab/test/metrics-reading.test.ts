@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { MetricsSnapshot, parsePrometheusText } from '../src/prometheus.js'
 import { serverSample } from '../src/scraper.js'
 
-const exposition = (cpu: number, waitSum: number, waitCount: number, rejected: number | null, canaryPending = 0, canaries = 2): string => `
+const exposition = (cpu: number, waitSum: number, waitCount: number, rejected: number | null, canaryPending = 0, canaries = 2, resolution = ''): string => `
 # HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.
 # TYPE process_cpu_seconds_total counter
 process_cpu_seconds_total ${cpu}
@@ -21,6 +21,7 @@ tollbooth_libuv_canary_seconds_sum ${canaries * 0.002}
 tollbooth_libuv_canary_seconds_count ${canaries}
 tollbooth_libuv_canary_pending_seconds ${canaryPending}
 tollbooth_info{version="0.1.0",strategy="tollbooth",algorithm="bcrypt",node_version="v20"} 1
+${resolution}
 `
 
 describe('reading /metrics', () => {
@@ -55,6 +56,16 @@ describe('reading /metrics', () => {
     assert.equal(sample.hashWaitMeanMs, 150, '1.5 s of waits over 10 hashes')
     assert.equal(sample.hashRejected, 4, 'a rejected series appearing counts from 0')
     assert.equal(sample.libuvCanaryMs, 2, 'two canaries of 2 ms in the interval')
+  })
+
+  it('takes the sampling interval the service reports out of its event-loop delay figures', () => {
+    const before = { atEpochMs: 0, metrics: MetricsSnapshot.parse(exposition(1, 0, 0, 0)), tree: null }
+    const now = { atEpochMs: 1000, metrics: MetricsSnapshot.parse(exposition(1, 0, 0, 0, 0, 2, 'tollbooth_event_loop_resolution_seconds 0.01')), tree: null }
+    const sample = serverSample(1, now, before)
+    assert.equal(sample.eventLoopDelayP99Ms, 2.5, '12.5 ms read, of which 10 ms the interval')
+    assert.equal(sample.eventLoopDelayMaxMs, 240)
+    const idle = MetricsSnapshot.parse(exposition(1, 0, 0, 0, 0, 2, 'tollbooth_event_loop_resolution_seconds 0.02'))
+    assert.equal(serverSample(1, { ...now, metrics: idle }, before).eventLoopDelayP99Ms, 0, 'never below 0')
   })
 
   it('shows a canary stuck in a starved pool by how long it has waited so far', () => {

@@ -54,6 +54,7 @@ describe('health, readiness, metrics and OpenAPI', () => {
       'tollbooth_hash_tasks_total{kind="verify",outcome="ok"} 1',
       'tollbooth_libuv_canary_seconds_count',
       'nodejs_eventloop_lag_p99_seconds',
+      'tollbooth_event_loop_resolution_seconds 0.01',
       'process_cpu_seconds_total',
       'process_resident_memory_bytes',
       'tollbooth_hash_pool_info{strategy="tollbooth",algorithm="argon2id"',

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { EndpointStats, LatencySummary } from '../src/result.js'
+import { scheduledSeconds } from '../src/runner.js'
 import { EndpointAccumulator, EndpointMap, errorTotal, type RequestOutcome } from '../src/stats.js'
 
 const outcome = (status: number | null, latencyMs: number, extra: Partial<RequestOutcome> = {}): RequestOutcome =>
@@ -57,5 +58,24 @@ describe('counting requests', () => {
     assert.deepEqual(Object.keys(mergedStats), order, 'in report order')
     for (const name of order) assertSameStats(mergedStats[name] as EndpointStats, directStats[name] as EndpointStats, name)
     assertSameStats(merged.all().toStats(), direct.all().toStats(), 'all')
+  })
+})
+
+describe('the seconds a run\'s rates are per', () => {
+  const second = (t: number, offered: number): { t: number, offered: number } => ({ t, offered })
+
+  it('are the schedule\'s: a late start or a completion in the drain after it does not count', () => {
+    // As an open crowd of 25 s ends: second 26 holds 3 arrivals of second 25 sent late, and completions.
+    const seconds = [...Array.from({ length: 25 }, (_, i) => second(i + 1, 7981)), second(26, 0)]
+    assert.equal(scheduledSeconds(seconds), 25)
+  })
+
+  it('span from the first second with work offered to the last, quiet seconds between included', () => {
+    assert.equal(scheduledSeconds([second(1, 0), second(2, 5), second(3, 0), second(4, 5), second(5, 0)]), 3)
+  })
+
+  it('are 1 for a run that offered nothing, so a rate is never divided by 0', () => {
+    assert.equal(scheduledSeconds([]), 1)
+    assert.equal(scheduledSeconds([second(1, 0)]), 1)
   })
 })

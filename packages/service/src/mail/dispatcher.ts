@@ -12,6 +12,7 @@
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { claimDueMail, claimForLog, markAttemptFailed, markSent, releaseClaim, type ClaimedMail } from './outbox.js'
+import { RetryWakeups } from './retry-wakeups.js'
 import type { MailTransport } from './transport.js'
 
 export interface MailDispatcherOptions {
@@ -33,9 +34,8 @@ const maxRetryDelayMs = 3_600_000
 export class MailDispatcher {
   readonly mode: 'smtp' | 'log'
   private timer: NodeJS.Timeout | undefined
-  /** An extra wake-up for a retry due before the next poll. */
-  private retryTimer: NodeJS.Timeout | undefined
-  private retryAt: number | undefined
+  /** Extra wake-ups for retries due before the next poll. */
+  private readonly retries = new RetryWakeups(() => { this.wake() })
   private running: Promise<void> | undefined
   private again = false
   private closed = false
@@ -87,9 +87,8 @@ export class MailDispatcher {
   async close (): Promise<void> {
     this.closed = true
     if (this.timer !== undefined) clearTimeout(this.timer)
-    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer)
     this.timer = undefined
-    this.retryTimer = undefined
+    this.retries.close()
     await this.running
     this.options.transport?.close()
   }
@@ -159,23 +158,10 @@ export class MailDispatcher {
       if (giveUp) this.options.log.error({ ...fields, reason }, `mail given up after ${mail.attempt} attempt(s)`)
       else this.options.log.warn({ ...fields, reason, retryInMs }, 'mail not sent; will retry')
       // A retry due before the next poll is looked for then.
-      if (!giveUp && retryInMs < this.options.pollIntervalMs) this.retrySoon(retryInMs)
+      if (!giveUp && retryInMs < this.options.pollIntervalMs && !this.closed) this.retries.add(retryInMs)
       return
     }
     await markSent(this.options.db, mail.id)
     this.options.log.info(fields, 'mail sent')
-  }
-
-  /** One extra timer for the earliest retry due before the next poll. */
-  private retrySoon (delayMs: number): void {
-    const at = Date.now() + delayMs
-    if (this.closed || (this.retryAt !== undefined && this.retryAt <= at)) return
-    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer)
-    this.retryAt = at
-    this.retryTimer = setTimeout(() => {
-      this.retryAt = undefined
-      this.retryTimer = undefined
-      this.wake()
-    }, delayMs + 5)
   }
 }

@@ -84,10 +84,3 @@ export async function markAttemptFailed (db: Queryable, id: number, error: strin
       [id, error.slice(0, 500), retry.retryInMs])
   }
 }
-
-/** Milliseconds until the earliest pending message is due (0: now), or undefined when none is pending. */
-export async function msUntilNextDue (db: Queryable): Promise<number | undefined> {
-  const { rows } = await db.query<{ due_in_ms: number | null }>(
-    "SELECT greatest(0, ceil(extract(epoch FROM min(next_attempt_at) - now()) * 1000))::int AS due_in_ms FROM mail_outbox WHERE status = 'pending'")
-  return rows[0]?.due_in_ms ?? undefined
-}

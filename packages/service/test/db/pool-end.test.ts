@@ -42,8 +42,7 @@ describe('DatabasePool.end()', () => {
   })
 
   it('resolves after closeTimeoutMs when the server has gone silent, so a shutdown during an outage is not held', async () => {
-    const target = new URL(database.url)
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) })
+    const proxy = await startTcpProxy(database.url)
     const pool = createDatabasePool(proxy.proxied(database.url), 2, { closeTimeoutMs: 300, log: { warn () {} } })
     try {
       await Promise.all([pool.query('SELECT 1'), pool.query('SELECT pg_sleep(0.02)')])

@@ -31,7 +31,9 @@ interface Link {
   held: Array<{ to: net.Socket, chunk: Buffer | null }>
 }
 
-export async function startTcpProxy (target: { host: string, port: number }): Promise<TcpProxy> {
+/** A proxy in front of the server of `databaseUrl` (its host and port). */
+export async function startTcpProxy (databaseUrl: string): Promise<TcpProxy> {
+  const target = new URL(databaseUrl)
   const links = new Set<Link>()
   let frozen = false
   let port = 0
@@ -48,7 +50,7 @@ export async function startTcpProxy (target: { host: string, port: number }): Pr
 
   // Half-open sockets: a side's end is forwarded like its bytes (and held like them when frozen).
   const server = net.createServer({ allowHalfOpen: true }, (client) => {
-    const upstream = net.connect({ port: target.port, host: target.host, allowHalfOpen: true })
+    const upstream = net.connect({ port: Number(target.port), host: target.hostname, allowHalfOpen: true })
     const link: Link = { client, upstream, held: [] }
     links.add(link)
     const teardown = (): void => {

@@ -48,11 +48,6 @@ async function serviceOn (database: TestDatabase, url: string, size: number, opt
   }
 }
 
-function targetOf (url: string): { host: string, port: number } {
-  const parsed = new URL(url)
-  return { host: parsed.hostname, port: Number(parsed.port) }
-}
-
 /** Backends of the service (application_name tollbooth) waiting on a lock in `admin`'s database. */
 async function lockWaiters (admin: pg.Client): Promise<number> {
   // Inside a transaction PostgreSQL serves the activity view from one snapshot; take a fresh one.
@@ -71,7 +66,7 @@ describe('PostgreSQL out of reach (a real socket fault through a TCP proxy)', ()
 
   before(async () => {
     database = await createTestDatabase()
-    proxy = await startTcpProxy(targetOf(database.url))
+    proxy = await startTcpProxy(database.url)
     running = await serviceOn(database, proxy.proxied(database.url), 4, { log: faultLog.logger })
     service = running.service
   })
@@ -235,7 +230,7 @@ describe('a deadline on getting a database connection (TOLLBOOTH_DB_ACQUIRE_TIME
   })
 
   it('a database that goes silent answers 503 DATABASE_UNAVAILABLE at the deadline, not a hang', async () => {
-    const proxy = await startTcpProxy(targetOf(database.url))
+    const proxy = await startTcpProxy(database.url)
     const acquireTimeoutMs = 300
     const running = await serviceOn(database, proxy.proxied(database.url), 1, { acquireTimeoutMs, log: capturingLogger('warn').logger })
     try {
@@ -261,7 +256,7 @@ describe('withTransaction', () => {
   // A ROLLBACK without a deadline would wait on the silent connection forever: fail instead of hanging.
   it('destroys a client whose ROLLBACK fails instead of returning it to the pool', { timeout: 10_000 }, async () => {
     const database = await createTestDatabase()
-    const proxy = await startTcpProxy(targetOf(database.url))
+    const proxy = await startTcpProxy(database.url)
     const { logger, lines } = capturingLogger('warn')
     const pool = createDatabasePool(proxy.proxied(database.url), 1, { rollbackTimeoutMs: 200, log: logger })
     try {

@@ -158,7 +158,7 @@ export class MailDispatcher {
       if (giveUp) this.options.log.error({ ...fields, reason }, `mail given up after ${mail.attempt} attempt(s)`)
       else this.options.log.warn({ ...fields, reason, retryInMs }, 'mail not sent; will retry')
       // A retry due before the next poll is looked for then.
-      if (!giveUp && retryInMs < this.options.pollIntervalMs && !this.closed) this.retries.add(retryInMs)
+      if (!giveUp && retryInMs < this.options.pollIntervalMs) this.retries.add(retryInMs)
       return
     }
     await markSent(this.options.db, mail.id)

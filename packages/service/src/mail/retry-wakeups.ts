@@ -10,16 +10,20 @@ export class RetryWakeups {
   private readonly dueAt: number[] = []
   private timer: NodeJS.Timeout | undefined
   private armedFor: number | undefined
+  private closed = false
 
   /** `slackMs`: the wake-up comes this much after the due time, so the retry is due by then in PostgreSQL's clock too. */
   constructor (private readonly wake: () => void, private readonly slackMs = 5) {}
 
+  /** A retry due in `delayMs`; nothing once closed. */
   add (delayMs: number): void {
+    if (this.closed) return
     this.dueAt.push(Date.now() + delayMs)
     this.arm()
   }
 
   close (): void {
+    this.closed = true
     // The global clearTimeout and setTimeout (not timers/promises): tests mock them.
     clearTimeout(this.timer)
     this.timer = undefined

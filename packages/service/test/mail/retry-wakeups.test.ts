@@ -10,9 +10,14 @@ describe('retry wake-ups (mock timers)', () => {
   beforeEach(() => { mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 }) })
   afterEach(() => { mock.timers.reset() })
 
-  it('wakes once for a retry, its slack after the due time', () => {
+  /** Wake-ups recorded at the mock clock's time. */
+  function watched (): { retries: RetryWakeups, wakes: number[] } {
     const wakes: number[] = []
-    const retries = new RetryWakeups(() => { wakes.push(Date.now()) })
+    return { retries: new RetryWakeups(() => { wakes.push(Date.now()) }), wakes }
+  }
+
+  it('wakes once for a retry, its slack after the due time', () => {
+    const { retries, wakes } = watched()
     retries.add(10)
     mock.timers.tick(14)
     assert.deepEqual(wakes, [])
@@ -26,8 +31,7 @@ describe('retry wake-ups (mock timers)', () => {
     // A mail's first retry is due at 10 ms; before that wake-up, its second attempt (made early
     // by a run still going) fails and asks for a retry at 10 + 20 ms. The first wake-up finds
     // nothing due; the second must come all the same.
-    const wakes: number[] = []
-    const retries = new RetryWakeups(() => { wakes.push(Date.now()) })
+    const { retries, wakes } = watched()
     retries.add(10)
     mock.timers.tick(10)
     retries.add(20)
@@ -40,8 +44,7 @@ describe('retry wake-ups (mock timers)', () => {
   })
 
   it('moves its one timer earlier for an earlier retry, and one wake-up covers every retry due by then', () => {
-    const wakes: number[] = []
-    const retries = new RetryWakeups(() => { wakes.push(Date.now()) })
+    const { retries, wakes } = watched()
     retries.add(100)
     retries.add(10)
     retries.add(12)
@@ -54,12 +57,12 @@ describe('retry wake-ups (mock timers)', () => {
     assert.deepEqual(wakes, [15, 105])
   })
 
-  it('close leaves no timer and no wake-up', () => {
-    const wakes: number[] = []
-    const retries = new RetryWakeups(() => { wakes.push(Date.now()) })
+  it('close leaves no timer and no wake-up, and a retry added after it arms none', () => {
+    const { retries, wakes } = watched()
     retries.add(10)
     retries.add(50)
     retries.close()
+    retries.add(10)
     mock.timers.tick(1000)
     assert.deepEqual(wakes, [])
   })

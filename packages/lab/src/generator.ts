@@ -143,8 +143,9 @@ export class LoadGenerator {
   async send (endpoint: string, request: LabRequest, fromEpochMs: number): Promise<LabResponse> {
     this.inFlightRequests++
     const response = await this.target.send(request).finally(() => { this.inFlightRequests-- })
-    const outcome: RequestOutcome = { endpoint, status: response.status, failure: response.failure, retryAfter: response.retryAfterSeconds !== null, latencyMs: nowEpochMs() - fromEpochMs }
-    this.second(nowEpochMs()).endpoints.get(endpoint).record(outcome)
+    const endedAt = nowEpochMs()
+    const outcome: RequestOutcome = { endpoint, status: response.status, failure: response.failure, retryAfter: response.retryAfterSeconds !== null, latencyMs: endedAt - fromEpochMs }
+    this.second(endedAt).endpoints.get(endpoint).record(outcome)
     this.segment?.tally.endpoints.get(endpoint).record(outcome)
     return response
   }

@@ -8,6 +8,11 @@
  * and a probe timed there waited for that work too. Measured in a 100-VU naive login
  * storm on 2 cores: probes timed on the main thread got p99 41 ms, a separate prober
  * of the same service in the same run 19 ms.
+ *
+ * With a `floorUrl` (an empty server: reference-server.ts), the same thread probes it at
+ * the same rate, half an interval after each service probe: what a probe gets on this
+ * machine at this moment from a server with nothing else to do. A service's /healthz
+ * figures are read against that floor, measured in the same run.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
 import { nowEpochMs, secondOf } from './schedule.js'
@@ -17,28 +22,56 @@ import type { LatencySummary } from './result.js'
 
 const maxInFlight = 16
 
-interface ProbeSettings { url: string, ratePerSecond: number, runStartEpochMs: number, timeoutMs: number }
+interface ProbeSettings { url: string, floorUrl?: string, ratePerSecond: number, runStartEpochMs: number, timeoutMs: number }
 
 type ProbeMessage =
-  /** `latencyMs` null: no answer to time (a refused connection, an error). */
-  | { type: 'probe', ok: boolean, latencyMs: number | null, endedEpochMs: number }
-  | { type: 'skipped' }
+  /** `latencyMs` null: no answer to time (a refused connection, an error). `floor`: a probe of the empty server. */
+  | { type: 'probe', floor: boolean, ok: boolean, latencyMs: number | null, endedEpochMs: number }
+  | { type: 'skipped', floor: boolean }
   | { type: 'stopped' }
 
-/** The main thread's side: starts the prober thread and keeps what it measures. */
-export class HealthzProbe {
-  private readonly total: LatencyHistogram = createHistogram()
-  private readonly perSecond = new Map<number, LatencyHistogram>()
-  private worker: Worker | undefined
-  private stopped: Promise<void> = Promise.resolve()
+/** Probes of one server: all of them, and by the second they ended in. */
+class ProbeRecord {
+  readonly total: LatencyHistogram = createHistogram()
+  readonly perSecond = new Map<number, LatencyHistogram>()
   /** Probes that got no 200 (an error status, a timeout, a refused connection). */
   failures = 0
   /** Probes not sent because `maxInFlight` were still waiting. */
   skipped = 0
+
+  record (message: Extract<ProbeMessage, { type: 'probe' }>, runStartEpochMs: number): void {
+    if (!message.ok) this.failures++
+    if (message.latencyMs === null) return
+    recordMs(this.total, message.latencyMs)
+    const t = secondOf(message.endedEpochMs, runStartEpochMs)
+    let histogram = this.perSecond.get(t)
+    if (histogram === undefined) this.perSecond.set(t, histogram = createHistogram())
+    recordMs(histogram, message.latencyMs)
+  }
+
+  second (t: number): LatencySummary | null {
+    const histogram = this.perSecond.get(t)
+    return histogram === undefined ? null : summarise(histogram)
+  }
+}
+
+/** The main thread's side: starts the prober thread and keeps what it measures. */
+export class HealthzProbe {
+  private readonly service = new ProbeRecord()
+  private readonly floor = new ProbeRecord()
+  private worker: Worker | undefined
+  private stopped: Promise<void> = Promise.resolve()
   /** Why the prober thread failed, when it did. */
   error: string | undefined
 
   constructor (private readonly settings: ProbeSettings) {}
+
+  /** Service probes that got no 200 (an error status, a timeout, a refused connection). */
+  get failures (): number { return this.service.failures }
+  /** Service probes not sent because `maxInFlight` were still waiting. */
+  get skipped (): number { return this.service.skipped }
+  /** Probes of the empty server that got no 200 or were not sent. */
+  get floorFailures (): number { return this.floor.failures + this.floor.skipped }
 
   start (): void {
     if (this.settings.ratePerSecond <= 0) return
@@ -46,8 +79,8 @@ export class HealthzProbe {
     this.worker = worker
     this.stopped = new Promise((resolve) => {
       worker.on('message', (message: ProbeMessage) => {
-        if (message.type === 'probe') this.record(message)
-        else if (message.type === 'skipped') this.skipped++
+        if (message.type === 'probe') (message.floor ? this.floor : this.service).record(message, this.settings.runStartEpochMs)
+        else if (message.type === 'skipped') (message.floor ? this.floor : this.service).skipped++
         else void worker.terminate().then(() => { resolve() })
       })
       worker.on('error', (err) => { this.error = err.message })
@@ -55,25 +88,24 @@ export class HealthzProbe {
     })
   }
 
-  private record (message: Extract<ProbeMessage, { type: 'probe' }>): void {
-    if (!message.ok) this.failures++
-    if (message.latencyMs === null) return
-    recordMs(this.total, message.latencyMs)
-    const t = secondOf(message.endedEpochMs, this.settings.runStartEpochMs)
-    let histogram = this.perSecond.get(t)
-    if (histogram === undefined) this.perSecond.set(t, histogram = createHistogram())
-    recordMs(histogram, message.latencyMs)
-  }
-
-  /** Probes that ended in second `t`, or null when none did. */
+  /** Service probes that ended in second `t`, or null when none did. */
   second (t: number): LatencySummary | null {
-    const histogram = this.perSecond.get(t)
-    return histogram === undefined ? null : summarise(histogram)
+    return this.service.second(t)
   }
 
-  /** Every probe of the run, or null when the probe was off. */
+  /** Probes of the empty server that ended in second `t`, or null when none did (or there is no floor). */
+  floorSecond (t: number): LatencySummary | null {
+    return this.floor.second(t)
+  }
+
+  /** Every service probe of the run, or null when the probe was off. */
   summary (): LatencySummary | null {
-    return this.settings.ratePerSecond <= 0 ? null : summarise(this.total)
+    return this.settings.ratePerSecond <= 0 ? null : summarise(this.service.total)
+  }
+
+  /** Every probe of the empty server, or null when there was none. */
+  floorSummary (): LatencySummary | null {
+    return this.settings.ratePerSecond <= 0 || this.settings.floorUrl === undefined ? null : summarise(this.floor.total)
   }
 
   /** Stops sending; resolves when the probes under way have ended and been recorded. */
@@ -83,40 +115,50 @@ export class HealthzProbe {
   }
 }
 
-/** The prober thread's side: sends, times, reports each probe. */
+/** The prober thread's side: sends, times, reports each probe, of the service and of the floor. */
 function runProber (settings: ProbeSettings, post: (message: ProbeMessage) => void, onStop: (stop: () => void) => void): void {
-  const target = new HttpTarget(settings.url, { connections: maxInFlight, timeoutMs: settings.timeoutMs })
-  const inFlight = new Set<Promise<void>>()
   const intervalMs = 1000 / settings.ratePerSecond
-  let next = Math.max(nowEpochMs(), settings.runStartEpochMs)
-  let timer: NodeJS.Timeout | undefined
-  let stopping = false
-  const fire = (intendedEpochMs: number): void => {
-    if (inFlight.size >= maxInFlight) {
-      post({ type: 'skipped' })
-      return
+  const probers = [probeSteadily(settings.url, 0, false)]
+  if (settings.floorUrl !== undefined) probers.push(probeSteadily(settings.floorUrl, intervalMs / 2, true))
+  onStop(() => {
+    void Promise.all(probers.map(async (stop) => { await stop() })).finally(() => { post({ type: 'stopped' }) })
+  })
+
+  /** Probes `url` every `intervalMs` from the run's start plus `offsetMs`; returns how to stop. */
+  function probeSteadily (url: string, offsetMs: number, floor: boolean): () => Promise<void> {
+    const target = new HttpTarget(url, { connections: maxInFlight, timeoutMs: settings.timeoutMs })
+    const inFlight = new Set<Promise<void>>()
+    let next = Math.max(nowEpochMs(), settings.runStartEpochMs) + offsetMs
+    let timer: NodeJS.Timeout | undefined
+    let stopping = false
+    const fire = (intendedEpochMs: number): void => {
+      if (inFlight.size >= maxInFlight) {
+        post({ type: 'skipped', floor })
+        return
+      }
+      const probe = target.send({ method: 'GET', path: '/healthz' }).then((response) => {
+        const endedEpochMs = nowEpochMs()
+        const timed = response.status !== null || response.failure === 'timeout'
+        post({ type: 'probe', floor, ok: response.status === 200, latencyMs: timed ? endedEpochMs - intendedEpochMs : null, endedEpochMs })
+      }).finally(() => { inFlight.delete(probe) })
+      inFlight.add(probe)
     }
-    const probe = target.send({ method: 'GET', path: '/healthz' }).then((response) => {
-      const endedEpochMs = nowEpochMs()
-      const timed = response.status !== null || response.failure === 'timeout'
-      post({ type: 'probe', ok: response.status === 200, latencyMs: timed ? endedEpochMs - intendedEpochMs : null, endedEpochMs })
-    }).finally(() => { inFlight.delete(probe) })
-    inFlight.add(probe)
-  }
-  const tick = (): void => {
-    if (stopping) return
-    while (next <= nowEpochMs()) {
-      fire(next)
-      next += intervalMs
+    const tick = (): void => {
+      if (stopping) return
+      while (next <= nowEpochMs()) {
+        fire(next)
+        next += intervalMs
+      }
+      timer = setTimeout(tick, Math.max(0, next - nowEpochMs()))
     }
     timer = setTimeout(tick, Math.max(0, next - nowEpochMs()))
+    return async () => {
+      stopping = true
+      clearTimeout(timer)
+      await Promise.all(inFlight)
+      await target.close()
+    }
   }
-  timer = setTimeout(tick, Math.max(0, next - nowEpochMs()))
-  onStop(() => {
-    stopping = true
-    clearTimeout(timer)
-    void Promise.all(inFlight).then(async () => { await target.close() }).finally(() => { post({ type: 'stopped' }) })
-  })
 }
 
 const proberSettings = isMainThread ? undefined : (workerData as { healthzProbe?: ProbeSettings } | null)?.healthzProbe

@@ -94,6 +94,8 @@ export interface SecondSample {
   all: EndpointStats
   byEndpoint: Record<string, EndpointStats>
   healthz: LatencySummary | null
+  /** Probes of an empty server beside the service in the same second (absent in results from before it was measured). */
+  healthzFloor?: LatencySummary | null
 }
 
 /** What the service said about itself in one second, in the order of server.csv; null where unmeasured. */
@@ -126,6 +128,8 @@ export interface RunSummary extends EndpointStats {
   requestsPerSecond: number
   errorRate: number
   healthz: LatencySummary | null
+  /** The same probes of an empty server on the lab's machine during the run: the floor under `healthz`. */
+  healthzFloor?: LatencySummary | null
   eventLoopDelayP99MaxMs: number | null
   libuvCanaryMaxMs: number | null
   cpuCoresMean: number | null
@@ -143,6 +147,7 @@ export interface RunResult {
   endpoints: Record<string, EndpointStats>
   all: EndpointStats
   healthz: LatencySummary | null
+  healthzFloor?: LatencySummary | null
   phases?: Record<string, EndpointStats>
   generator: GeneratorInfo
   summary: RunSummary

@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks'
 import { LoadSession, type LoadSessionOptions, type SegmentResult } from './load-session.js'
 import { HealthzProbe } from './probe.js'
+import { startReferenceServer, type ReferenceServer } from './reference-server.js'
 import type { GeneratorInfo, LatencySummary, LoadSpec, RunResult, RunSummary, SecondSample, SegmentLoad, ServerSample, ServiceInfo } from './result.js'
 import { MetricsScraper } from './scraper.js'
 import { errorTotal } from './stats.js'
@@ -61,6 +62,7 @@ function summariseRun (run: Omit<RunResult, 'summary'>): RunSummary {
     ...all,
     errorRate: all.requests === 0 ? 0 : round(errorTotal(all.errors) / all.requests, 4),
     healthz: run.healthz,
+    healthzFloor: run.healthzFloor ?? null,
     eventLoopDelayP99MaxMs: max((sample) => sample.eventLoopDelayP99Ms),
     libuvCanaryMaxMs: max((sample) => sample.libuvCanaryMs),
     cpuCoresMean: mean((sample) => tree ? sample.processTreeCpuCores : sample.cpuCores),
@@ -90,6 +92,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
   const wallBefore = performance.now()
   let scraper: MetricsScraper | undefined
   let probe: HealthzProbe | undefined
+  let floorServer: ReferenceServer | undefined
   const session = await LoadSession.start({
     ...common,
     workers: load.workers,
@@ -98,24 +101,27 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     requestTimeoutMs: load.requestTimeoutMs,
     onSecond: (sample) => {
       sample.healthz = probe?.second(sample.t) ?? null
+      sample.healthzFloor = probe?.floorSecond(sample.t) ?? null
       onSecond?.(sample, scraper?.samples.at(-1))
     },
   })
   try {
     scraper = new MetricsScraper({ url: metricsUrl, runStartEpochMs: session.runStartEpochMs, pid })
     await scraper.start()
-    probe = new HealthzProbe({ url: common.url, ratePerSecond: load.healthzProbeRate, runStartEpochMs: session.runStartEpochMs, timeoutMs: load.requestTimeoutMs })
+    if (load.healthzProbeRate > 0) floorServer = await startReferenceServer()
+    probe = new HealthzProbe({ url: common.url, floorUrl: floorServer?.url, ratePerSecond: load.healthzProbeRate, runStartEpochMs: session.runStartEpochMs, timeoutMs: load.requestTimeoutMs })
     probe.start()
   } catch (err) {
     await session.close(true)
     await scraper?.stop()
+    await floorServer?.close()
     throw err
   }
   const stop = async (abort: boolean): Promise<number> => {
     await session.close(abort)
     const wallSeconds = (performance.now() - wallBefore) / 1000
     const cpu = process.cpuUsage(cpuBefore)
-    await Promise.all([probe?.stop(), scraper?.stop()])
+    await Promise.all([probe?.stop().then(async () => { await floorServer?.close() }), scraper?.stop()])
     return (cpu.user + cpu.system) / 1e6 / Math.max(0.001, wallSeconds)
   }
 
@@ -141,7 +147,10 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
   const generator = generatorInfo(session, done, await stop(interrupted))
   const seconds = session.seconds
   // Probes that ended after their second was merged are in now.
-  for (const sample of seconds) sample.healthz = probe.second(sample.t)
+  for (const sample of seconds) {
+    sample.healthz = probe.second(sample.t)
+    sample.healthzFloor = probe.floorSecond(sample.t)
+  }
   const lastT = seconds.at(-1)?.t ?? 0
 
   const failedIterations = done.reduce((sum, segment) => sum + segment.iterationErrors, 0)
@@ -155,6 +164,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     probe.failures > 0 && `${probe.failures} /healthz probe(s) did not get a 200`,
     probe.skipped > 0 && `${probe.skipped} /healthz probe(s) were not sent because earlier ones were still waiting`,
     probe.error !== undefined && `the /healthz prober failed: ${probe.error}`,
+    probe.floorFailures > 0 && `${probe.floorFailures} probe(s) of the empty reference server got no answer or were not sent: its floor is not whole`,
     interrupted && 'interrupted; the figures cover the run up to the interruption',
   ].filter((warning): warning is string => warning !== false).map((warning) => `${label}: ${warning}`)
 
@@ -169,6 +179,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     endpoints: session.totals.toStats(common.endpointOrder),
     all: session.totals.all().toStats(),
     healthz: probe.summary(),
+    healthzFloor: probe.floorSummary(),
     ...(phased.length === 0 ? {} : { phases: Object.fromEntries(phased.map((segment) => [segment.phase as string, segment.all])) }),
     generator,
   }

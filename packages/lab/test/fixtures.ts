@@ -183,6 +183,9 @@ function serverSample (profile: Profile, t: number, load: number, random: () => 
   }
 }
 
+/** The empty reference server's /healthz p99 beside every synthetic service. */
+const floorP99Ms = 3.5
+
 function healthzSecond (p99Ms: number): LatencySummary {
   return latency(5, p99Ms * 0.3, p99Ms * 0.8, p99Ms)
 }
@@ -214,6 +217,7 @@ export function syntheticRun (profile: Profile, shape: RunShape, seed: number): 
       byEndpoint,
       // The first second ends before any /healthz probe does.
       healthz: t === 1 || profile.healthzP99Ms === null ? null : healthzSecond(profile.healthzP99Ms * jitter(random, load)),
+      healthzFloor: t === 1 || profile.healthzP99Ms === null ? null : healthzSecond(floorP99Ms),
     })
     server.push(serverSample(profile, t, load, random))
   }
@@ -221,6 +225,7 @@ export function syntheticRun (profile: Profile, shape: RunShape, seed: number): 
   const endpoints = statsFor(profile, shape.endpoints, seconds.reduce((sum, sample) => sum + sample.all.requests, 0), 1, seeded(seed + 1))
   const all = sumStats(Object.values(endpoints))
   const healthz = profile.healthzP99Ms === null ? null : latency(5 * (durationSeconds - 1), profile.healthzP99Ms * 0.3, profile.healthzP99Ms * 0.8, profile.healthzP99Ms)
+  const healthzFloor = healthz === null ? null : latency(healthz.count, floorP99Ms * 0.3, floorP99Ms * 0.8, floorP99Ms)
   const peak = (pick: (sample: ServerSample) => number | null): number | null => {
     const values = server.map(pick).filter((value): value is number => value !== null)
     return values.length === 0 ? null : Math.max(...values)
@@ -242,6 +247,7 @@ export function syntheticRun (profile: Profile, shape: RunShape, seed: number): 
     endpoints,
     all,
     healthz,
+    healthzFloor,
     generator: { workers: 2, cpuCores: 0.31, maxEventLoopUtilisation: 0.42, sendLagMs: shape.offeredAt === null ? null : latency(1000, 0.2, 0.9, 1.8), saturated: false },
     summary: {
       durationSeconds,
@@ -254,6 +260,7 @@ export function syntheticRun (profile: Profile, shape: RunShape, seed: number): 
       errors: all.errors,
       errorRate: all.requests === 0 ? 0 : (all.requests - all.ok) / all.requests,
       healthz,
+      healthzFloor,
       eventLoopDelayP99MaxMs: peak((sample) => sample.eventLoopDelayP99Ms),
       libuvCanaryMaxMs: peak((sample) => sample.libuvCanaryMs),
       cpuCoresMean: cpu.length === 0 ? null : cpu.reduce((sum, value) => sum + value, 0) / cpu.length,

@@ -11,6 +11,7 @@ import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { nowEpochMs } from '../src/schedule.js'
 import { HealthzProbe } from '../src/probe.js'
+import { startReferenceServer } from '../src/reference-server.js'
 
 const serverCode = `
 const server = require('node:http').createServer((request, response) => { response.end('{"status":"ok"}') })
@@ -44,10 +45,47 @@ describe('the /healthz probe', () => {
     }
   })
 
+  it('probes an empty server alike beside the service: the floor its figures are read against', async () => {
+    // A service whose /healthz takes 40 ms more than the empty reference server's.
+    const slowCode = serverCode.replace("response.end('{\"status\":\"ok\"}')", "setTimeout(() => { response.end('{\"status\":\"ok\"}') }, 40)")
+    const server = spawn(process.execPath, ['-e', slowCode], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const floor = await startReferenceServer()
+    try {
+      const [chunk] = await once(server.stdout, 'data') as [Buffer]
+      const probe = new HealthzProbe({ url: `http://127.0.0.1:${chunk.toString().trim()}`, floorUrl: floor.url, ratePerSecond: 20, runStartEpochMs: nowEpochMs(), timeoutMs: 5000 })
+      probe.start()
+      await sleep(1200) // the load's duration, not synchronisation
+      await probe.stop()
+      const service = probe.summary()
+      const empty = probe.floorSummary()
+      assert.ok(service !== null && empty !== null, 'both measured')
+      assert.ok(service.count >= 15 && empty.count >= 15, `as many probes of each: ${service.count}, ${empty.count}`)
+      assert.ok(Math.abs(service.count - empty.count) <= 2, `at the same rate: ${service.count}, ${empty.count}`)
+      assert.ok((service.p50Ms ?? 0) >= 40, `the service's own 40 ms show: p50 ${service.p50Ms} ms`)
+      assert.ok((empty.p50Ms ?? Infinity) < 40, `and are not the floor's: p50 ${empty.p50Ms} ms`)
+      assert.equal(probe.floorFailures, 0)
+      assert.equal(probe.failures, 0)
+      assert.ok(probe.floorSecond(0) !== null || probe.floorSecond(1) !== null, 'the floor is kept by the second')
+    } finally {
+      server.kill()
+      await floor.close()
+    }
+  })
+
+  it('the empty reference server answers like /healthz and is gone once closed', async () => {
+    const floor = await startReferenceServer()
+    const response = await fetch(`${floor.url}/healthz`)
+    assert.equal(response.status, 200)
+    assert.deepEqual(await response.json(), { status: 'ok' })
+    await floor.close()
+    await assert.rejects(fetch(`${floor.url}/healthz`), 'nothing listens after close')
+  })
+
   it('sends nothing at rate 0', async () => {
     const probe = new HealthzProbe({ url: 'http://127.0.0.1:9', ratePerSecond: 0, runStartEpochMs: nowEpochMs(), timeoutMs: 1000 })
     probe.start()
     await probe.stop()
     assert.equal(probe.summary(), null)
+    assert.equal(probe.floorSummary(), null)
   })
 })

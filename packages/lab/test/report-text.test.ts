@@ -47,7 +47,7 @@ describe('terminal report: compare', () => {
         formatMs(summary.latency.p50Ms), formatMs(summary.latency.p95Ms), formatMs(summary.latency.p99Ms),
         formatMs(summary.okLatency.p95Ms),
         formatPercent(summary.errorRate), formatCount(summary.errors.timeouts), formatCount(summary.errors.overloaded),
-        formatMs(summary.healthz?.p99Ms), formatMs(summary.healthz?.maxMs),
+        formatMs(summary.healthz?.p99Ms), formatMs(summary.healthz?.maxMs), formatMs(summary.healthzFloor?.p99Ms),
         formatMs(summary.eventLoopDelayP99MaxMs), formatMs(summary.libuvCanaryMaxMs),
         formatCores(summary.cpuCoresMean), formatMiB(summary.peakRssBytes),
       ], run.label)
@@ -56,7 +56,7 @@ describe('terminal report: compare', () => {
 
   it('shows an unmeasured figure as — (cluster reports no event-loop delay)', () => {
     const cluster = sectionLines(text, 'Comparison').find((line) => line.startsWith('cluster'))
-    assert.deepEqual(cells(cluster ?? '').slice(11, 13), ['—', '—'])
+    assert.deepEqual(cells(cluster ?? '').slice(12, 14), ['—', '—'])
   })
 
   it('labels the articles\' figures as theirs, in a table of their own, in the order of our strategies', () => {
@@ -100,6 +100,14 @@ describe('terminal report: run', () => {
     assert.match(text, /hash queue: +peak \d+ waiting, 2 running/)
     assert.match(text, /load generator: 2 workers, 0\.31 cores/)
     assert.doesNotMatch(text, /SATURATED/)
+  })
+
+  it('shows the empty server\'s /healthz floor under the service\'s, when it was measured', () => {
+    const result = runFixture()
+    delete runAt(result, 0).healthzFloor
+    assert.doesNotMatch(renderText(result), /empty server/, 'results from before the floor say nothing of it')
+    runAt(result, 0).healthzFloor = { count: 140, meanMs: 2, p50Ms: 1.2, p90Ms: 3, p95Ms: 4, p99Ms: 7.5, maxMs: 9.9 }
+    assert.match(renderText(result), /\/healthz during the run: 145 probes: .*\n {2}an empty server beside it, probed alike \(the machine's floor\): p50 1\.20 ms, p99 7\.50 ms, max 9\.90 ms/)
   })
 
   it('adds a table by phase when the scenario ran in phases', () => {

@@ -53,6 +53,7 @@ const secondColumns: ReadonlyArray<CsvColumn<Labelled<SecondSample>>> = [
   ...fields((row: Labelled<SecondSample>) => row.item.all.latency, latencyFields),
   ...fields((row: Labelled<SecondSample>) => row.item.all.errors, ['timeouts', 'overloaded', 'connectionErrors']),
   ['healthzP99Ms', (row) => row.item.healthz?.p99Ms],
+  ['healthzFloorP99Ms', (row) => row.item.healthzFloor?.p99Ms],
 ]
 
 const serverColumns = [run, ...fields((row: Labelled<ServerSample>) => row.item, ['t', ...serverSignalNames])]
@@ -83,6 +84,7 @@ const comparisonColumns: ReadonlyArray<CsvColumn<RunResult>> = [
   ...fields((row: RunResult) => row.summary.okLatency, latencyFields, 'okLatency'),
   ...errorColumns((row: RunResult) => row.summary.errors),
   ...fields((row: RunResult) => row.summary.healthz, latencyFields, 'healthz'),
+  ...fields((row: RunResult) => row.summary.healthzFloor, latencyFields, 'healthzFloor'),
   ...fields(summary, ['eventLoopDelayP99MaxMs', 'libuvCanaryMaxMs', 'cpuCoresMean', 'peakRssBytes']),
   ['generatorCpuCores', (row) => row.generator.cpuCores],
   ['generatorSaturated', (row) => row.generator.saturated],

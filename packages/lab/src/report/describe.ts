@@ -97,6 +97,14 @@ export function describeLatency (latency: LatencySummary | null, what: string): 
   return `${formatCount(latency.count)} ${what}: p50 ${formatMs(latency.p50Ms)} ms, p99 ${formatMs(latency.p99Ms)} ms, max ${formatMs(latency.maxMs)} ms`
 }
 
+/** The service's /healthz probes, and the floor beside them when it was measured. */
+export function describeHealthz (run: RunResult): string[] {
+  const service = describeLatency(run.healthz, 'probes')
+  const floor = run.healthzFloor
+  if (floor === undefined || floor === null || floor.count === 0) return [service]
+  return [service, `an empty server beside it, probed alike (the machine's floor): p50 ${formatMs(floor.p50Ms)} ms, p99 ${formatMs(floor.p99Ms)} ms, max ${formatMs(floor.maxMs)} ms`]
+}
+
 /** The peak, or the sum, of a server signal over the run; null when it was never measured. */
 function over (samples: ServerSample[], pick: (sample: ServerSample) => number | null, how: 'peak' | 'total'): number | null {
   const values = samples.map(pick).filter((value): value is number => value !== null)

@@ -6,7 +6,7 @@
 import type { LabResult, RunResult } from '../result.js'
 import { comparisonBarCharts, comparisonOverTimeCharts, kneeCharts, runOverTimeCharts, serverCharts, strategyCharts, type ChartGroup } from './charts/catalogue.js'
 import {
-  describeErrors, describeGenerator, describeLatency, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
+  describeErrors, describeGenerator, describeHealthz, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'
 import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table, type TableColumn } from './tables.js'
 
@@ -112,7 +112,7 @@ function runSections (result: LabResult, run: RunResult): string[] {
       renderHtmlTable(endpointTable(run), 'Whole run, by endpoint; latency in ms'),
       paragraph(`Errors: ${describeErrors(run.all.errors)}.`),
       ...(phases === null ? [] : [renderHtmlTable(phases, 'By phase, in the order they ran; latency in ms')]),
-      paragraph(`/healthz during the load: ${describeLatency(run.healthz, 'probes')}.`),
+      paragraph(`/healthz during the load: ${describeHealthz(run).join('; ')}.`),
     ]),
     section('over-time', 'Over time', [chartGroup(runOverTimeCharts(result))]),
     section('server', 'Server signals', [

@@ -99,6 +99,7 @@ const comparisonColumns: Array<Column<RunResult>> = [
   right('503s', (run) => formatCount(run.summary.errors.overloaded), 'refused at once with Retry-After (overloaded, by design)'),
   right('healthz p99', (run) => formatMs(run.summary.healthz?.p99Ms), '/healthz probes during the load, p99 ms'),
   right('healthz max', (run) => formatMs(run.summary.healthz?.maxMs), '/healthz probes during the load, max ms'),
+  right('floor p99', (run) => formatMs(run.summary.healthzFloor?.p99Ms), 'the same probes of an empty server beside the service in the same run, p99 ms: the machine\'s floor under healthz p99'),
   right('loop p99', (run) => formatMs(run.summary.eventLoopDelayP99MaxMs), 'event-loop delay p99 of the worst second, ms (the sampling interval taken out)'),
   right('libuv max', (run) => formatMs(run.summary.libuvCanaryMaxMs), "the libuv-pool canary's slowest answer, ms"),
   right('CPU cores', (run) => formatCores(run.summary.cpuCoresMean), 'mean CPU of the service during the load (process tree when the lab started it)'),

@@ -3,7 +3,7 @@
  */
 import type { LabResult, RunResult } from '../result.js'
 import {
-  describeErrors, describeGenerator, describeLatency, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
+  describeErrors, describeGenerator, describeHealthz, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'
 import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table } from './tables.js'
 
@@ -75,7 +75,7 @@ function runSections (result: LabResult, run: RunResult): string[] {
     ...wrapWords(`errors: ${describeErrors(run.all.errors)}`, lineWidthChars, '  '),
     ...(phases === null ? [] : [...heading('Requests by phase'), renderTextTable(phases)]),
     '',
-    `/healthz during the run: ${describeLatency(run.healthz, 'probes')}`,
+    ...describeHealthz(run).map((line, index) => index === 0 ? `/healthz during the run: ${line}` : `  ${line}`),
     ...heading('Server'),
     ...factLines(serverFacts(run)),
     '',

@@ -152,12 +152,13 @@ const charts = {
   latency: {
     title: 'Latency over time',
     namesRun: true,
-    description: (result) => `p50, p95 and p99 latency in ms of the requests ending in each second${result.load.model === 'open' ? ', measured from their intended send time' : ''}, and the p99 of the /healthz probes`,
+    description: (result) => `p50, p95 and p99 latency in ms of the requests ending in each second${result.load.model === 'open' ? ', measured from their intended send time' : ''}, and the p99 of the /healthz probes and of the same probes of an empty server beside the service (the machine's floor)`,
     config: (_, run) => run === undefined
       ? null
       : lineChartConfig(lines<SecondSample>(run.seconds, [
         ...percentiles((sample: SecondSample) => sample.all.latency),
         ['/healthz p99', (sample) => sample.healthz?.p99Ms, colours.healthz, true],
+        ['floor p99', (sample) => sample.healthzFloor?.p99Ms, colours.floor, true],
       ]), timeAxis, msAxis),
   },
   throughput: {
@@ -235,8 +236,8 @@ const charts = {
   },
   'bar-healthz': {
     title: '/healthz during the load',
-    description: () => 'p99 and max latency in ms of the /healthz probes during the load, grouped by strategy',
-    config: (result) => bars(result, [['/healthz p99', (run) => run.summary.healthz?.p99Ms, colours.healthz], ['/healthz max', (run) => run.summary.healthz?.maxMs, '#7fc9b4']], msAxis),
+    description: () => 'p99 and max latency in ms of the /healthz probes during the load, and the p99 of the same probes of an empty server beside the service (the machine\'s floor), grouped by strategy',
+    config: (result) => bars(result, [['/healthz p99', (run) => run.summary.healthz?.p99Ms, colours.healthz], ['/healthz max', (run) => run.summary.healthz?.maxMs, '#7fc9b4'], ['floor p99', (run) => run.summary.healthzFloor?.p99Ms, colours.floor]], msAxis),
   },
   'bar-delay': {
     title: 'Event loop and libuv pool',

@@ -29,6 +29,7 @@ export const colours = {
   p95: '#e69f00',
   p99: '#d55e00',
   healthz: '#009e73',
+  floor: '#999999',
   offered: '#777777',
   achieved: '#0072b2',
   failed: '#d55e00',

@@ -78,6 +78,8 @@ export interface EndpointStats {
   ok: number
   latency: LatencySummary
   okLatency: LatencySummary
+  /** The 503s with Retry-After alone (absent in results from before it was measured). */
+  refusedLatency?: LatencySummary
   errors: ErrorCounts
 }
 

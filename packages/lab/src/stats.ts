@@ -56,6 +56,7 @@ export interface EndpointPartial {
   errors: ErrorCounts
   histogram: string
   okHistogram: string
+  refusedHistogram: string
 }
 
 export class EndpointAccumulator {
@@ -65,6 +66,8 @@ export class EndpointAccumulator {
   readonly histogram = createHistogram()
   /** The 2xx responses alone. */
   readonly okHistogram = createHistogram()
+  /** The 503s with Retry-After alone: how fast a refusal came. */
+  readonly refusedHistogram = createHistogram()
 
   record (outcome: RequestOutcome): void {
     this.requests++
@@ -75,7 +78,10 @@ export class EndpointAccumulator {
         recordMs(this.okHistogram, outcome.latencyMs)
       } else {
         this.errors.byStatus[outcome.status] = (this.errors.byStatus[outcome.status] ?? 0) + 1
-        if (outcome.status === 503 && outcome.retryAfter) this.errors.overloaded++
+        if (outcome.status === 503 && outcome.retryAfter) {
+          this.errors.overloaded++
+          recordMs(this.refusedHistogram, outcome.latencyMs)
+        }
       }
     } else if (outcome.failure === 'timeout') {
       // A timeout is a latency too (at least the timeout): leaving it out would flatter p99.
@@ -86,7 +92,7 @@ export class EndpointAccumulator {
   }
 
   toPartial (): EndpointPartial {
-    return { requests: this.requests, ok: this.ok, errors: this.errors, histogram: encode(this.histogram), okHistogram: encode(this.okHistogram) }
+    return { requests: this.requests, ok: this.ok, errors: this.errors, histogram: encode(this.histogram), okHistogram: encode(this.okHistogram), refusedHistogram: encode(this.refusedHistogram) }
   }
 
   add (other: EndpointPartial | EndpointAccumulator): void {
@@ -97,14 +103,16 @@ export class EndpointAccumulator {
     if (other instanceof EndpointAccumulator) {
       this.histogram.add(other.histogram)
       this.okHistogram.add(other.okHistogram)
+      this.refusedHistogram.add(other.refusedHistogram)
     } else {
       addEncoded(this.histogram, other.histogram)
       addEncoded(this.okHistogram, other.okHistogram)
+      addEncoded(this.refusedHistogram, other.refusedHistogram)
     }
   }
 
   toStats (): EndpointStats {
-    return { requests: this.requests, ok: this.ok, latency: summarise(this.histogram), okLatency: summarise(this.okHistogram), errors: structuredClone(this.errors) }
+    return { requests: this.requests, ok: this.ok, latency: summarise(this.histogram), okLatency: summarise(this.okHistogram), refusedLatency: summarise(this.refusedHistogram), errors: structuredClone(this.errors) }
   }
 }
 

@@ -126,6 +126,7 @@ function sumStats (stats: EndpointStats[]): EndpointStats {
     ok: stats.reduce((sum, one) => sum + one.ok, 0),
     latency: worstOf((one) => one.latency),
     okLatency: worstOf((one) => one.okLatency),
+    refusedLatency: worstOf((one) => one.refusedLatency ?? one.latency),
     errors: errors(byStatus, {
       overloaded: stats.reduce((sum, one) => sum + one.errors.overloaded, 0),
       timeouts: stats.reduce((sum, one) => sum + one.errors.timeouts, 0),
@@ -153,6 +154,7 @@ function statsFor (profile: Profile, endpoints: string[], requests: number, scal
       latency: figures,
       // Refusals are fast, so the 2xx alone are a little slower than everything together.
       okLatency: latency(perEndpoint - failed, profile.p50Ms * factor * 1.1, profile.p95Ms * factor * 1.1, profile.p99Ms * factor * 1.1),
+      refusedLatency: latency(overloaded, 0.8 * factor, 2 * factor, 4 * factor),
       errors: errors(overloaded === 0 ? {} : { 503: overloaded }, { overloaded, timeouts }),
     }]
   }))
@@ -257,6 +259,7 @@ export function syntheticRun (profile: Profile, shape: RunShape, seed: number): 
       ok: all.ok,
       latency: all.latency,
       okLatency: all.okLatency,
+      refusedLatency: all.refusedLatency,
       errors: all.errors,
       errorRate: all.requests === 0 ? 0 : (all.requests - all.ok) / all.requests,
       healthz,

@@ -46,8 +46,8 @@ describe('terminal report: compare', () => {
         run.label, formatRate(summary.achievedPerSecond),
         formatMs(summary.latency.p50Ms), formatMs(summary.latency.p95Ms), formatMs(summary.latency.p99Ms),
         formatMs(summary.okLatency.p95Ms),
-        formatPercent(summary.errorRate), formatCount(summary.errors.timeouts), formatCount(summary.errors.overloaded),
-        formatMs(summary.healthz?.p99Ms), formatMs(summary.healthz?.maxMs), formatMs(summary.healthzFloor?.p99Ms),
+        formatPercent(summary.errorRate), formatCount(summary.errors.timeouts), formatCount(summary.errors.overloaded), formatMs(summary.refusedLatency?.p99Ms),
+        formatMs(summary.healthz?.p99Ms), formatMs(summary.healthzFloor?.p99Ms),
         formatMs(summary.eventLoopDelayP99MaxMs), formatMs(summary.libuvCanaryMaxMs),
         formatCores(summary.cpuCoresMean), formatMiB(summary.peakRssBytes),
       ], run.label)

@@ -27,6 +27,8 @@ describe('counting requests', () => {
     assert.ok((stats.latency.maxMs ?? 0) >= 29_990, 'a timeout counts as the time it waited')
     assert.equal(stats.okLatency.count, 2)
     assert.ok(Math.abs((stats.okLatency.p50Ms ?? 0) - 100) < 0.2 && Math.abs((stats.okLatency.maxMs ?? 0) - 300) < 0.5)
+    assert.equal(stats.refusedLatency?.count, 1, 'the 503 with Retry-After alone has a latency of its own')
+    assert.ok(Math.abs((stats.refusedLatency.maxMs ?? 0) - 2) < 0.01)
   })
 
   /** Counts exactly; latencies to the histograms' precision (3 significant digits: 0.1 %). */
@@ -34,10 +36,13 @@ describe('counting requests', () => {
     assert.equal(actual.requests, expected.requests, what)
     assert.equal(actual.ok, expected.ok, what)
     assert.deepEqual(actual.errors, expected.errors, what)
-    for (const key of ['latency', 'okLatency'] as const) {
-      for (const [figure, value] of Object.entries(expected[key]) as Array<[keyof LatencySummary, number | null]>) {
-        const got = actual[key][figure] ?? Number.NaN
-        assert.ok(value === null ? actual[key][figure] === null : Math.abs(got - value) <= value * 0.001 + 1e-9, `${what} ${key}.${figure}: ${got} vs ${String(value)}`)
+    for (const key of ['latency', 'okLatency', 'refusedLatency'] as const) {
+      const want = expected[key]
+      const have = actual[key]
+      assert.ok(want !== undefined && have !== undefined, `${what} ${key}`)
+      for (const [figure, value] of Object.entries(want) as Array<[keyof LatencySummary, number | null]>) {
+        const got = have[figure] ?? Number.NaN
+        assert.ok(value === null ? have[figure] === null : Math.abs(got - value) <= value * 0.001 + 1e-9, `${what} ${key}.${figure}: ${got} vs ${String(value)}`)
       }
     }
   }

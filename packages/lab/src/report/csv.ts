@@ -64,6 +64,7 @@ const endpointColumns: ReadonlyArray<CsvColumn<Endpoint>> = [
   ...fields((row: Endpoint) => row.item.stats, ['requests', 'ok']),
   ...fields((row: Endpoint) => row.item.stats.latency, latencyFields, 'latency'),
   ...fields((row: Endpoint) => row.item.stats.okLatency, latencyFields, 'okLatency'),
+  ...fields((row: Endpoint) => row.item.stats.refusedLatency, latencyFields, 'refusedLatency'),
   ...errorColumns((row: Endpoint) => row.item.stats.errors),
 ]
 
@@ -82,6 +83,7 @@ const comparisonColumns: ReadonlyArray<CsvColumn<RunResult>> = [
   ...fields(summary, ['durationSeconds', 'achievedPerSecond', 'requestsPerSecond', 'requests', 'ok', 'errorRate']),
   ...fields((row: RunResult) => row.summary.latency, latencyFields, 'latency'),
   ...fields((row: RunResult) => row.summary.okLatency, latencyFields, 'okLatency'),
+  ...fields((row: RunResult) => row.summary.refusedLatency, latencyFields, 'refusedLatency'),
   ...errorColumns((row: RunResult) => row.summary.errors),
   ...fields((row: RunResult) => row.summary.healthz, latencyFields, 'healthz'),
   ...fields((row: RunResult) => row.summary.healthzFloor, latencyFields, 'healthzFloor'),

@@ -68,6 +68,8 @@ const statsColumns = (first: string): Array<Column<Named>> => [
   right('errors', (row) => formatCount(row.stats.requests - row.stats.ok), 'requests without a 2xx: non-2xx responses, timeouts, connection errors'),
   right('req/s', (row) => formatRate(row.seconds > 0 ? row.stats.requests / row.seconds : null)),
   ...msColumns((row: Named) => row.stats.latency, ['p50Ms', 'p90Ms', 'p95Ms', 'p99Ms', 'maxMs']),
+  right('ok p99', (row) => formatMs(row.stats.okLatency.p99Ms), 'p99 of the 2xx responses alone, ms'),
+  right('503 p99', (row) => formatMs(row.stats.refusedLatency?.p99Ms), 'p99 of the 503s with Retry-After alone, ms: how fast a refusal came'),
 ]
 
 /** One row per endpoint, in the result's order (the scenario's first: runner.ts writes them so), then the whole run. */
@@ -97,12 +99,12 @@ const comparisonColumns: Array<Column<RunResult>> = [
   right('errors', (run) => formatPercent(run.summary.errorRate), 'share of requests without a 2xx'),
   right('timeouts', (run) => formatCount(run.summary.errors.timeouts), 'requests with no response within the request timeout'),
   right('503s', (run) => formatCount(run.summary.errors.overloaded), 'refused at once with Retry-After (overloaded, by design)'),
+  right('503 p99', (run) => formatMs(run.summary.refusedLatency?.p99Ms), 'p99 of the 503s with Retry-After alone, ms: how fast a refusal came'),
   right('healthz p99', (run) => formatMs(run.summary.healthz?.p99Ms), '/healthz probes during the load, p99 ms'),
-  right('healthz max', (run) => formatMs(run.summary.healthz?.maxMs), '/healthz probes during the load, max ms'),
   right('floor p99', (run) => formatMs(run.summary.healthzFloor?.p99Ms), 'the same probes of an empty server beside the service in the same run, p99 ms: the machine\'s floor under healthz p99'),
   right('loop p99', (run) => formatMs(run.summary.eventLoopDelayP99MaxMs), 'event-loop delay p99 of the worst second, ms (the sampling interval taken out)'),
   right('libuv max', (run) => formatMs(run.summary.libuvCanaryMaxMs), "the libuv-pool canary's slowest answer, ms"),
-  right('CPU cores', (run) => formatCores(run.summary.cpuCoresMean), 'mean CPU of the service during the load (process tree when the lab started it)'),
+  right('cores', (run) => formatCores(run.summary.cpuCoresMean), 'mean CPU cores of the service during the load (process tree when the lab started it)'),
   right('RSS MiB', (run) => formatMiB(run.summary.peakRssBytes), 'peak resident memory of the service'),
 ]
 

@@ -17,7 +17,7 @@ import type { LoginThrottlePolicy } from './login-throttle.js'
 import { RefusalPacer } from './pacing.js'
 import { createError } from '../errors.js'
 import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
-import { loggerOptions } from './logger.js'
+import { lazyChildLogger, loggerOptions } from './logger.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { installDrain, type Drain } from './drain.js'
 import { AuthResponse, ErrorResponse, MailAccepted, Post, Session, User } from './schemas.js'
@@ -122,6 +122,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     // One line per request at info costs more than a refusal itself; requests are logged at
     // debug (onResponse below) and counted in /metrics.
     logController: new LogController({ disableRequestLogging: true }),
+    // A request's child logger is made when it first writes a line, not for every request (logger.ts).
+    childLoggerFactory: lazyChildLogger as unknown as FastifyServerOptions['childLoggerFactory'],
     // Which X-Forwarded-For hops to believe, so request.ip is the client (login throttling counts by it).
     trustProxy: fastifyTrustProxy(config.trustProxy),
     // Requests that arrive on an open keep-alive connection during shutdown get a 503; off

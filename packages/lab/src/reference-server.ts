@@ -26,19 +26,37 @@ export interface ReferenceServer {
   close: () => Promise<void>
 }
 
+/** How long the empty server may take to listen. */
+const startTimeoutMs = 10_000
+
 export async function startReferenceServer (): Promise<ReferenceServer> {
-  const child = spawn(process.execPath, ['-e', serverCode], { stdio: ['pipe', 'pipe', 'inherit'] })
+  // Its own process group: a Ctrl-C that interrupts the run does not kill it before the lab
+  // has stopped probing (the lab closes it then, or it exits when the lab's end of stdin closes).
+  const child = spawn(process.execPath, ['-e', serverCode], { stdio: ['pipe', 'pipe', 'inherit'], detached: true })
+  // Writing to a child that just died must not take the lab down (EPIPE).
+  child.stdin.on('error', () => {})
   const exited = once(child, 'exit')
-  const port = await Promise.race([
-    once(child.stdout, 'data').then(([chunk]) => Number(String(chunk).trim())),
-    exited.then(([code]) => { throw new Error(`the empty reference server for /healthz exited (code ${String(code)}) before it listened`) }),
-  ])
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      child.stdin.end()
-      await exited
-    },
+  let timer: NodeJS.Timeout | undefined
+  try {
+    const port = await Promise.race([
+      once(child.stdout, 'data').then(([chunk]) => Number(String(chunk).trim())),
+      exited.then(([code]) => { throw new Error(`the empty reference server for /healthz exited (code ${String(code)}) before it listened`) }),
+      new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => { reject(new Error(`the empty reference server for /healthz did not listen within ${startTimeoutMs / 1000} s`)) }, startTimeoutMs)
+      }),
+    ])
+    return {
+      url: `http://127.0.0.1:${port}`,
+      close: async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return
+        child.stdin.end()
+        await exited
+      },
+    }
+  } catch (err) {
+    child.kill('SIGKILL')
+    throw err
+  } finally {
+    clearTimeout(timer)
   }
 }

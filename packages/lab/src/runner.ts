@@ -93,6 +93,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
   let scraper: MetricsScraper | undefined
   let probe: HealthzProbe | undefined
   let floorServer: ReferenceServer | undefined
+  let floorError: string | undefined
   const session = await LoadSession.start({
     ...common,
     workers: load.workers,
@@ -108,13 +109,17 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
   try {
     scraper = new MetricsScraper({ url: metricsUrl, runStartEpochMs: session.runStartEpochMs, pid })
     await scraper.start()
-    if (load.healthzProbeRate > 0) floorServer = await startReferenceServer()
+    // The floor is a measurement beside the run: without it the run goes on, and says so.
+    if (load.healthzProbeRate > 0) floorServer = await startReferenceServer().catch((err: unknown) => { floorError = (err as Error).message; return undefined })
     probe = new HealthzProbe({ url: common.url, floorUrl: floorServer?.url, ratePerSecond: load.healthzProbeRate, runStartEpochMs: session.runStartEpochMs, timeoutMs: load.requestTimeoutMs })
     probe.start()
   } catch (err) {
-    await session.close(true)
-    await scraper?.stop()
-    await floorServer?.close()
+    try {
+      await session.close(true)
+      await scraper?.stop()
+    } finally {
+      await floorServer?.close()
+    }
     throw err
   }
   const stop = async (abort: boolean): Promise<number> => {
@@ -164,6 +169,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     probe.failures > 0 && `${probe.failures} /healthz probe(s) did not get a 200`,
     probe.skipped > 0 && `${probe.skipped} /healthz probe(s) were not sent because earlier ones were still waiting`,
     probe.error !== undefined && `the /healthz prober failed: ${probe.error}`,
+    floorError !== undefined && `no /healthz floor in this run: ${floorError}`,
     probe.floorFailures > 0 && `${probe.floorFailures} probe(s) of the empty reference server got no answer or were not sent: its floor is not whole`,
     interrupted && 'interrupted; the figures cover the run up to the interruption',
   ].filter((warning): warning is string => warning !== false).map((warning) => `${label}: ${warning}`)

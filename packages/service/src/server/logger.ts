@@ -41,7 +41,9 @@ const levels: readonly Level[] = ['fatal', 'error', 'warn', 'info', 'debug', 'tr
  * thread's busy time in a profile of the service refusing a crowd (bench/README, "Where a
  * refusal's time goes"), and most requests, every refusal among them, write no line: the
  * one each request passes (`request completed`) is at debug. A line written is the same as
- * before: the child is pino's own, made with the same bindings and options.
+ * before: the child is pino's own, made with the same bindings and options. One difference:
+ * until its first line, the request follows its parent's level as it is then (pino fixes a
+ * child's level when the child is made); the service never changes its level while it runs.
  */
 export function lazyChildLogger (logger: pino.Logger, bindings: pino.Bindings, options: pino.ChildLoggerOptions): pino.Logger {
   // Not a pino logger (Fastify's null logger when logging is off): as Fastify would.
@@ -53,11 +55,16 @@ export function lazyChildLogger (logger: pino.Logger, bindings: pino.Bindings, o
     : options.level === undefined
       ? logger.isLevelEnabled(level)
       : (logger.levels.values[level] ?? 0) >= (logger.levels.values[options.level] ?? Infinity)
-  const lazy = {
+  const lazy: pino.Logger = {
     get level () { return child?.level ?? options.level ?? logger.level },
     set level (value: string) { real().level = value },
     isLevelEnabled: (level: string) => enabled(level as Level),
     child: (more: pino.Bindings, moreOptions?: pino.ChildLoggerOptions) => real().child(more, moreOptions),
+    bindings: () => real().bindings(),
+    setBindings: (more: pino.Bindings) => { real().setBindings(more) },
+    flush: (callback?: (err?: Error) => void) => { logger.flush(callback) },
+    get levels () { return logger.levels },
+    get levelVal () { return child?.levelVal ?? logger.levels.values[lazy.level] },
     silent: () => {},
   } as unknown as pino.Logger
   for (const level of levels) {

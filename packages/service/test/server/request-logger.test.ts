@@ -42,6 +42,7 @@ describe("a request's child logger", () => {
     const nested = log.child({ step: 'hash' })
     nested.error('third')
     assert.deepEqual([lines[2]?.reqId, lines[2]?.step], ['req-1', 'hash'], 'its own children keep the request binding')
+    assert.deepEqual(log.bindings(), { reqId: 'req-1' }, "pino's other methods reach the child")
   })
 
   it("follows a route's own level, above or below the service's", () => {

@@ -32,7 +32,6 @@ export function createLogger (level: string, destination?: pino.DestinationStrea
 }
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
-const levels: readonly Level[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace']
 
 /**
  * Fastify's `childLoggerFactory`: a request's child logger (its `reqId` bound) is made the
@@ -48,29 +47,45 @@ const levels: readonly Level[] = ['fatal', 'error', 'warn', 'info', 'debug', 'tr
 export function lazyChildLogger (logger: pino.Logger, bindings: pino.Bindings, options: pino.ChildLoggerOptions): pino.Logger {
   // Not a pino logger (Fastify's null logger when logging is off): as Fastify would.
   if (typeof logger.isLevelEnabled !== 'function') return logger.child(bindings, options)
-  let child: pino.Logger | undefined
-  const real = (): pino.Logger => (child ??= logger.child(bindings, options))
-  const enabled = (level: Level): boolean => child !== undefined
-    ? child.isLevelEnabled(level)
-    : options.level === undefined
-      ? logger.isLevelEnabled(level)
-      : (logger.levels.values[level] ?? 0) >= (logger.levels.values[options.level] ?? Infinity)
-  const lazy: pino.Logger = {
-    get level () { return child?.level ?? options.level ?? logger.level },
-    set level (value: string) { real().level = value },
-    isLevelEnabled: (level: string) => enabled(level as Level),
-    child: (more: pino.Bindings, moreOptions?: pino.ChildLoggerOptions) => real().child(more, moreOptions),
-    bindings: () => real().bindings(),
-    setBindings: (more: pino.Bindings) => { real().setBindings(more) },
-    flush: (callback?: (err?: Error) => void) => { logger.flush(callback) },
-    get levels () { return logger.levels },
-    get levelVal () { return child?.levelVal ?? logger.levels.values[lazy.level] },
-    silent: () => {},
-  } as unknown as pino.Logger
-  for (const level of levels) {
-    (lazy as unknown as Record<Level, (...args: unknown[]) => void>)[level] = (...args: unknown[]) => {
-      if (enabled(level)) (real()[level] as (...args: unknown[]) => void)(...args)
-    }
+  return new LazyChildLogger(logger, bindings, options) as unknown as pino.Logger
+}
+
+/** One per request: its methods live on the prototype, so a request that writes nothing costs one small object. */
+class LazyChildLogger {
+  private made: pino.Logger | undefined
+
+  constructor (private readonly parent: pino.Logger, private readonly bindingsOfChild: pino.Bindings, private readonly options: pino.ChildLoggerOptions) {}
+
+  private real (): pino.Logger {
+    return (this.made ??= this.parent.child(this.bindingsOfChild, this.options))
   }
-  return lazy
+
+  isLevelEnabled (level: string): boolean {
+    if (this.made !== undefined) return this.made.isLevelEnabled(level)
+    if (this.options.level === undefined) return this.parent.isLevelEnabled(level)
+    const values = this.parent.levels.values
+    return (values[level] ?? 0) >= (values[this.options.level] ?? Infinity)
+  }
+
+  get level (): string { return this.made?.level ?? this.options.level ?? this.parent.level }
+  set level (value: string) { this.real().level = value }
+  get levels (): pino.LevelMapping { return this.parent.levels }
+  get levelVal (): number { return this.made?.levelVal ?? this.parent.levels.values[this.level] ?? 0 }
+
+  fatal (...args: unknown[]): void { this.write('fatal', args) }
+  error (...args: unknown[]): void { this.write('error', args) }
+  warn (...args: unknown[]): void { this.write('warn', args) }
+  info (...args: unknown[]): void { this.write('info', args) }
+  debug (...args: unknown[]): void { this.write('debug', args) }
+  trace (...args: unknown[]): void { this.write('trace', args) }
+  silent (): void {}
+
+  child (bindings: pino.Bindings, options?: pino.ChildLoggerOptions): pino.Logger { return this.real().child(bindings, options) }
+  bindings (): pino.Bindings { return this.real().bindings() }
+  setBindings (bindings: pino.Bindings): void { this.real().setBindings(bindings) }
+  flush (callback?: (err?: Error) => void): void { this.parent.flush(callback) }
+
+  private write (level: Level, args: unknown[]): void {
+    if (this.isLevelEnabled(level)) (this.real()[level] as (...args: unknown[]) => void)(...args)
+  }
 }

@@ -127,6 +127,7 @@ export class LoadSession {
         all: endpoints.all().toStats(),
         byEndpoint: endpoints.toStats(this.options.endpointOrder),
         healthz: null,
+        healthzFloor: null,
       }
       this.totals.addPartials(Object.fromEntries(endpoints.byName))
       this.seconds.push(sample)

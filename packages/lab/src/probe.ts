@@ -18,7 +18,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { nowEpochMs, secondOf } from './schedule.js'
 import { createHistogram, recordMs, summarise, type LatencyHistogram } from './stats.js'
 import { HttpTarget } from './http.js'
-import type { LatencySummary } from './result.js'
+import type { LatencySummary, SecondSample } from './result.js'
 
 const maxInFlight = 16
 
@@ -88,14 +88,10 @@ export class HealthzProbe {
     })
   }
 
-  /** Service probes that ended in second `t`, or null when none did. */
-  second (t: number): LatencySummary | null {
-    return this.service.second(t)
-  }
-
-  /** Probes of the empty server that ended in second `t`, or null when none did (or there is no floor). */
-  floorSecond (t: number): LatencySummary | null {
-    return this.floor.second(t)
+  /** Puts in a second of the run the probes of the service and of the empty server that ended in it (null where none did). */
+  fill (sample: Pick<SecondSample, 't' | 'healthz' | 'healthzFloor'>): void {
+    sample.healthz = this.service.second(sample.t)
+    sample.healthzFloor = this.floor.second(sample.t)
   }
 
   /** Every service probe of the run, or null when the probe was off. */

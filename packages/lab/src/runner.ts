@@ -101,8 +101,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     connections: load.model === 'open' ? load.maxInFlight : Math.max(1, load.startVus, ...load.stages.map((stage) => stage.target)),
     requestTimeoutMs: load.requestTimeoutMs,
     onSecond: (sample) => {
-      sample.healthz = probe?.second(sample.t) ?? null
-      sample.healthzFloor = probe?.floorSecond(sample.t) ?? null
+      probe?.fill(sample)
       onSecond?.(sample, scraper?.samples.at(-1))
     },
   })
@@ -152,10 +151,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
   const generator = generatorInfo(session, done, await stop(interrupted))
   const seconds = session.seconds
   // Probes that ended after their second was merged are in now.
-  for (const sample of seconds) {
-    sample.healthz = probe.second(sample.t)
-    sample.healthzFloor = probe.floorSecond(sample.t)
-  }
+  for (const sample of seconds) probe.fill(sample)
   const lastT = seconds.at(-1)?.t ?? 0
 
   const failedIterations = done.reduce((sum, segment) => sum + segment.iterationErrors, 0)

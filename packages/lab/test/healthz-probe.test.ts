@@ -11,7 +11,11 @@ import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { nowEpochMs } from '../src/schedule.js'
 import { HealthzProbe } from '../src/probe.js'
+import type { SecondSample } from '../src/result.js'
 import { startReferenceServer } from '../src/reference-server.js'
+
+/** A second of the run, as far as the probe fills it. */
+type ProbedSecond = Pick<SecondSample, 't' | 'healthz' | 'healthzFloor'>
 
 const serverCode = `
 const server = require('node:http').createServer((request, response) => { response.end('{"status":"ok"}') })
@@ -39,7 +43,9 @@ describe('the /healthz probe', () => {
       assert.equal(probe.error, undefined)
       // Timed on the blocked thread, the probes due during the block would read 200 to 400 ms.
       assert.ok((summary.maxMs ?? Infinity) < 200, `slowest probe ${summary.maxMs} ms`)
-      assert.ok(probe.second(1) !== null, 'probes are kept by the second they ended in')
+      const second: ProbedSecond = { t: 1, healthz: null, healthzFloor: null }
+      probe.fill(second)
+      assert.ok(second.healthz !== null, 'probes are kept by the second they ended in')
     } finally {
       server.kill()
     }
@@ -65,7 +71,10 @@ describe('the /healthz probe', () => {
       assert.ok((empty.p50Ms ?? Infinity) < 40, `and are not the floor's: p50 ${empty.p50Ms} ms`)
       assert.equal(probe.floorFailures, 0)
       assert.equal(probe.failures, 0)
-      assert.ok(probe.floorSecond(0) !== null || probe.floorSecond(1) !== null, 'the floor is kept by the second')
+      const [first, second]: [ProbedSecond, ProbedSecond] = [{ t: 0, healthz: null, healthzFloor: null }, { t: 1, healthz: null, healthzFloor: null }]
+      probe.fill(first)
+      probe.fill(second)
+      assert.ok(first.healthzFloor !== null || second.healthzFloor !== null, 'the floor is kept by the second')
     } finally {
       server.kill()
       await floor.close()

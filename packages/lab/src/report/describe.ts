@@ -94,7 +94,11 @@ export function describeErrors (errors: ErrorCounts): string {
 
 export function describeLatency (latency: LatencySummary | null, what: string): string {
   if (latency === null || latency.count === 0) return `no ${what}`
-  return `${formatCount(latency.count)} ${what}: p50 ${formatMs(latency.p50Ms)} ms, p99 ${formatMs(latency.p99Ms)} ms, max ${formatMs(latency.maxMs)} ms`
+  return `${formatCount(latency.count)} ${what}: ${latencyFigures(latency)}`
+}
+
+function latencyFigures (latency: LatencySummary): string {
+  return `p50 ${formatMs(latency.p50Ms)} ms, p99 ${formatMs(latency.p99Ms)} ms, max ${formatMs(latency.maxMs)} ms`
 }
 
 /** The service's /healthz probes, and the floor beside them when it was measured. */
@@ -102,7 +106,7 @@ export function describeHealthz (run: RunResult): string[] {
   const service = describeLatency(run.healthz, 'probes')
   const floor = run.healthzFloor
   if (floor === undefined || floor === null || floor.count === 0) return [service]
-  return [service, `an empty server beside it, probed alike (the machine's floor): p50 ${formatMs(floor.p50Ms)} ms, p99 ${formatMs(floor.p99Ms)} ms, max ${formatMs(floor.maxMs)} ms`]
+  return [service, `an empty server beside it, probed alike (the machine's floor): ${latencyFigures(floor)}`]
 }
 
 /** The peak, or the sum, of a server signal over the run; null when it was never measured. */

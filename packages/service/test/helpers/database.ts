@@ -115,3 +115,45 @@ export function watchQueries (pool: pg.Pool, options: { delayMs?: (text: string)
   pool.query = wrapped as unknown as typeof pool.query
   return { texts, stop () { pool.query = original } }
 }
+
+export interface QueryHold {
+  /** Resolves when `count` queries are held. */
+  held: Promise<void>
+  /** Queries held now. */
+  waiting: () => number
+  /** The SQL text of every `pool.query` call since the hold started. */
+  texts: string[]
+  /** Lets the held queries run, and the next ones pass. */
+  release: () => void
+}
+
+/** Holds every `pool.query` whose text matches `pattern` at the database until released: requests kept in flight on purpose. */
+export function holdQueries (pool: pg.Pool, pattern: RegExp, count: number): QueryHold {
+  const original = pool.query
+  const texts: string[] = []
+  let waiting = 0
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => { release = resolve })
+  let reached!: () => void
+  const held = new Promise<void>((resolve) => { reached = resolve })
+  pool.query = async function (this: pg.Pool, ...args: unknown[]): Promise<unknown> {
+    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: unknown } | undefined)?.text)
+    texts.push(text)
+    if (pattern.test(text)) {
+      waiting++
+      if (waiting === count) reached()
+      await gate
+      waiting--
+    }
+    return await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args)
+  } as unknown as typeof pool.query
+  return {
+    held,
+    waiting: () => waiting,
+    texts,
+    release () {
+      release()
+      pool.query = original
+    },
+  }
+}

@@ -5,49 +5,10 @@
  */
 import assert from 'node:assert/strict'
 import http from 'node:http'
-import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { bcryptHasher } from '../../src/hashing/bcrypt.js'
+import { nodeRequest, parseResponses, rawConnection, rawExchange, type NodeResponse, type RawResponse } from '../helpers/raw-http.js'
 import { registerUser, request, startTestService, type TestService } from '../helpers/service.js'
-
-interface RawResponse {
-  status: number
-  headers: Record<string, string>
-  body: any
-}
-
-function parseResponses (raw: string): RawResponse[] {
-  const responses: RawResponse[] = []
-  let rest = raw
-  while (rest.startsWith('HTTP/1.1 ')) {
-    const headEnd = rest.indexOf('\r\n\r\n')
-    const [statusLine, ...headerLines] = rest.slice(0, headEnd).split('\r\n')
-    const headers: Record<string, string> = {}
-    for (const line of headerLines) {
-      const colon = line.indexOf(':')
-      headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim()
-    }
-    const length = Number(headers['content-length'] ?? 0)
-    const text = rest.slice(headEnd + 4, headEnd + 4 + length)
-    responses.push({ status: Number(statusLine?.split(' ')[1]), headers, body: text.length > 0 ? JSON.parse(text) : undefined })
-    rest = rest.slice(headEnd + 4 + length)
-  }
-  return responses
-}
-
-/** Writes raw bytes on a fresh connection and returns what came back before the server closed it. */
-async function rawExchange (url: string, bytes: string): Promise<RawResponse> {
-  const { port } = new URL(url)
-  const socket = net.connect(Number(port), '127.0.0.1')
-  let received = ''
-  socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1') })
-  socket.on('error', () => {})
-  socket.write(bytes)
-  await new Promise((resolve) => socket.once('close', resolve))
-  const [response] = parseResponses(received)
-  assert.ok(response !== undefined, `a response: ${JSON.stringify(received)}`)
-  return response
-}
 
 function assertRegistryShape (response: RawResponse, status: number, code: string): void {
   assert.equal(response.status, status)
@@ -136,27 +97,6 @@ describe('a method the route does not have', () => {
   })
 })
 
-interface NodeResponse {
-  status: number
-  headers: http.IncomingHttpHeaders
-  body: any
-}
-
-/** node:http, which sends any method its parser knows (fetch refuses some, and normalises case). */
-async function nodeRequest (url: string, method: string, path: string, options: { headers?: Record<string, string>, body?: string } = {}): Promise<NodeResponse> {
-  const { port } = new URL(url)
-  return await new Promise((resolve, reject) => {
-    const outgoing = http.request({ host: '127.0.0.1', port: Number(port), method, path, headers: options.headers, agent: false }, (incoming) => {
-      let text = ''
-      incoming.setEncoding('utf8')
-      incoming.on('data', (chunk: string) => { text += chunk })
-      incoming.on('end', () => { resolve({ status: incoming.statusCode ?? 0, headers: incoming.headers, body: text.length > 0 ? JSON.parse(text) : undefined }) })
-    })
-    outgoing.on('error', reject)
-    outgoing.end(options.body)
-  })
-}
-
 function assertMethodNotAllowed (response: NodeResponse, method: string, allow: string): void {
   assert.equal(response.status, 405, method)
   assert.equal(response.headers.allow, allow, method)
@@ -238,11 +178,7 @@ describe('a request that arrives while the service shuts down', () => {
     const { email, password } = await registerUser(service)
     // Hold the only hash thread (a legacy bcrypt cost-12 hash), so a login stays in flight.
     const blocker = service.engine.verify('blocker', bcryptHasher.hashSync('blocker', { cost: 12 }))
-    const { port } = new URL(service.url)
-    const socket = net.connect(Number(port), '127.0.0.1')
-    let received = ''
-    socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1') })
-    socket.on('error', () => {})
+    const { socket, received, closed } = rawConnection(service.url)
     const body = JSON.stringify({ email, password })
     socket.write(`POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
     const deadline = Date.now() + 5000
@@ -254,14 +190,14 @@ describe('a request that arrives while the service shuts down', () => {
     // The same keep-alive connection, still open because its first request is in flight.
     socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
     await blocker
-    await new Promise((resolve) => socket.once('close', resolve))
+    await closed
     await closing
     await service.engine.close()
     await service.db.drop()
 
-    const [login, late] = parseResponses(received)
+    const [login, late] = parseResponses(received())
     assert.equal(login?.status, 200, 'the request in flight is finished')
-    assert.ok(late !== undefined, received)
+    assert.ok(late !== undefined, received())
     assertRegistryShape(late, 503, 'SHUTTING_DOWN')
     assert.equal(late.headers['retry-after'], '1')
     assert.equal(late.headers.connection, 'close')

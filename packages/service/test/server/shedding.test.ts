@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import type pg from 'pg'
 import { loadConfig } from '../../src/config.js'
 import { checkConnectionLimits, openFilesLimit, startService } from '../../src/server/start.js'
-import { createTestDatabase } from '../helpers/database.js'
+import { createTestDatabase, holdQueries, type QueryHold } from '../helpers/database.js'
 import { capturingLogger, registerUser, request, startTestService, testJwtSecret, testKeyEncryptionKey, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
 
 /** Polls `attempt` until `done` says its result is the one awaited; a bounded wait on a state, not a sleep. */
@@ -51,34 +51,8 @@ function saturateEventLoop (busyMs: number): () => void {
 }
 
 /** Holds every `GET /me` user lookup at the database until released; `held` resolves when `count` are waiting. */
-function holdUserLookups (pool: pg.Pool, count: number): { held: Promise<void>, waiting: () => number, release: () => void, texts: string[] } {
-  const original = pool.query
-  const texts: string[] = []
-  let waiting = 0
-  let release!: () => void
-  const gate = new Promise<void>((resolve) => { release = resolve })
-  let reached!: () => void
-  const held = new Promise<void>((resolve) => { reached = resolve })
-  pool.query = async function (this: pg.Pool, ...args: unknown[]): Promise<unknown> {
-    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: unknown } | undefined)?.text)
-    texts.push(text)
-    if (/FROM users WHERE id = \$1/.test(text)) {
-      waiting++
-      if (waiting === count) reached()
-      await gate
-      waiting--
-    }
-    return await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args)
-  } as unknown as typeof pool.query
-  return {
-    held,
-    waiting: () => waiting,
-    texts,
-    release () {
-      release()
-      pool.query = original
-    },
-  }
+function holdUserLookups (pool: pg.Pool, count: number): QueryHold {
+  return holdQueries(pool, /FROM users WHERE id = \$1/, count)
 }
 
 describe('load shedding on a saturated event loop', () => {

@@ -29,7 +29,7 @@ import { AccountMailService } from './account-mail-service.js'
 import { MailDispatcher } from '../mail/dispatcher.js'
 import { smtpTransport } from '../mail/transport.js'
 import { healthRoutes, metricsRoute } from './routes/health.js'
-import { installSecurityHeaders, installTokenResponseHeaders } from './security-headers.js'
+import { installSecurityHeaders, installTokenResponseHeaders, securityHeaders, tokenResponseHeaders } from './security-headers.js'
 import { jwksRoutes } from './routes/jwks.js'
 import { labRoutes } from './routes/lab.js'
 import { postRoutes } from './routes/posts.js'
@@ -38,7 +38,7 @@ import { AccountService } from './account-service.js'
 import { SessionCheck } from './session-check.js'
 import { PurgeJob } from './purge-job.js'
 import { purgeTargets } from '../db/purge.js'
-import { installShedding, shedReasons, type SheddingOptions } from './shedding.js'
+import { createShedding, shedReasons, type ShedReason, type SheddingOptions } from './shedding.js'
 
 export interface AppOptions {
   config: Config
@@ -79,10 +79,10 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
   }
 }
 
-/** The API routes whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
+/** The API routes (POST) whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
 export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password'])
 
-function sheddingOptions (config: Config, metrics: Metrics): SheddingOptions {
+function sheddingOptions (config: Config, answerHeaders: Readonly<Record<string, string>>, onShed: (reason: ShedReason) => void): SheddingOptions {
   // The seeds' strategies reproduce the articles' services, which shed nothing.
   const on = config.hashStrategy === 'tollbooth'
   return {
@@ -92,7 +92,10 @@ function sheddingOptions (config: Config, metrics: Metrics): SheddingOptions {
     maxInFlight: on ? config.maxInFlight : 0,
     ownAdmissionRoutes,
     retryAfterSeconds: 1,
-    onShed: (reason) => { metrics.observeShed(reason) },
+    // The in-flight gate's refusal does not know its route: it carries the token routes' no-store
+    // as well, so that every answer of theirs does (a refusal is never worth storing anyway).
+    answerHeaders: { ...answerHeaders, ...tokenResponseHeaders },
+    onShed,
   }
 }
 
@@ -114,6 +117,10 @@ const mailSendTimeoutMs = 20_000
 export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   const { config, db, engine } = options
   const isLoggerInstance = typeof options.logger === 'object' && options.logger !== null && 'child' in options.logger
+  const answerHeaders = securityHeaders()
+  // Before the app: the in-flight cap sits in the HTTP server the app is made with (in-flight-gate.ts).
+  // Its refusals are counted in the metrics made below; none comes before the app listens.
+  const shedding = createShedding(sheddingOptions(config, answerHeaders, (reason) => { metrics.observeShed(reason) }))
   const app = Fastify({
     ...(isLoggerInstance
       ? { loggerInstance: options.logger as FastifyServerOptions['loggerInstance'] }
@@ -133,6 +140,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
     requestTimeout: 60_000,
+    serverFactory: shedding.serverFactory,
     ajv: {
       // Unknown fields and wrong types are errors, never silently dropped or coerced.
       customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false },
@@ -140,7 +148,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // First, so its onRequest hook runs before any that answers early (404, 405, shedding, pacing).
-  installSecurityHeaders(app)
+  installSecurityHeaders(app, answerHeaders)
   installTokenResponseHeaders(app)
   const pacer = new RefusalPacer({ now: () => performance.now() })
   installErrorHandling(app, pacer)
@@ -154,6 +162,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   let closing = false
   app.addHook('preClose', async () => {
     closing = true
+    shedding.stopRefusing()
     // node closes the keep-alive connections idle when close() is called; one whose request
     // was in flight goes idle after its answer and would hold the shutdown for the whole
     // keep-alive timeout (72 s, past the 15 s shutdown limit). Close such a one right after
@@ -260,11 +269,11 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   await app.register(healthRoutes, { db, engine, details: !adminPortServes })
   if (!adminPortServes) await app.register(metricsRoute, { metrics })
   await app.register(jwksRoutes, { keyRing, maxAgeSeconds: config.jwksMaxAgeSeconds })
-  // The API in a context of its own: shedding's hooks apply to these routes alone, never to
+  metrics.readInFlight(() => ({ capped: shedding.state.inFlight, ownAdmission: shedding.state.inFlightOwnAdmission }))
+  // The API in a context of its own: the event-loop check applies to these routes alone, never to
   // /healthz, /readyz, /metrics or /openapi.json, registered outside it.
   await app.register(async (api) => {
-    const shedding = await installShedding(api, sheddingOptions(config, metrics))
-    metrics.readInFlight(() => ({ capped: shedding.inFlight, ownAdmission: shedding.inFlightOwnAdmission }))
+    await shedding.installEventLoopCheck(api)
     await api.register(authRoutes, {
       prefix: '/api/v1',
       auth,

@@ -73,7 +73,7 @@ export function createMetrics (engine: PasswordEngine, options: MetricsOptions):
 
   const httpDuration = new client.Histogram({
     name: 'tollbooth_http_request_duration_seconds',
-    help: 'HTTP request duration by route and status',
+    help: 'HTTP request duration by route and status; the in-flight cap\'s refusals, answered before Fastify, are counted in tollbooth_requests_shed_total alone',
     labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
@@ -234,7 +234,7 @@ export function createMetrics (engine: PasswordEngine, options: MetricsOptions):
   const workerRequests = options.clusterWorker === true
     ? new client.Counter({
       name: 'tollbooth_worker_http_requests_total',
-      help: 'HTTP requests answered by each worker process (serve --workers, the cluster strategy), by pid; a replaced worker starts again from 0',
+      help: 'HTTP requests answered by each worker process (serve --workers, the cluster strategy), by pid, the in-flight cap\'s refusals aside; a replaced worker starts again from 0',
       labelNames: ['pid'] as const,
       registers: [registry],
     })

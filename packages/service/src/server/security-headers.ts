@@ -45,9 +45,12 @@ export const helmetOptions: Readonly<HelmetOptions> = {
   xXssProtection: false,
 }
 
-/** helmet's headers on every answer, set in onRequest so that early refusals (shedding, 404, 405) carry them too. */
-export function installSecurityHeaders (app: FastifyInstance): void {
-  const headers = securityHeaders()
+/**
+ * helmet's headers on every answer, set in onRequest so that early refusals (shedding, 404, 405)
+ * carry them too. `headers`: securityHeaders(), when the caller also sends them outside Fastify
+ * (the in-flight gate's refusal, in-flight-gate.ts).
+ */
+export function installSecurityHeaders (app: FastifyInstance, headers: Readonly<Record<string, string>> = securityHeaders()): void {
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(headers)
     done()
@@ -70,10 +73,11 @@ export function securityHeaders (): Readonly<Record<string, string>> {
   return Object.freeze(headers)
 }
 
+/** On every answer of a token route: no cache may keep it (`pragma` for HTTP/1.0 caches, as RFC 6749 5.1 asks). */
+export const tokenResponseHeaders: Readonly<Record<string, string>> = Object.freeze({ 'cache-control': 'no-store', pragma: 'no-cache' })
+
 const noStore: onSendHookHandler = async (_request, reply, payload) => {
-  reply.header('cache-control', 'no-store')
-  // For HTTP/1.0 caches, as RFC 6749 5.1 asks.
-  reply.header('pragma', 'no-cache')
+  reply.headers(tokenResponseHeaders)
   return payload
 }
 

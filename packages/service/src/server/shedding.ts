@@ -1,23 +1,26 @@
 /**
  * Load shedding for the API routes: past what the event loop can serve, a request is
  * answered 503 `SERVICE_OVERLOADED` with `Retry-After` at once, instead of queueing toward
- * a client timeout. Two signals, both read in `onRequest`, before the body is read or
- * parsed and before any query, so a refusal costs a fraction of a served request:
+ * a client timeout. Two signals, both read before the body is read or parsed and before any
+ * query, so a refusal costs a fraction of a served request:
  *
- * - the event loop (`@fastify/under-pressure`): its mean delay, and optionally its
- *   utilisation, over the last sample interval. Every API request is refused while it
- *   is over its bound: the backstop for a loop that falls behind whatever the reason;
- * - requests in flight (a counter): past the cap, the next request is refused, the
- *   others go on. The steady control under a crowd: it refuses only the excess.
+ * - the event loop (`@fastify/under-pressure`, in `onRequest`): its mean delay, and
+ *   optionally its utilisation, over the last sample interval. Every API request is refused
+ *   while it is over its bound: the backstop for a loop that falls behind whatever the reason;
+ * - requests in flight (a counter, in-flight-gate.ts): past the cap, the next request is
+ *   refused, the others go on. The steady control under a crowd: it refuses only the excess.
+ *   Checked in the HTTP server's request handler, before Fastify (Fastify's `serverFactory`),
+ *   where a refusal costs least; the gate sends the headers every answer carries itself.
  *
- * `installShedding` adds its hooks to the instance it is given: call it in the
- * encapsulated context that holds the API routes, so `/healthz`, `/readyz`, `/metrics`
- * and `/openapi.json`, registered outside it, are never shed.
+ * `createShedding` comes before the Fastify instance, whose server it makes; its event-loop
+ * check is installed in the encapsulated context that holds the API routes, so `/healthz`,
+ * `/readyz`, `/metrics` and `/openapi.json`, registered outside it, are never shed.
  */
 import { performance } from 'node:perf_hooks'
 import underPressure, { type FastifyUnderPressureOptions } from '@fastify/under-pressure'
-import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerFactory } from 'fastify'
 import { createError } from '../errors.js'
+import { gatedServerFactory, InFlightGate } from './in-flight-gate.js'
 
 export type ShedReason = 'event_loop_delay' | 'event_loop_utilization' | 'in_flight'
 
@@ -33,13 +36,18 @@ export interface SheddingOptions {
   /** API requests in flight at once; the next one is refused. 0: no cap. */
   maxInFlight: number
   /**
-   * Routes (their URL pattern, prefix included) with an admission of their own: the hash
+   * The POST routes (their path, prefix included) with an admission of their own: the hash
    * routes, whose queue refuses what it cannot serve before the deadline. They are counted
    * apart and never refused by the in-flight cap (the event-loop check still applies).
    */
   ownAdmissionRoutes: ReadonlySet<string>
   /** Sent as `Retry-After` with every refusal. */
   retryAfterSeconds: number
+  /**
+   * Headers every answer carries (security-headers.ts): the in-flight gate answers before
+   * Fastify's hooks set them, so its refusal carries them from here.
+   */
+  answerHeaders: Readonly<Record<string, string>>
   /** Called once per refusal (metrics). */
   onShed: (reason: ShedReason) => void
 }
@@ -51,6 +59,16 @@ export interface SheddingState {
   readonly inFlightOwnAdmission: number
   /** Refusals so far, by reason. */
   readonly shed: Readonly<Record<ShedReason, number>>
+}
+
+export interface Shedding {
+  readonly state: SheddingState
+  /** For Fastify's `serverFactory` option: the HTTP server, the in-flight cap in front of Fastify. */
+  readonly serverFactory: FastifyServerFactory
+  /** Adds the event-loop check to `api`, the encapsulated context of the API routes. */
+  installEventLoopCheck (api: FastifyInstance): Promise<void>
+  /** At shutdown: the in-flight cap refuses nothing more, so every request gets the app's own answer (SHUTTING_DOWN). */
+  stopRefusing (): void
 }
 
 type PressureHandler = NonNullable<FastifyUnderPressureOptions['pressureHandler']>
@@ -66,66 +84,61 @@ function refusalBody (): string {
   return JSON.stringify({ error: { code: error.code, message: error.message } })
 }
 
-export async function installShedding (api: FastifyInstance, options: SheddingOptions): Promise<SheddingState> {
+export function createShedding (options: SheddingOptions): Shedding {
   const body = refusalBody()
-  const retryAfter = String(Math.max(1, Math.ceil(options.retryAfterSeconds)))
+  const refusalHeaders = {
+    'retry-after': String(Math.max(1, Math.ceil(options.retryAfterSeconds))),
+    'content-type': 'application/json; charset=utf-8',
+  }
   const shed: Record<ShedReason, number> = { event_loop_delay: 0, event_loop_utilization: 0, in_flight: 0 }
-  let inFlight = 0
-  let inFlightOwnAdmission = 0
+  const count = (reason: ShedReason): void => {
+    shed[reason]++
+    options.onShed(reason)
+  }
+  const gate = options.maxInFlight > 0
+    ? new InFlightGate({
+      maxInFlight: options.maxInFlight,
+      ownAdmissionPaths: options.ownAdmissionRoutes,
+      refusal: { headers: { ...options.answerHeaders, ...refusalHeaders }, body },
+      onRefuse: () => { count('in_flight') },
+    })
+    : undefined
 
   /** Prepares the 503 and returns its body; no error object, no stack trace, no log line. */
   const refusal = (reply: FastifyReply, reason: ShedReason): string => {
-    shed[reason]++
-    options.onShed(reason)
-    void reply.code(503).header('retry-after', retryAfter).header('content-type', 'application/json; charset=utf-8')
+    count(reason)
+    void reply.code(503).headers(refusalHeaders)
     return body
   }
 
-  if (options.maxEventLoopDelayMs > 0 || options.maxEventLoopUtilization > 0) {
-    // The first samples cover the start itself (loading, compiling schemas, migrations): a
-    // service that just started has no backlog to protect, so the check waits two samples.
-    let checkedFrom = Infinity
-    api.addHook('onReady', async () => { checkedFrom = performance.now() + 2 * options.sampleIntervalMs })
-    await api.register(underPressure, {
-      maxEventLoopDelay: options.maxEventLoopDelayMs,
-      maxEventLoopUtilization: options.maxEventLoopUtilization,
-      // The default 'cumulative' mode averages since the start: an hour of quiet would hide a saturated loop.
-      eventLoopUtilizationMode: 'interval',
-      sampleInterval: options.sampleIntervalMs,
-      // A returned value is sent as the reply and the request goes no further (under-pressure's
-      // README: "any other return value than a promise or nullish will be sent"); its types
-      // only know the void form, which calls the next hook even after a reply was sent.
-      pressureHandler: ((_request: FastifyRequest, reply: FastifyReply, type: string) => {
-        if (performance.now() < checkedFrom) return undefined
-        return refusal(reply, pressureReasons[type] ?? 'event_loop_delay')
-      }) as unknown as PressureHandler,
-    })
-  }
-
-  const releaseOne = (): void => { inFlight-- }
-  const releaseOwnAdmission = (): void => { inFlightOwnAdmission-- }
-  if (options.maxInFlight > 0) {
-    // A callback hook: no promise per request. `close` comes once per response, finished or aborted.
-    api.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-      if (options.ownAdmissionRoutes.has(request.routeOptions.url ?? '')) {
-        inFlightOwnAdmission++
-        reply.raw.once('close', releaseOwnAdmission)
-        done()
-        return
-      }
-      if (inFlight >= options.maxInFlight) {
-        void reply.send(refusal(reply, 'in_flight'))
-        return
-      }
-      inFlight++
-      reply.raw.once('close', releaseOne)
-      done()
-    })
-  }
-
   return {
-    get inFlight () { return inFlight },
-    get inFlightOwnAdmission () { return inFlightOwnAdmission },
-    shed,
+    state: {
+      get inFlight () { return gate?.inFlight ?? 0 },
+      get inFlightOwnAdmission () { return gate?.inFlightOwnAdmission ?? 0 },
+      shed,
+    },
+    serverFactory: gatedServerFactory(gate),
+    stopRefusing () { gate?.stopRefusing() },
+    async installEventLoopCheck (api) {
+      if (options.maxEventLoopDelayMs <= 0 && options.maxEventLoopUtilization <= 0) return
+      // The first samples cover the start itself (loading, compiling schemas, migrations): a
+      // service that just started has no backlog to protect, so the check waits two samples.
+      let checkedFrom = Infinity
+      api.addHook('onReady', async () => { checkedFrom = performance.now() + 2 * options.sampleIntervalMs })
+      await api.register(underPressure, {
+        maxEventLoopDelay: options.maxEventLoopDelayMs,
+        maxEventLoopUtilization: options.maxEventLoopUtilization,
+        // The default 'cumulative' mode averages since the start: an hour of quiet would hide a saturated loop.
+        eventLoopUtilizationMode: 'interval',
+        sampleInterval: options.sampleIntervalMs,
+        // A returned value is sent as the reply and the request goes no further (under-pressure's
+        // README: "any other return value than a promise or nullish will be sent"); its types
+        // only know the void form, which calls the next hook even after a reply was sent.
+        pressureHandler: ((_request: FastifyRequest, reply: FastifyReply, type: string) => {
+          if (performance.now() < checkedFrom) return undefined
+          return refusal(reply, pressureReasons[type] ?? 'event_loop_delay')
+        }) as unknown as PressureHandler,
+      })
+    },
   }
 }

@@ -1,0 +1,145 @@
+/**
+ * The in-flight cap, in front of Fastify: past `maxInFlight` API requests in flight, the next
+ * one is refused 503 `SERVICE_OVERLOADED` by the HTTP server's own request handler, before
+ * Fastify sees it.
+ *
+ * Why before Fastify: a refusal answered from an `onRequest` hook still paid for what Fastify
+ * does with every request, its request and reply objects, routing, the hooks of every answer
+ * (the security headers, the request histogram, the request logger) and the reply's
+ * serialisation, a good part of a refusal's main-thread time in the profile of a crowd of
+ * refusals (bench/README, "Where a refusal's time goes"). A refusal is the same answer whatever
+ * the request: it is made once, at start, headers included, and written as is.
+ *
+ * Which requests count, from the request line alone (the routes are Fastify's, unknown here):
+ * - a path outside `/api/` never (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`,
+ *   `/.well-known/...`);
+ * - a POST to a route with an admission of its own (login, register ...) is counted apart and
+ *   never refused;
+ * - every other request under the cap. A target Fastify's router reads differently from its
+ *   text (a percent-escape in the path, an absolute URL) is under the cap too: no spelling of an
+ *   API route escapes it, and an unknown one is at worst refused.
+ * A counted request is forgotten on its response's `close`, finished or aborted.
+ *
+ * `app.inject()` calls Fastify's handler, not the server's: injected requests are never capped.
+ */
+import http from 'node:http'
+import type { FastifyServerFactory } from 'fastify'
+
+type RequestHandler = (request: http.IncomingMessage, response: http.ServerResponse) => void
+
+export interface InFlightGateOptions {
+  /** API requests in flight at once, at least 1; the next one is refused. */
+  maxInFlight: number
+  /** Paths (no query) of the POST routes with an admission of their own: counted apart, never refused. */
+  ownAdmissionPaths: ReadonlySet<string>
+  /** The refusal, status 503: every header it carries (Content-Length is added) and its body. */
+  refusal: { headers: Readonly<Record<string, string>>, body: string }
+  /** Told of each refusal. */
+  onRefuse: () => void
+}
+
+const apiPrefix = '/api/'
+const slash = 0x2f
+/** Where a request target's path ends: Fastify's router cuts it at `?` and at `#`. */
+const pathEndPattern = /[?#]/
+
+function pathEnd (url: string): number {
+  const end = url.search(pathEndPattern)
+  return end === -1 ? url.length : end
+}
+
+/** An origin-form target whose path has no percent-escape: Fastify's router matches it as written. */
+function matchedAsWritten (url: string): boolean {
+  if (url.charCodeAt(0) !== slash) return false
+  const percent = url.indexOf('%')
+  return percent === -1 || percent >= pathEnd(url)
+}
+
+export class InFlightGate {
+  readonly #maxInFlight: number
+  readonly #ownAdmissionPaths: ReadonlySet<string>
+  readonly #headers: Readonly<Record<string, string>>
+  readonly #body: Buffer
+  readonly #onRefuse: () => void
+  #inFlight = 0
+  #inFlightOwnAdmission = 0
+  #refusing = true
+  readonly #releaseOne = (): void => { this.#inFlight-- }
+  readonly #releaseOwnAdmission = (): void => { this.#inFlightOwnAdmission-- }
+
+  constructor (options: InFlightGateOptions) {
+    if (!Number.isInteger(options.maxInFlight) || options.maxInFlight < 1) throw new TypeError(`maxInFlight must be an integer of at least 1, not ${options.maxInFlight}`)
+    this.#maxInFlight = options.maxInFlight
+    this.#ownAdmissionPaths = options.ownAdmissionPaths
+    this.#body = Buffer.from(options.refusal.body)
+    this.#headers = Object.freeze({ ...options.refusal.headers, 'content-length': String(this.#body.length) })
+    this.#onRefuse = options.onRefuse
+  }
+
+  /** API requests in flight now, under the cap. */
+  get inFlight (): number { return this.#inFlight }
+
+  /** Requests in flight now on the routes with an admission of their own. */
+  get inFlightOwnAdmission (): number { return this.#inFlightOwnAdmission }
+
+  /** From now on every request goes on to Fastify (still counted): at shutdown, the app answers them itself. */
+  stopRefusing (): void { this.#refusing = false }
+
+  /** `handler` (Fastify's) behind the gate: what the HTTP server calls for each request. */
+  guard (handler: RequestHandler): RequestHandler {
+    return (request, response) => {
+      if (this.#admit(request, response)) handler(request, response)
+    }
+  }
+
+  /** Counts the request and returns true, or answers the refusal and returns false. */
+  #admit (request: http.IncomingMessage, response: http.ServerResponse): boolean {
+    const url = request.url ?? ''
+    if (!url.startsWith(apiPrefix)) {
+      if (matchedAsWritten(url)) return true
+    } else if (request.method === 'POST' && this.#ownAdmissionPaths.has(url.slice(0, pathEnd(url)))) {
+      this.#inFlightOwnAdmission++
+      response.once('close', this.#releaseOwnAdmission)
+      return true
+    }
+    if (this.#inFlight >= this.#maxInFlight && this.#refusing) {
+      this.#onRefuse()
+      response.writeHead(503, this.#headers).end(this.#body)
+      return false
+    }
+    this.#inFlight++
+    response.once('close', this.#releaseOne)
+    return true
+  }
+}
+
+/** What Fastify has filled in its options by the time it calls a server factory (fastify.js, processOptions). */
+interface FilledServerOptions {
+  http?: http.ServerOptions
+  https?: unknown
+  http2?: unknown
+  keepAliveTimeout: number
+  requestTimeout: number
+  connectionTimeout: number
+  maxRequestsPerSocket: number
+}
+
+/**
+ * Fastify's `serverFactory`: the HTTP/1 server Fastify makes itself (lib/server.js,
+ * getServerInstance), with `gate`, when there is one, in front of Fastify's handler. Fastify
+ * leaves its server settings to a factory; they are set here as Fastify sets them, and a test
+ * compares the two servers.
+ */
+export function gatedServerFactory (gate: InFlightGate | undefined): FastifyServerFactory {
+  return (handler, options) => {
+    const filled = options as unknown as FilledServerOptions
+    if (filled.https || filled.http2) throw new TypeError('the in-flight gate makes a plain HTTP/1 server: tollbooth speaks plain HTTP (TLS goes in front of it)')
+    const server = http.createServer(filled.http ?? {}, gate === undefined ? handler : gate.guard(handler))
+    server.keepAliveTimeout = filled.keepAliveTimeout
+    server.requestTimeout = filled.requestTimeout
+    server.setTimeout(filled.connectionTimeout)
+    // Fastify reads 0 as Node's default.
+    if (filled.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = filled.maxRequestsPerSocket
+    return server
+  }
+}

@@ -46,6 +46,8 @@ export class LoadSession {
   readonly runStartEpochMs = Math.ceil(nowEpochMs() + 500)
   private readonly shards: Shard[] = []
   private readonly pendingSeconds = new Map<number, Pending>()
+  /** By second: the busiest generator thread's event-loop utilisation in it (0..1). */
+  private readonly secondUtilisation = new Map<number, number>()
   private nextSecond = 1
   private readonly segments = new Map<number, Pending>()
   private readonly phaseByT: Array<{ fromT: number, phase: string | undefined }> = []
@@ -83,6 +85,7 @@ export class LoadSession {
         else if (message.type === 'second') {
           shard.eluSum += message.eventLoopUtilisation
           shard.eluSeconds++
+          this.secondUtilisation.set(message.t, Math.max(this.secondUtilisation.get(message.t) ?? 0, message.eventLoopUtilisation))
           this.merge(this.pendingSeconds, message.t, message.tally)
           this.completeSeconds()
         } else if (message.type === 'segment-done') {
@@ -113,6 +116,8 @@ export class LoadSession {
     for (let next = this.pendingSeconds.get(this.nextSecond); next !== undefined && next.received >= this.shards.length; next = this.pendingSeconds.get(this.nextSecond)) {
       const t = this.nextSecond++
       this.pendingSeconds.delete(t)
+      const generatorUtilisation = Math.round((this.secondUtilisation.get(t) ?? 0) * 1000) / 1000
+      this.secondUtilisation.delete(t)
       const { counts, endpoints } = next.tally
       const phase = this.phaseByT.findLast((entry) => entry.fromT <= t)?.phase
       const sample: SecondSample = {
@@ -128,6 +133,7 @@ export class LoadSession {
         byEndpoint: endpoints.toStats(this.options.endpointOrder),
         healthz: null,
         healthzFloor: null,
+        generatorUtilisation,
       }
       this.totals.addPartials(Object.fromEntries(endpoints.byName))
       this.seconds.push(sample)

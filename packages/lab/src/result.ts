@@ -98,6 +98,12 @@ export interface SecondSample {
   healthz: LatencySummary | null
   /** Probes of an empty server beside the service in the same second (absent in results from before it was measured). */
   healthzFloor?: LatencySummary | null
+  /**
+   * The busiest load-generator thread's event-loop utilisation in this second, 0 to 1 (absent in
+   * results from before it was kept): tells a second the generator fell behind in from one the
+   * service was slow in. A thread waiting for a core while it has work is not counted as busy.
+   */
+  generatorUtilisation?: number
 }
 
 /** What the service said about itself in one second, in the order of server.csv; null where unmeasured. */

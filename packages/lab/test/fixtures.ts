@@ -220,6 +220,7 @@ export function syntheticRun (profile: Profile, shape: RunShape, seed: number): 
       // The first second ends before any /healthz probe does.
       healthz: t === 1 || profile.healthzP99Ms === null ? null : healthzSecond(profile.healthzP99Ms * jitter(random, load)),
       healthzFloor: t === 1 || profile.healthzP99Ms === null ? null : healthzSecond(floorP99Ms),
+      generatorUtilisation: Math.round(load * 500) / 1000,
     })
     server.push(serverSample(profile, t, load, random))
   }

@@ -42,6 +42,8 @@ describe('the load lab against a real service', () => {
     assert.ok((run.healthzFloor?.count ?? 0) > 10, 'and probed an empty server beside it alike')
     assert.deepEqual(run.summary.healthzFloor, run.healthzFloor)
     assert.ok(run.seconds.some((s) => s.healthzFloor !== null && s.healthzFloor !== undefined), 'the floor is kept by the second too')
+    assert.ok(run.seconds.every((s) => s.generatorUtilisation !== undefined && s.generatorUtilisation >= 0 && s.generatorUtilisation <= 1), 'each second has its generator utilisation')
+    assert.ok(run.seconds.some((s) => (s.generatorUtilisation ?? 0) > 0), 'and a generator that sent requests was busy some of the time')
     assert.ok(run.server.length >= 2 && run.server.some((s) => s.cpuCores !== null && s.hashQueued !== null), 'server signals were scraped')
     assert.ok(run.summary.achievedPerSecond > 0)
     assert.equal(run.summary.errorRate, 0)

@@ -75,8 +75,8 @@ describe('CSV files', () => {
     const row = seconds[4]
     assert.ok(first !== undefined && row !== undefined)
     assert.deepEqual(
-      [row.t, row.offered, row.achieved, row.requests, row.ok, row.p99Ms, row.timeouts],
-      [first.t, first.offered, first.achieved, first.all.requests, first.all.ok, first.all.latency.p99Ms, first.all.errors.timeouts].map(String)
+      [row.t, row.offered, row.achieved, row.requests, row.ok, row.p99Ms, row.timeouts, row.generatorUtilisation],
+      [first.t, first.offered, first.achieved, first.all.requests, first.all.ok, first.all.latency.p99Ms, first.all.errors.timeouts, first.generatorUtilisation].map(String)
     )
   })
 

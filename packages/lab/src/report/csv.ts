@@ -54,6 +54,7 @@ const secondColumns: ReadonlyArray<CsvColumn<Labelled<SecondSample>>> = [
   ...fields((row: Labelled<SecondSample>) => row.item.all.errors, ['timeouts', 'overloaded', 'connectionErrors']),
   ['healthzP99Ms', (row) => row.item.healthz?.p99Ms],
   ['healthzFloorP99Ms', (row) => row.item.healthzFloor?.p99Ms],
+  ['generatorUtilisation', (row) => row.item.generatorUtilisation],
 ]
 
 const serverColumns = [run, ...fields((row: Labelled<ServerSample>) => row.item, ['t', ...serverSignalNames])]

@@ -17,9 +17,15 @@ export interface HashAdmissionOptions {
   deadlineMs: number
 }
 
-/** The keys a client is paced by before its body is read: its connection and its address. */
+/**
+ * The keys a client is paced by before its body is read: its connection and its address (shared,
+ * pacing.ts). A request that came through a trusted proxy (its address read from
+ * X-Forwarded-For) is not on a connection of its own: the proxy's connections carry many clients.
+ */
 export function connectionKeys (request: FastifyRequest): ClientKeys {
-  return { connection: request.raw.socket, keys: [`ip:${request.ip}`] }
+  const sharedKeys = [`ip:${request.ip}`]
+  const socket = request.raw.socket
+  return request.ip === socket.remoteAddress ? { connection: socket, keys: [], sharedKeys } : { keys: [], sharedKeys }
 }
 
 /** The hash options of this request: its deadline counts from arrival, its address is its place in the turn order. */

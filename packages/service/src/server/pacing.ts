@@ -18,6 +18,14 @@
  * delays an answer that would have been a refusal anyway; a polite client, back after its
  * `Retry-After`, is never held by its own refusal.
  *
+ * An address is shared: every user behind one NAT, an office, a mobile carrier's gateway, has
+ * it. So the address paces only a request whose connection the pacer has not seen yet (a client
+ * that opens a new connection each time) or that has no connection of its own (it came through
+ * a proxy, whose connections carry many clients); a connection the pacer has seen is its
+ * client's own key, and its neighbours' refusals do not hold it. Without this, one refused user
+ * held every other user of the same address for a second: in the lab's `stress` scenario, whose
+ * 5,000 users all come from one loopback address, every login that would be refused was held.
+ *
  * Releases are spread: a hold lasts its time plus a random share of it (a quarter at most, by
  * default). Without the spread a crowd refused in one burst is released in one burst a
  * Retry-After later, is refused in one burst again, and so on, and a request that arrives in
@@ -43,10 +51,17 @@ export interface PacerOptions {
   random?: () => number
 }
 
-/** Who asks: the connection (any object, kept weakly) and string keys such as `ip:…`, `account:…`. */
+/** Who asks: its own connection (any object, kept weakly), its own keys and the keys it shares with others. */
 export interface ClientKeys {
+  /** The client's own connection; absent when it is not the client's own (a proxy's). */
   connection?: object | undefined
+  /** Keys that are this client's alone, whatever its connection: `account:…` of a login. */
   keys: readonly string[]
+  /**
+   * Keys every client behind the same address shares (`ip:…`): they pace a request whose
+   * connection the pacer has not seen yet, or that has no connection of its own.
+   */
+  sharedKeys?: readonly string[]
 }
 
 export interface AdmitOptions {
@@ -67,6 +82,8 @@ export class RefusalPacer {
   private readonly releaseSpread: number
   private readonly random: () => number
   private readonly byConnection = new WeakMap<object, number>()
+  /** Connections that have had a request through the pacer: each is then its client's own key. */
+  private readonly seenConnections = new WeakSet<object>()
   /** Key -> not-before time; insertion order is update order (a key is re-inserted on update). */
   private readonly byKey = new Map<string, number>()
   private heldNow = 0
@@ -88,18 +105,27 @@ export class RefusalPacer {
   /** How long a request of this client must be held before it is checked again; 0: not paced. */
   holdMs (client: ClientKeys): number {
     const now = this.now()
-    let notBefore = client.connection === undefined ? 0 : this.byConnection.get(client.connection) ?? 0
+    const { connection } = client
+    let notBefore = connection === undefined ? 0 : this.byConnection.get(connection) ?? 0
     for (const key of client.keys) notBefore = Math.max(notBefore, this.byKey.get(key) ?? 0)
+    if (connection === undefined || !this.seenConnections.has(connection)) {
+      for (const key of client.sharedKeys ?? []) notBefore = Math.max(notBefore, this.byKey.get(key) ?? 0)
+    }
     return Math.min(this.maxHoldMs, Math.max(0, notBefore - now))
   }
 
   /** A refusal was answered: this client may come back in `retryAfterSeconds`. */
   noteRefusal (client: ClientKeys, retryAfterSeconds: number): void {
     const notBefore = this.now() + retryAfterSeconds * 1000
-    if (client.connection !== undefined) this.byConnection.set(client.connection, notBefore)
-    for (const key of client.keys) {
-      this.byKey.delete(key)
-      this.byKey.set(key, notBefore)
+    if (client.connection !== undefined) {
+      this.byConnection.set(client.connection, notBefore)
+      this.seenConnections.add(client.connection)
+    }
+    for (const keys of [client.keys, client.sharedKeys ?? []]) {
+      for (const key of keys) {
+        this.byKey.delete(key)
+        this.byKey.set(key, notBefore)
+      }
     }
     if (this.byKey.size > this.maxKeys) this.forget()
   }
@@ -111,8 +137,9 @@ export class RefusalPacer {
    */
   async admit (client: ClientKeys, peek: () => TollboothError | undefined, decide: () => void, options: AdmitOptions = {}): Promise<void> {
     const refusal = peek()
+    const dueMs = refusal === undefined ? 0 : this.holdMs(client)
+    if (client.connection !== undefined) this.seenConnections.add(client.connection)
     if (refusal === undefined) return
-    const dueMs = this.holdMs(client)
     const holdMs = Math.min(dueMs * (1 + this.releaseSpread * this.random()), this.maxHoldMs, options.maxHoldMs ?? Infinity)
     if (holdMs > 0 && this.heldNow < this.maxHeld) {
       this.heldNow++

@@ -122,6 +122,8 @@ export interface RequestOptions {
   headers?: Record<string, string>
   /** Send from this loopback address (a client of its own); default 127.0.0.1. */
   from?: string
+  /** Send through this client (its own connections); takes the place of `from`. */
+  dispatcher?: Agent
 }
 
 /** A real HTTP request over the socket. `body` objects are sent as JSON; strings are sent as they are. */
@@ -133,7 +135,8 @@ export async function request<T = any> (service: { url: string }, method: string
     headers['content-type'] ??= 'application/json'
   }
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
-  const init = { method, headers, ...(body === undefined ? {} : { body }), ...(options.from === undefined ? {} : { dispatcher: clientFrom(options.from) }) }
+  const dispatcher = options.dispatcher ?? (options.from === undefined ? undefined : clientFrom(options.from))
+  const init = { method, headers, ...(body === undefined ? {} : { body }), ...(dispatcher === undefined ? {} : { dispatcher }) }
   const response = await undiciFetch(service.url + path, init)
   const text = await response.text()
   let parsed: unknown = text

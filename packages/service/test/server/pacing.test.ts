@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it, mock } from 'node:test'
+import { Agent } from 'undici'
 import { createError, isTollboothError, type TollboothError } from '../../src/errors.js'
 import { RefusalPacer } from '../../src/server/pacing.js'
 import { slowBcryptHash } from '../helpers/policies.js'
@@ -39,6 +40,25 @@ describe('refusal pacer (mock timers)', () => {
     assert.equal(pacer.holdMs(client), 2000)
     assert.equal(pacer.holdMs({ keys: ['ip:a'] }), 2000, 'the address alone is known too')
     assert.equal(pacer.holdMs({ connection: {}, keys: ['ip:b'] }), 0, 'another client is not paced')
+  })
+
+  it('paces by a shared address only a connection it has not seen, or a request with no connection of its own (a NAT, a proxy)', async () => {
+    const pacer = pacerAt()
+    const neighbour = { connection: {}, keys: [], sharedKeys: ['ip:office'] }
+    // A neighbour behind the same address, whose connection has had a request admitted before.
+    assert.equal((await outcome(pacer, pacer.admit(neighbour, () => undefined, () => {}))).result, 'admitted')
+    const refused = { connection: {}, keys: [], sharedKeys: ['ip:office'] }
+    assert.equal((await outcome(pacer, pacer.admit(refused, overloaded, () => { throw overloaded() }))).result, 'SERVICE_OVERLOADED')
+    assert.equal(pacer.holdMs(refused), 2000, 'the refused client is paced by its own connection')
+    assert.equal(pacer.holdMs(neighbour), 0, 'a neighbour on a connection of its own is not held by that refusal')
+    assert.equal(pacer.holdMs({ connection: {}, keys: [], sharedKeys: ['ip:office'] }), 2000, 'a new connection from that address is (a client that reconnects each time)')
+    assert.equal(pacer.holdMs({ keys: [], sharedKeys: ['ip:office'] }), 2000, 'and so is a request with no connection of its own (through a proxy)')
+    assert.equal(pacer.holdMs({ connection: neighbour.connection, keys: ['account:x'], sharedKeys: ['ip:office'] }), 0)
+    // The neighbour, straight back to be refused, is refused at once, not held; then it is paced by its own refusal.
+    const back = await outcome(pacer, pacer.admit(neighbour, overloaded, () => { throw overloaded() }))
+    assert.deepEqual(back, { result: 'SERVICE_OVERLOADED', heldNow: 0 })
+    assert.equal(pacer.heldTotal, 0)
+    assert.equal(pacer.holdMs(neighbour), 2000)
   })
 
   it('holds a client that is back early until its Retry-After, then checks again: admitted if there is room', async () => {
@@ -220,6 +240,73 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     assert.deepEqual([service.engine.stats().running, service.engine.stats().queued], [1, 1], 'the blockers still held the thread and the queue at the end')
     await service.close()
     assert.equal(await queued, 'HASH_POOL_CLOSED')
+    assert.equal((await running).match, false)
+  })
+
+  it('does not hold a keep-alive client for a neighbour\'s refusal at the same address (an office behind one NAT)', async (t) => {
+    // Every login refused, as above: one thread and the one place in the queue taken.
+    const service = await startTestService({ policy: seedPolicy, threads: 1, maxQueue: 1, config: { maxEventLoopDelayMs: 0 } })
+    const office = '127.0.0.23'
+    const alice = new Agent({ localAddress: office, connections: 1 })
+    const bob = new Agent({ localAddress: office, connections: 1 })
+    t.after(async () => { await Promise.all([alice.close(), bob.close(), service.close()]) })
+    const account = await registerUser(service)
+    const stored = slowBcryptHash(16)
+    const running = service.engine.verify('blocker', stored)
+    const queued = service.engine.verify('blocker', stored).catch(() => {})
+    const login = async (dispatcher: Agent): Promise<{ status: number, retryAfter: number, ms: number }> => {
+      const sent = performance.now()
+      const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password }, dispatcher })
+      return { status: response.status, retryAfter: Number(response.headers.get('retry-after')), ms: performance.now() - sent }
+    }
+    // Bob is refused first, and waits out his Retry-After.
+    const bobFirst = await login(bob)
+    assert.equal(bobFirst.status, 503)
+    await new Promise((resolve) => setTimeout(resolve, bobFirst.retryAfter * 1000 * 1.25 + 100))
+    // Alice, on a connection of her own from the same address, is refused now.
+    const aliceFirst = await login(alice)
+    assert.equal(aliceFirst.status, 503)
+    assert.ok(aliceFirst.ms < 500, `Alice's first refusal took ${aliceFirst.ms.toFixed(0)} ms`)
+    // Bob, back on time on his own connection, is answered at once: Alice's refusal is not his.
+    const bobBack = await login(bob)
+    assert.equal(bobBack.status, 503)
+    assert.ok(bobBack.ms < 500, `Bob was held ${bobBack.ms.toFixed(0)} ms for his neighbour's refusal`)
+    // Alice, straight back, is held until her Retry-After (at most half the login deadline).
+    const aliceEarly = await login(alice)
+    assert.equal(aliceEarly.status, 503)
+    const expectedHoldMs = Math.min(aliceFirst.retryAfter * 1000, service.config.loginDeadlineMs / 2)
+    assert.ok(aliceEarly.ms >= expectedHoldMs - 100, `Alice, back early, held ${aliceEarly.ms.toFixed(0)} ms`)
+    t.diagnostic(`Bob back ${bobBack.ms.toFixed(0)} ms, Alice back early ${aliceEarly.ms.toFixed(0)} ms`)
+    await service.close()
+    await queued
+    assert.equal((await running).match, false)
+  })
+
+  it('behind a trusted proxy, paces each client by its forwarded address, not by the proxy\'s connection it shares', async (t) => {
+    const service = await startTestService({ policy: seedPolicy, threads: 1, maxQueue: 1, config: { maxEventLoopDelayMs: 0, trustProxy: '127.0.0.1' } })
+    // One connection carries every client, as a proxy's pooled connections do.
+    const proxy = new Agent({ connections: 1 })
+    t.after(async () => { await Promise.all([proxy.close(), service.close()]) })
+    const account = await registerUser(service)
+    const stored = slowBcryptHash(16)
+    const running = service.engine.verify('blocker', stored)
+    const queued = service.engine.verify('blocker', stored).catch(() => {})
+    const login = async (client: string): Promise<{ status: number, retryAfter: number, ms: number }> => {
+      const sent = performance.now()
+      const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password }, headers: { 'x-forwarded-for': client }, dispatcher: proxy })
+      return { status: response.status, retryAfter: Number(response.headers.get('retry-after')), ms: performance.now() - sent }
+    }
+    const first = await login('203.0.113.1')
+    assert.equal(first.status, 503)
+    const other = await login('203.0.113.2')
+    assert.equal(other.status, 503)
+    assert.ok(other.ms < 500, `another client through the same proxy connection was held ${other.ms.toFixed(0)} ms`)
+    const early = await login('203.0.113.1')
+    assert.equal(early.status, 503)
+    const expectedHoldMs = Math.min(first.retryAfter * 1000, service.config.loginDeadlineMs / 2)
+    assert.ok(early.ms >= expectedHoldMs - 100, `the first client, back early, held ${early.ms.toFixed(0)} ms`)
+    await service.close()
+    await queued
     assert.equal((await running).match, false)
   })
 

@@ -4,12 +4,12 @@
  * refusals into a storm.
  */
 import assert from 'node:assert/strict'
-import { afterEach, beforeEach, describe, it, mock } from 'node:test'
+import { afterEach, beforeEach, describe, it, mock, type TestContext } from 'node:test'
 import { Agent } from 'undici'
 import { createError, isTollboothError, type TollboothError } from '../../src/errors.js'
 import { RefusalPacer } from '../../src/server/pacing.js'
 import { slowBcryptHash } from '../helpers/policies.js'
-import { registerUser, request, seedPolicy, startTestService } from '../helpers/service.js'
+import { registerUser, request, seedPolicy, startTestService, type TestService } from '../helpers/service.js'
 
 const overloaded = (): TollboothError => createError('SERVICE_OVERLOADED', undefined, { retryAfterSeconds: 2 })
 
@@ -197,6 +197,35 @@ describe('refusal pacer (mock timers)', () => {
   })
 })
 
+/**
+ * A service that refuses every login (its one hash thread and its one place in the queue taken by
+ * slow verifies), a registered account, and `login(through, headers)` timing one login. `finish`
+ * closes the service and checks the blockers were still there.
+ */
+async function refusingService (t: TestContext, config: Record<string, unknown> = {}): Promise<{
+  service: TestService
+  login: (dispatcher: Agent, headers?: Record<string, string>) => Promise<{ status: number, retryAfter: number, ms: number }>
+  finish: () => Promise<void>
+}> {
+  const service = await startTestService({ policy: seedPolicy, threads: 1, maxQueue: 1, config: { maxEventLoopDelayMs: 0, ...config } })
+  t.after(async () => { await service.close() })
+  const account = await registerUser(service)
+  const stored = slowBcryptHash(16)
+  const running = service.engine.verify('blocker', stored)
+  const queued = service.engine.verify('blocker', stored).catch(() => {})
+  const login = async (dispatcher: Agent, headers: Record<string, string> = {}): Promise<{ status: number, retryAfter: number, ms: number }> => {
+    const sent = performance.now()
+    const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password }, headers, dispatcher })
+    return { status: response.status, retryAfter: Number(response.headers.get('retry-after')), ms: performance.now() - sent }
+  }
+  const finish = async (): Promise<void> => {
+    await service.close()
+    await queued
+    assert.equal((await running).match, false)
+  }
+  return { service, login, finish }
+}
+
 describe('paced refusals through the service (real sockets, one busy hash thread)', () => {
   it('holds a client that retries a 503 at once, and answers a new client at once', async (t) => {
     // One thread and room for one waiting request, both taken for the whole test: every login is
@@ -244,21 +273,11 @@ describe('paced refusals through the service (real sockets, one busy hash thread
   })
 
   it('does not hold a keep-alive client for a neighbour\'s refusal at the same address (an office behind one NAT)', async (t) => {
-    // Every login refused, as above: one thread and the one place in the queue taken.
-    const service = await startTestService({ policy: seedPolicy, threads: 1, maxQueue: 1, config: { maxEventLoopDelayMs: 0 } })
+    const { service, login, finish } = await refusingService(t)
     const office = '127.0.0.23'
     const alice = new Agent({ localAddress: office, connections: 1 })
     const bob = new Agent({ localAddress: office, connections: 1 })
-    t.after(async () => { await Promise.all([alice.close(), bob.close(), service.close()]) })
-    const account = await registerUser(service)
-    const stored = slowBcryptHash(16)
-    const running = service.engine.verify('blocker', stored)
-    const queued = service.engine.verify('blocker', stored).catch(() => {})
-    const login = async (dispatcher: Agent): Promise<{ status: number, retryAfter: number, ms: number }> => {
-      const sent = performance.now()
-      const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password }, dispatcher })
-      return { status: response.status, retryAfter: Number(response.headers.get('retry-after')), ms: performance.now() - sent }
-    }
+    t.after(async () => { await Promise.all([alice.close(), bob.close()]) })
     // Bob is refused first, and waits out his Retry-After.
     const bobFirst = await login(bob)
     assert.equal(bobFirst.status, 503)
@@ -277,25 +296,15 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     const expectedHoldMs = Math.min(aliceFirst.retryAfter * 1000, service.config.loginDeadlineMs / 2)
     assert.ok(aliceEarly.ms >= expectedHoldMs - 100, `Alice, back early, held ${aliceEarly.ms.toFixed(0)} ms`)
     t.diagnostic(`Bob back ${bobBack.ms.toFixed(0)} ms, Alice back early ${aliceEarly.ms.toFixed(0)} ms`)
-    await service.close()
-    await queued
-    assert.equal((await running).match, false)
+    await finish()
   })
 
   it('behind a trusted proxy, paces each client by its forwarded address, not by the proxy\'s connection it shares', async (t) => {
-    const service = await startTestService({ policy: seedPolicy, threads: 1, maxQueue: 1, config: { maxEventLoopDelayMs: 0, trustProxy: '127.0.0.1' } })
+    const { service, login: loginThrough, finish } = await refusingService(t, { trustProxy: '127.0.0.1' })
     // One connection carries every client, as a proxy's pooled connections do.
     const proxy = new Agent({ connections: 1 })
-    t.after(async () => { await Promise.all([proxy.close(), service.close()]) })
-    const account = await registerUser(service)
-    const stored = slowBcryptHash(16)
-    const running = service.engine.verify('blocker', stored)
-    const queued = service.engine.verify('blocker', stored).catch(() => {})
-    const login = async (client: string): Promise<{ status: number, retryAfter: number, ms: number }> => {
-      const sent = performance.now()
-      const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password }, headers: { 'x-forwarded-for': client }, dispatcher: proxy })
-      return { status: response.status, retryAfter: Number(response.headers.get('retry-after')), ms: performance.now() - sent }
-    }
+    t.after(async () => { await proxy.close() })
+    const login = async (client: string): Promise<{ status: number, retryAfter: number, ms: number }> => await loginThrough(proxy, { 'x-forwarded-for': client })
     const first = await login('203.0.113.1')
     assert.equal(first.status, 503)
     const other = await login('203.0.113.2')
@@ -305,9 +314,7 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     assert.equal(early.status, 503)
     const expectedHoldMs = Math.min(first.retryAfter * 1000, service.config.loginDeadlineMs / 2)
     assert.ok(early.ms >= expectedHoldMs - 100, `the first client, back early, held ${early.ms.toFixed(0)} ms`)
-    await service.close()
-    await queued
-    assert.equal((await running).match, false)
+    await finish()
   })
 
   it('is not paced by a 429 of the login throttle: that is about one account, not about load', async (t) => {

@@ -81,9 +81,11 @@ export class RefusalPacer {
   private readonly maxKeys: number
   private readonly releaseSpread: number
   private readonly random: () => number
+  /**
+   * Connections that have had a request through the pacer, each with its not-before time (0 when
+   * it was never refused): a connection in here is its client's own key.
+   */
   private readonly byConnection = new WeakMap<object, number>()
-  /** Connections that have had a request through the pacer: each is then its client's own key. */
-  private readonly seenConnections = new WeakSet<object>()
   /** Key -> not-before time; insertion order is update order (a key is re-inserted on update). */
   private readonly byKey = new Map<string, number>()
   private heldNow = 0
@@ -105,10 +107,10 @@ export class RefusalPacer {
   /** How long a request of this client must be held before it is checked again; 0: not paced. */
   holdMs (client: ClientKeys): number {
     const now = this.now()
-    const { connection } = client
-    let notBefore = connection === undefined ? 0 : this.byConnection.get(connection) ?? 0
+    const own = client.connection === undefined ? undefined : this.byConnection.get(client.connection)
+    let notBefore = own ?? 0
     for (const key of client.keys) notBefore = Math.max(notBefore, this.byKey.get(key) ?? 0)
-    if (connection === undefined || !this.seenConnections.has(connection)) {
+    if (own === undefined) {
       for (const key of client.sharedKeys ?? []) notBefore = Math.max(notBefore, this.byKey.get(key) ?? 0)
     }
     return Math.min(this.maxHoldMs, Math.max(0, notBefore - now))
@@ -117,10 +119,7 @@ export class RefusalPacer {
   /** A refusal was answered: this client may come back in `retryAfterSeconds`. */
   noteRefusal (client: ClientKeys, retryAfterSeconds: number): void {
     const notBefore = this.now() + retryAfterSeconds * 1000
-    if (client.connection !== undefined) {
-      this.byConnection.set(client.connection, notBefore)
-      this.seenConnections.add(client.connection)
-    }
+    if (client.connection !== undefined) this.byConnection.set(client.connection, notBefore)
     for (const keys of [client.keys, client.sharedKeys ?? []]) {
       for (const key of keys) {
         this.byKey.delete(key)
@@ -138,7 +137,7 @@ export class RefusalPacer {
   async admit (client: ClientKeys, peek: () => TollboothError | undefined, decide: () => void, options: AdmitOptions = {}): Promise<void> {
     const refusal = peek()
     const dueMs = refusal === undefined ? 0 : this.holdMs(client)
-    if (client.connection !== undefined) this.seenConnections.add(client.connection)
+    if (client.connection !== undefined && !this.byConnection.has(client.connection)) this.byConnection.set(client.connection, 0)
     if (refusal === undefined) return
     const holdMs = Math.min(dueMs * (1 + this.releaseSpread * this.random()), this.maxHoldMs, options.maxHoldMs ?? Infinity)
     if (holdMs > 0 && this.heldNow < this.maxHeld) {

@@ -36,7 +36,8 @@ export interface SegmentResult extends Omit<Counts, 'inFlight' | 'vus'> {
 interface Shard { worker: Worker, eluSum: number, eluSeconds: number }
 
 /** Partials of one second or segment until every shard has sent its own. */
-interface Pending { tally: Tally, received: number, resolve?: (tally: Tally) => void, reject?: (err: Error) => void }
+/** `utilisation`: of a second, the busiest generator thread's event-loop utilisation in it (0..1). */
+interface Pending { tally: Tally, received: number, utilisation?: number, resolve?: (tally: Tally) => void, reject?: (err: Error) => void }
 
 export class LoadSession {
   readonly seconds: SecondSample[] = []
@@ -46,8 +47,6 @@ export class LoadSession {
   readonly runStartEpochMs = Math.ceil(nowEpochMs() + 500)
   private readonly shards: Shard[] = []
   private readonly pendingSeconds = new Map<number, Pending>()
-  /** By second: the busiest generator thread's event-loop utilisation in it (0..1). */
-  private readonly secondUtilisation = new Map<number, number>()
   private nextSecond = 1
   private readonly segments = new Map<number, Pending>()
   private readonly phaseByT: Array<{ fromT: number, phase: string | undefined }> = []
@@ -85,8 +84,8 @@ export class LoadSession {
         else if (message.type === 'second') {
           shard.eluSum += message.eventLoopUtilisation
           shard.eluSeconds++
-          this.secondUtilisation.set(message.t, Math.max(this.secondUtilisation.get(message.t) ?? 0, message.eventLoopUtilisation))
-          this.merge(this.pendingSeconds, message.t, message.tally)
+          const pending = this.merge(this.pendingSeconds, message.t, message.tally)
+          pending.utilisation = Math.max(pending.utilisation ?? 0, message.eventLoopUtilisation)
           this.completeSeconds()
         } else if (message.type === 'segment-done') {
           const pending = this.merge(this.segments, message.id, message.tally)
@@ -116,8 +115,7 @@ export class LoadSession {
     for (let next = this.pendingSeconds.get(this.nextSecond); next !== undefined && next.received >= this.shards.length; next = this.pendingSeconds.get(this.nextSecond)) {
       const t = this.nextSecond++
       this.pendingSeconds.delete(t)
-      const generatorUtilisation = Math.round((this.secondUtilisation.get(t) ?? 0) * 1000) / 1000
-      this.secondUtilisation.delete(t)
+      const generatorUtilisation = Math.round((next.utilisation ?? 0) * 1000) / 1000
       const { counts, endpoints } = next.tally
       const phase = this.phaseByT.findLast((entry) => entry.fromT <= t)?.phase
       const sample: SecondSample = {

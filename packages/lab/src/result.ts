@@ -132,7 +132,10 @@ export interface ServiceInfo {
 
 export interface RunSummary extends EndpointStats {
   durationSeconds: number
+  /** Successful iterations that ended within the schedule, per second of it (before 2026-11-26: those of the drain after it too). */
   achievedPerSecond: number
+  /** Successful iterations that ended in the drain after the schedule, not in `achievedPerSecond` (absent in older results). */
+  achievedAfterEnd?: number
   requestsPerSecond: number
   errorRate: number
   healthz: LatencySummary | null

@@ -81,7 +81,7 @@ const summary = (run: RunResult): RunSummary => run.summary
 const comparisonColumns: ReadonlyArray<CsvColumn<RunResult>> = [
   ['run', (row) => row.label],
   ...fields((row: RunResult) => row.service, ['strategy', 'url', 'startedByLab']),
-  ...fields(summary, ['durationSeconds', 'achievedPerSecond', 'requestsPerSecond', 'requests', 'ok', 'errorRate']),
+  ...fields(summary, ['durationSeconds', 'achievedPerSecond', 'achievedAfterEnd', 'requestsPerSecond', 'requests', 'ok', 'errorRate']),
   ...fields((row: RunResult) => row.summary.latency, latencyFields, 'latency'),
   ...fields((row: RunResult) => row.summary.okLatency, latencyFields, 'okLatency'),
   ...fields((row: RunResult) => row.summary.refusedLatency, latencyFields, 'refusedLatency'),

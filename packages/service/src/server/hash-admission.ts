@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import type { HashRequestOptions, HashTaskKind, PasswordEngine } from '../hashing/types.js'
 import type { ClientKeys, RefusalPacer } from './pacing.js'
-import { clientGoneSignal, requestReceivedAt } from './request-context.js'
+import { clientGoneSignal, hashDeadlineAt, requestReceivedAt } from './request-context.js'
 
 export interface HashAdmissionOptions {
   engine: PasswordEngine
@@ -30,7 +30,7 @@ export function connectionKeys (request: FastifyRequest): ClientKeys {
 
 /** The hash options of this request: its deadline counts from arrival, its address is its place in the turn order. */
 export function hashRequestOptions (request: FastifyRequest, reply: FastifyReply, deadlineMs: number): HashRequestOptions & { deadlineAt: number } {
-  return { deadlineAt: requestReceivedAt(reply) + deadlineMs, client: request.ip }
+  return { deadlineAt: hashDeadlineAt(requestReceivedAt(reply), deadlineMs), client: request.ip }
 }
 
 /**

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
+import { performance } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
+import { answerReserveMs, hashDeadlineAt } from '../../src/server/request-context.js'
 import { watchQueries } from '../helpers/database.js'
 import { registerUser, request, seedPolicy, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
 
@@ -78,5 +80,39 @@ describe('the login deadline counts from the request\'s arrival', () => {
     assert.equal(stats.deadlineExceeded - before.deadlineExceeded, 2)
     // Without the slow lookup the same login is served.
     assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: account })).status, 200)
+  })
+})
+
+describe('a login\'s hash is due before its answer', () => {
+  it('by a fortieth of the deadline, at most 50 ms', () => {
+    assert.equal(answerReserveMs(2000), 50)
+    assert.equal(answerReserveMs(5000), 50)
+    assert.equal(answerReserveMs(400), 10)
+    assert.equal(hashDeadlineAt(1000, 2000), 2950)
+  })
+
+  it('the verify a login asks of the engine is due that reserve before the login\'s deadline', async () => {
+    const deadlineMs = 2000
+    const service = await startTestService({ config: { loginDeadlineMs: deadlineMs } })
+    try {
+      const account = await registerUser(service)
+      const engine = service.engine
+      const verify = engine.verify.bind(engine)
+      const dueIn: number[] = []
+      engine.verify = async (password, storedHash, options) => {
+        if (options?.deadlineAt !== undefined) dueIn.push(options.deadlineAt - performance.now())
+        return await verify(password, storedHash, options)
+      }
+      try {
+        assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password } })).status, 200)
+      } finally {
+        engine.verify = verify
+      }
+      assert.equal(dueIn.length, 1)
+      // Counted from the arrival, which came before this call: at most the deadline less the reserve.
+      assert.ok((dueIn[0] as number) <= deadlineMs - answerReserveMs(deadlineMs), `the hash was due in ${dueIn[0]} ms`)
+    } finally {
+      await service.close()
+    }
   })
 })

@@ -255,6 +255,8 @@ export function syntheticRun (profile: Profile, shape: RunShape, seed: number): 
     summary: {
       durationSeconds,
       achievedPerSecond: seconds.reduce((sum, sample) => sum + sample.achieved, 0) / durationSeconds,
+      // About a second's worth in flight when the schedule ends.
+      achievedAfterEnd: Math.round(profile.achievedPerSecond),
       requestsPerSecond: all.requests / durationSeconds,
       requests: all.requests,
       ok: all.ok,

@@ -43,7 +43,7 @@ describe('terminal report: compare', () => {
     result.runs.forEach((run, index) => {
       const { summary } = run
       assert.deepEqual(cells(rows[index] ?? ''), [
-        run.label, formatRate(summary.achievedPerSecond),
+        run.label, formatRate(summary.achievedPerSecond), formatCount(summary.achievedAfterEnd),
         formatMs(summary.latency.p50Ms), formatMs(summary.latency.p95Ms), formatMs(summary.latency.p99Ms),
         formatMs(summary.okLatency.p95Ms),
         formatPercent(summary.errorRate), formatCount(summary.errors.timeouts), formatCount(summary.errors.overloaded), formatMs(summary.refusedLatency?.p99Ms),
@@ -56,7 +56,7 @@ describe('terminal report: compare', () => {
 
   it('shows an unmeasured figure as — (cluster reports no event-loop delay)', () => {
     const cluster = sectionLines(text, 'Comparison').find((line) => line.startsWith('cluster'))
-    assert.deepEqual(cells(cluster ?? '').slice(12, 14), ['—', '—'])
+    assert.deepEqual(cells(cluster ?? '').slice(13, 15), ['—', '—'])
   })
 
   it('labels the articles\' figures as theirs, in a table of their own, in the order of our strategies', () => {

@@ -94,6 +94,7 @@ export function phaseTable (run: RunResult): Table | null {
 const comparisonColumns: Array<Column<RunResult>> = [
   left('strategy', (run) => run.label),
   right('achieved/s', (run) => formatRate(run.summary.achievedPerSecond), 'successful iterations per second of the schedule (the drain after it not counted)'),
+  right('drain', (run) => formatCount(run.summary.achievedAfterEnd), 'successful iterations that ended after the schedule: what was in flight at its end, not in achieved/s'),
   ...msColumns((run: RunResult) => run.summary.latency, ['p50Ms', 'p95Ms', 'p99Ms']),
   right('ok p95', (run) => formatMs(run.summary.okLatency.p95Ms), 'p95 of the 2xx responses alone, ms: what a user who got in waited'),
   right('errors', (run) => formatPercent(run.summary.errorRate), 'share of requests without a 2xx'),

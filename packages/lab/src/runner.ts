@@ -9,6 +9,7 @@ import { HealthzProbe } from './probe.js'
 import { startReferenceServer, type ReferenceServer } from './reference-server.js'
 import type { GeneratorInfo, LatencySummary, LoadSpec, RunResult, RunSummary, SecondSample, SegmentLoad, ServerSample, ServiceInfo } from './result.js'
 import { MetricsScraper } from './scraper.js'
+import { totalDurationMs } from './schedule.js'
 import { errorTotal } from './stats.js'
 
 /** Above this mean event-loop utilisation a generator thread was the bottleneck, not the service. */
@@ -44,16 +45,26 @@ export function scheduledSeconds (seconds: ReadonlyArray<Pick<SecondSample, 't' 
   return offered.length === 0 ? 1 : Math.max(...offered) - Math.min(...offered) + 1
 }
 
+/** What the run's finished segments did against their schedules. */
+export interface ScheduleTally {
+  /** Successful iterations that ended in a segment's drain, after its schedule. */
+  achievedAfterEnd: number
+  /** The segments' schedules, summed (s); undefined for an interrupted run. */
+  scheduledSeconds: number | undefined
+}
+
 /**
- * The figures a comparison shows for one run, derived from what the run collected.
- * `achievedInWindow`: the successful iterations that ended before their segment's schedule did.
- * Those that ended in the drain after it are kept apart (`achievedAfterEnd`): the work they
- * stand for was mostly done after the schedule's seconds, so counting them against those seconds
- * credits a service by what it had in flight at the end. A hundred logins queued behind four
- * threads added 3.3 logins/s to a 30 s storm, fifty-six queued within a 2 s deadline 1.9/s.
+ * The figures a comparison shows for one run, derived from what the run collected. Its rates
+ * are per second of its segments' schedules (the drains between and after them not counted; an
+ * interrupted run: from the first second that offered work to the last). The achieved rate
+ * counts the successful iterations that ended within a schedule; those that ended in a drain are
+ * kept apart (`achievedAfterEnd`): the work they stand for was mostly done after the schedule,
+ * so counting them against its seconds credits a service by what it had in flight at the end. A
+ * hundred logins queued behind four threads added 3.3 logins/s to a 30 s storm, fifty-six
+ * queued within a 2 s deadline 1.9/s.
  */
-function summariseRun (run: Omit<RunResult, 'summary'>, achievedInWindow: number): RunSummary {
-  const seconds = scheduledSeconds(run.seconds)
+export function summariseRun (run: Omit<RunResult, 'summary'>, schedule: ScheduleTally): RunSummary {
+  const seconds = schedule.scheduledSeconds ?? scheduledSeconds(run.seconds)
   const achieved = run.seconds.reduce((sum, sample) => sum + sample.achieved, 0)
   const values = (pick: (sample: ServerSample) => number | null): number[] => run.server.map(pick).filter((value): value is number => value !== null)
   const max = (pick: (sample: ServerSample) => number | null): number | null => values(pick).length === 0 ? null : Math.max(...values(pick))
@@ -64,8 +75,8 @@ function summariseRun (run: Omit<RunResult, 'summary'>, achievedInWindow: number
   const { all } = run
   return {
     durationSeconds: seconds,
-    achievedPerSecond: round(achievedInWindow / seconds, 2),
-    achievedAfterEnd: achieved - achievedInWindow,
+    achievedPerSecond: round((achieved - schedule.achievedAfterEnd) / seconds, 2),
+    achievedAfterEnd: schedule.achievedAfterEnd,
     requestsPerSecond: round(all.requests / seconds, 2),
     ...all,
     errorRate: all.requests === 0 ? 0 : round(errorTotal(all.errors) / all.requests, 4),
@@ -138,6 +149,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
   }
 
   const done: SegmentResult[] = []
+  let scheduledMs = 0
   let onAbort = (): void => {}
   const aborted = new Promise<void>((resolve) => { onAbort = resolve })
   if (signal?.aborted === true) onAbort()
@@ -146,6 +158,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     await Promise.race([segments(async (phase, segmentLoad) => {
       const result = await session.runSegment(phase, segmentLoad)
       done.push(result)
+      scheduledMs += totalDurationMs(segmentLoad.stages)
       return result
     }), aborted])
   } catch (err) {
@@ -193,9 +206,10 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     ...(phased.length === 0 ? {} : { phases: Object.fromEntries(phased.map((segment) => [segment.phase as string, segment.all])) }),
     generator,
   }
-  // An interrupted segment never reported its count: the run up to the interruption counts whole.
-  const achievedInWindow = interrupted
-    ? seconds.reduce((sum, sample) => sum + sample.achieved, 0)
-    : done.reduce((sum, segment) => sum + segment.achievedInWindow, 0)
-  return { run: { ...collected, summary: summariseRun(collected, achievedInWindow) }, warnings }
+  // An interrupted segment never reported its counts: what it achieved counts as in its schedule.
+  const schedule: ScheduleTally = {
+    achievedAfterEnd: done.reduce((sum, segment) => sum + segment.achieved - segment.achievedInWindow, 0),
+    scheduledSeconds: interrupted ? undefined : scheduledMs / 1000,
+  }
+  return { run: { ...collected, summary: summariseRun(collected, schedule) }, warnings }
 }

@@ -1,8 +1,9 @@
 /**
  * A run's summary counts what the service did during the schedule: an iteration still in flight
- * when the schedule ends finishes in the drain, and is counted apart rather than credited to the
- * schedule's seconds. A real HTTP server on a socket answers every request after a fixed delay,
- * so each virtual user has exactly one iteration in flight when the schedule ends.
+ * when a segment's schedule ends finishes in the drain, and is counted apart rather than credited
+ * to the schedule's seconds, which do not include the drains either. A real HTTP server on a
+ * socket answers every request after a fixed delay, so each virtual user has exactly one
+ * iteration in flight when a schedule ends.
  */
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
@@ -49,7 +50,8 @@ after(async () => {
 })
 
 describe('a run\'s summary', () => {
-  it('credits the schedule\'s seconds with the iterations that ended in them, and counts the drain apart', async () => {
+  it('credits the schedules\' seconds with the iterations that ended in them, and counts the drains apart', async () => {
+    // Two phases, each 2 s of 4 users on two generator threads: two schedules, two drains.
     const load: LoadSpec = {
       model: 'closed',
       startVus: vus,
@@ -58,7 +60,7 @@ describe('a run\'s summary', () => {
       honourRetryAfter: true,
       requestTimeoutMs: 10_000,
       healthzProbeRate: 0,
-      workers: 1,
+      workers: 2,
       accounts: 0,
     }
     const { run } = await runLoad({
@@ -72,15 +74,19 @@ describe('a run\'s summary', () => {
       data: undefined,
       runId: 'summary',
       endpointOrder: ['GET /slow'],
-    }, async (segment) => { await segment(undefined, load) })
+    }, async (segment) => {
+      await segment('first', load)
+      await segment('second', load)
+    })
 
     const achieved = run.seconds.reduce((sum, second) => sum + second.achieved, 0)
     assert.equal(run.all.requests, achieved, 'every request succeeded and is in the seconds')
-    // No think time and a 300 ms answer: every user is inside an iteration when the schedule ends.
-    assert.equal(run.summary.achievedAfterEnd, vus, 'one iteration per user ended in the drain')
-    const inWindow = achieved - vus
+    // No think time and a 300 ms answer: every user is inside an iteration when each schedule ends.
+    assert.equal(run.summary.achievedAfterEnd, 2 * vus, 'one iteration per user and phase ended in a drain')
+    assert.equal(run.summary.durationSeconds, 2 * durationMs / 1000, 'the two schedules, not the drains between and after them')
+    const inWindow = achieved - 2 * vus
     assert.equal(run.summary.achievedPerSecond, Math.round((inWindow / run.summary.durationSeconds) * 100) / 100)
-    // At most one iteration per user every 300 ms fits in the schedule.
-    assert.ok(inWindow <= vus * Math.floor(durationMs / answerAfterMs), `${inWindow} iterations in the schedule`)
+    // At most one iteration per user every 300 ms fits in a schedule.
+    assert.ok(inWindow <= 2 * vus * Math.floor(durationMs / answerAfterMs), `${inWindow} iterations in the schedules`)
   })
 })

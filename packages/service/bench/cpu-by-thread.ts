@@ -12,6 +12,11 @@
  * Start it beside a load (a `lab run --target` of the service), `--after` seconds past its
  * start so the window misses the setup. Measure with nothing else running and scheduler
  * autogroups off (bench/README.md).
+ *
+ * Limits: a thread that ended inside the window is not counted (a PostgreSQL backend that
+ * disconnected, say): the groups then add up to less than the CPU the machine used, which the
+ * last line shows. Only the threads of `--pid` count as the service: the processes it starts
+ * (the `spawn` and `cluster` strategies, `--workers`) fall in "everything else".
  */
 import fs from 'node:fs'
 import { execFileSync } from 'node:child_process'
@@ -98,6 +103,8 @@ const idle = (machineAfter.idle - machineBefore.idle) / clockTicks / elapsed
 console.log(`${elapsed.toFixed(1)} s on ${cpus.toFixed(2)} CPUs, in cores:`)
 for (const [group, used] of [...cores].sort((a, b) => b[1] - a[1])) console.log(`  ${used.toFixed(3)}  ${group}`)
 console.log(`  ${idle.toFixed(3)}  idle`)
+const counted = [...cores.values()].reduce((sum, used) => sum + used, 0) + idle
+console.log(`  ${(cpus - counted).toFixed(3)}  not counted (threads that ended in the window, rounding)`)
 if (verifiesBefore !== undefined && verifiesAfter !== undefined) {
   const perSecond = (verifiesAfter - verifiesBefore) / elapsed
   const hashing = [...cores].filter(([group]) => group.startsWith('service:') && group !== 'service: main thread').reduce((sum, [, used]) => sum + used, 0)

@@ -27,6 +27,8 @@ export interface SegmentResult extends Omit<Counts, 'inFlight' | 'vus'> {
   /** Seconds of the run (`t`) the segment's schedule covered: (startT, endT]. */
   startT: number
   endT: number
+  /** The schedule's length (ms), its drain not included. */
+  durationMs: number
   /** Every request the segment sent, whenever it ended. */
   all: EndpointStats
   sendLag: LatencySummary | null
@@ -154,11 +156,13 @@ export class LoadSession {
       for (const shard of this.shards) shard.worker.postMessage(command)
     })
     const { inFlight, vus, ...iterations } = counts
+    const durationMs = totalDurationMs(load.stages)
     return {
       ...iterations,
       phase,
       startT,
-      endT: startT + Math.ceil(totalDurationMs(load.stages) / 1000),
+      endT: startT + Math.ceil(durationMs / 1000),
+      durationMs,
       all: endpoints.all().toStats(),
       sendLag: sendLag === undefined ? null : summarise(sendLag),
       firstIterationError,

@@ -9,7 +9,6 @@ import { HealthzProbe } from './probe.js'
 import { startReferenceServer, type ReferenceServer } from './reference-server.js'
 import type { GeneratorInfo, LatencySummary, LoadSpec, RunResult, RunSummary, SecondSample, SegmentLoad, ServerSample, ServiceInfo } from './result.js'
 import { MetricsScraper } from './scraper.js'
-import { totalDurationMs } from './schedule.js'
 import { errorTotal } from './stats.js'
 
 /** Above this mean event-loop utilisation a generator thread was the bottleneck, not the service. */
@@ -149,7 +148,6 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
   }
 
   const done: SegmentResult[] = []
-  let scheduledMs = 0
   let onAbort = (): void => {}
   const aborted = new Promise<void>((resolve) => { onAbort = resolve })
   if (signal?.aborted === true) onAbort()
@@ -158,7 +156,6 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     await Promise.race([segments(async (phase, segmentLoad) => {
       const result = await session.runSegment(phase, segmentLoad)
       done.push(result)
-      scheduledMs += totalDurationMs(segmentLoad.stages)
       return result
     }), aborted])
   } catch (err) {
@@ -209,7 +206,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
   // An interrupted segment never reported its counts: what it achieved counts as in its schedule.
   const schedule: ScheduleTally = {
     achievedAfterEnd: done.reduce((sum, segment) => sum + segment.achieved - segment.achievedInWindow, 0),
-    scheduledSeconds: interrupted ? undefined : scheduledMs / 1000,
+    scheduledSeconds: interrupted ? undefined : done.reduce((sum, segment) => sum + segment.durationMs, 0) / 1000,
   }
   return { run: { ...collected, summary: summariseRun(collected, schedule) }, warnings }
 }

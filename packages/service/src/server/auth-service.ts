@@ -21,7 +21,7 @@ import { acceptNewPassword, passwordForms } from './password-policy.js'
 import type { AccountMailService } from './account-mail-service.js'
 import { openSuccessor, sealSuccessor } from './refresh-successor.js'
 import type { SessionCheck } from './session-check.js'
-import { answerReserveMs, hashDeadlineAt } from './request-context.js'
+import { hashBudgetMs, hashDeadlineAt } from './request-context.js'
 
 export interface AuthResult {
   user: ReturnType<typeof publicUser>
@@ -84,7 +84,7 @@ export interface VerifiedForm extends VerifyResult {
 /** A hash's options from its request: the deadline counted from the arrival, the client's turn, and its cancellation. */
 export function contextHashOptions (deadlineMs: number, { signal, receivedAt, client }: RequestContext): HashRequestOptions {
   return {
-    ...(receivedAt === undefined ? { deadlineMs: deadlineMs - answerReserveMs(deadlineMs) } : { deadlineAt: hashDeadlineAt(receivedAt, deadlineMs) }),
+    ...(receivedAt === undefined ? { deadlineMs: hashBudgetMs(deadlineMs) } : { deadlineAt: hashDeadlineAt(receivedAt, deadlineMs) }),
     ...(signal === undefined ? {} : { signal }),
     ...(client === undefined ? {} : { client }),
   }

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import type { HashRequestOptions, HashTaskKind, PasswordEngine } from '../hashing/types.js'
 import type { ClientKeys, RefusalPacer } from './pacing.js'
-import { answerReserveMs, clientGoneSignal, hashDeadlineAt, requestReceivedAt } from './request-context.js'
+import { clientGoneSignal, hashDeadlineAt, requestReceivedAt } from './request-context.js'
 
 export interface HashAdmissionOptions {
   engine: PasswordEngine
@@ -50,8 +50,8 @@ export async function pacedHashAdmission (
     client,
     () => engine.admission(kind, options),
     () => { engine.assertAdmissible(kind, options) },
-    // Half the route's deadline from arrival: the hash's own deadline is a reserve earlier (request-context.ts).
-    { maxHoldMs: options.deadlineAt + answerReserveMs(deadlineMs) - deadlineMs / 2 - performance.now(), holdSignal: () => clientGoneSignal(reply) }
+    // Half the route's deadline from arrival (the hash's own deadline is a reserve earlier than the route's).
+    { maxHoldMs: requestReceivedAt(reply) + deadlineMs / 2 - performance.now(), holdSignal: () => clientGoneSignal(reply) }
   )
 }
 

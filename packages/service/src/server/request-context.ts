@@ -40,9 +40,14 @@ export function answerReserveMs (deadlineMs: number): number {
   return Math.min(50, deadlineMs / 40)
 }
 
+/** How long after its request's arrival a hash must be done: the route's deadline less the answer's reserve. */
+export function hashBudgetMs (deadlineMs: number): number {
+  return deadlineMs - answerReserveMs(deadlineMs)
+}
+
 /** When the hash of a request received at `receivedAt` (performance.now() time) must be done. */
 export function hashDeadlineAt (receivedAt: number, deadlineMs: number): number {
-  return receivedAt + deadlineMs - answerReserveMs(deadlineMs)
+  return receivedAt + hashBudgetMs(deadlineMs)
 }
 
 /** What the auth service needs of a request: when it arrived, its client, and a signal for when that client leaves. */

@@ -1,7 +1,7 @@
 /**
- * Probes /healthz at a steady rate during a run, as a Kubernetes liveness probe
- * would, from connections of its own. Latency counts from each probe's intended
- * time, so a frozen event loop shows as the wait it really caused.
+ * Probes /healthz during a run, as a Kubernetes liveness probe would, from connections
+ * of its own, at a given mean rate and at random times (`probeTimes`). Latency counts from
+ * each probe's intended time, so a frozen event loop shows as the wait it really caused.
  *
  * The probes are sent and timed in a worker thread of their own (this file is both
  * ends): the lab's main thread merges the generators' seconds and scrapes /metrics,
@@ -10,7 +10,7 @@
  * of the same service in the same run 19 ms.
  *
  * With a `floorUrl` (an empty server: reference-server.ts), the same thread probes it at
- * the same rate, half an interval after each service probe: what a probe gets on this
+ * the same rate, midway between each two service probes: what a probe gets on this
  * machine at this moment from a server with nothing else to do. A service's /healthz
  * figures are read against that floor, measured in the same run.
  */
@@ -111,50 +111,74 @@ export class HealthzProbe {
   }
 }
 
+/**
+ * When the probes go: a Poisson process at `ratePerSecond` from `startEpochMs` (exponential gaps,
+ * so no probe is phase-locked to anything periodic), and with `withFloor` a probe of the empty
+ * server midway between each two probes of the service. In time order, without end.
+ *
+ * Not a steady tick: probes every 100 ms from the run's start went out at the very millisecond of
+ * the lab's own once-a-second `/metrics` scrape one time in ten, and waited for it. In naive
+ * login storms those probes read a mean of 4.0 to 5.5 ms against 1.4 to 2.2 ms for each other
+ * tenth of the second, and made two to six of a run's six slowest: the p99 measured the lab's
+ * scrape more than the service (bench/README, "The `/healthz` tail in a naive storm").
+ * Probes at random times see the service as an unsynchronised kubelet does (PASTA: Poisson
+ * arrivals see time averages; RFC 2330, 11.1.1), a scrape included as often as it really happens.
+ */
+export function * probeTimes (startEpochMs: number, ratePerSecond: number, withFloor: boolean, random: () => number = Math.random): Generator<{ atEpochMs: number, floor: boolean }, never> {
+  const gapMs = (): number => -Math.log(1 - random()) * 1000 / ratePerSecond
+  let at = startEpochMs + gapMs()
+  for (;;) {
+    yield { atEpochMs: at, floor: false }
+    const gap = gapMs()
+    if (withFloor) yield { atEpochMs: at + gap / 2, floor: true }
+    at += gap
+  }
+}
+
 /** The prober thread's side: sends, times, reports each probe, of the service and of the floor. */
 function runProber (settings: ProbeSettings, post: (message: ProbeMessage) => void, onStop: (stop: () => void) => void): void {
-  const intervalMs = 1000 / settings.ratePerSecond
-  const probers = [probeSteadily(settings.url, 0, false)]
-  if (settings.floorUrl !== undefined) probers.push(probeSteadily(settings.floorUrl, intervalMs / 2, true))
-  onStop(() => {
-    void Promise.all(probers.map(async (stop) => { await stop() })).finally(() => { post({ type: 'stopped' }) })
+  const targets = [false, true].map((floor) => {
+    const url = floor ? settings.floorUrl : settings.url
+    return url === undefined ? undefined : { floor, http: new HttpTarget(url, { connections: maxInFlight, timeoutMs: settings.timeoutMs }), inFlight: new Set<Promise<void>>() }
   })
+  const times = probeTimes(Math.max(nowEpochMs(), settings.runStartEpochMs), settings.ratePerSecond, settings.floorUrl !== undefined)
+  let next = times.next().value
+  let timer: NodeJS.Timeout | undefined
+  let stopping = false
 
-  /** Probes `url` every `intervalMs` from the run's start plus `offsetMs`; returns how to stop. */
-  function probeSteadily (url: string, offsetMs: number, floor: boolean): () => Promise<void> {
-    const target = new HttpTarget(url, { connections: maxInFlight, timeoutMs: settings.timeoutMs })
-    const inFlight = new Set<Promise<void>>()
-    let next = Math.max(nowEpochMs(), settings.runStartEpochMs) + offsetMs
-    let timer: NodeJS.Timeout | undefined
-    let stopping = false
-    const fire = (intendedEpochMs: number): void => {
-      if (inFlight.size >= maxInFlight) {
-        post({ type: 'skipped', floor })
-        return
-      }
-      const probe = target.send({ method: 'GET', path: '/healthz' }).then((response) => {
-        const endedEpochMs = nowEpochMs()
-        const timed = response.status !== null || response.failure === 'timeout'
-        post({ type: 'probe', floor, ok: response.status === 200, latencyMs: timed ? endedEpochMs - intendedEpochMs : null, endedEpochMs })
-      }).finally(() => { inFlight.delete(probe) })
-      inFlight.add(probe)
+  const fire = (intendedEpochMs: number, floor: boolean): void => {
+    const target = targets[floor ? 1 : 0]
+    if (target === undefined) return
+    if (target.inFlight.size >= maxInFlight) {
+      post({ type: 'skipped', floor })
+      return
     }
-    const tick = (): void => {
-      if (stopping) return
-      while (next <= nowEpochMs()) {
-        fire(next)
-        next += intervalMs
-      }
-      timer = setTimeout(tick, Math.max(0, next - nowEpochMs()))
-    }
-    timer = setTimeout(tick, Math.max(0, next - nowEpochMs()))
-    return async () => {
-      stopping = true
-      clearTimeout(timer)
-      await Promise.all(inFlight)
-      await target.close()
-    }
+    const probe = target.http.send({ method: 'GET', path: '/healthz' }).then((response) => {
+      const endedEpochMs = nowEpochMs()
+      const timed = response.status !== null || response.failure === 'timeout'
+      post({ type: 'probe', floor, ok: response.status === 200, latencyMs: timed ? endedEpochMs - intendedEpochMs : null, endedEpochMs })
+    }).finally(() => { target.inFlight.delete(probe) })
+    target.inFlight.add(probe)
   }
+  const tick = (): void => {
+    if (stopping) return
+    while (next.atEpochMs <= nowEpochMs()) {
+      fire(next.atEpochMs, next.floor)
+      next = times.next().value
+    }
+    timer = setTimeout(tick, Math.max(0, next.atEpochMs - nowEpochMs()))
+  }
+  timer = setTimeout(tick, Math.max(0, next.atEpochMs - nowEpochMs()))
+
+  onStop(() => {
+    stopping = true
+    clearTimeout(timer)
+    void Promise.all(targets.map(async (target) => {
+      if (target === undefined) return
+      await Promise.all(target.inFlight)
+      await target.http.close()
+    })).finally(() => { post({ type: 'stopped' }) })
+  })
 }
 
 const proberSettings = isMainThread ? undefined : (workerData as { healthzProbe?: ProbeSettings } | null)?.healthzProbe

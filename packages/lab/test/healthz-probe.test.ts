@@ -10,7 +10,7 @@ import { once } from 'node:events'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { nowEpochMs } from '../src/schedule.js'
-import { HealthzProbe } from '../src/probe.js'
+import { HealthzProbe, probeTimes } from '../src/probe.js'
 import type { SecondSample } from '../src/result.js'
 import { startReferenceServer } from '../src/reference-server.js'
 
@@ -60,7 +60,7 @@ describe('the /healthz probe', () => {
       const [chunk] = await once(server.stdout, 'data') as [Buffer]
       const probe = new HealthzProbe({ url: `http://127.0.0.1:${chunk.toString().trim()}`, floorUrl: floor.url, ratePerSecond: 20, runStartEpochMs: nowEpochMs(), timeoutMs: 5000 })
       probe.start()
-      await sleep(1200) // the load's duration, not synchronisation
+      await sleep(2000) // the load's duration, not synchronisation: about 40 probes of each at random times
       await probe.stop()
       const service = probe.summary()
       const empty = probe.floorSummary()
@@ -96,5 +96,45 @@ describe('the /healthz probe', () => {
     await probe.stop()
     assert.equal(probe.summary(), null)
     assert.equal(probe.floorSummary(), null)
+  })
+
+  it('sends its probes at random times, phase-locked to nothing periodic such as the lab\'s once-a-second scrape', () => {
+    // A seeded generator (mulberry32), so the figures below are the same on every run.
+    let seed = 0x2f6b9a1
+    const random = (): number => {
+      seed = (seed + 0x6d2b79f5) | 0
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+    }
+    const start = 1_700_000_000_000
+    const times = probeTimes(start, 10, true, random)
+    const service: number[] = []
+    let previous = start
+    let floorsInBetween = 0
+    let pendingFloor: number | undefined
+    while (service.length < 20_000) {
+      const { atEpochMs, floor } = times.next().value
+      assert.ok(atEpochMs >= previous, 'in time order')
+      previous = atEpochMs
+      if (floor) {
+        pendingFloor = atEpochMs
+        continue
+      }
+      const last = service.at(-1)
+      if (pendingFloor !== undefined && last !== undefined && pendingFloor > last && pendingFloor < atEpochMs && Math.abs(pendingFloor - (last + atEpochMs) / 2) < 0.01) floorsInBetween++
+      pendingFloor = undefined
+      service.push(atEpochMs)
+    }
+    const meanGapMs = ((service.at(-1) ?? start) - start) / service.length
+    assert.ok(Math.abs(meanGapMs - 100) < 5, `10 a second on average: a mean gap of ${meanGapMs.toFixed(1)} ms`)
+    assert.equal(floorsInBetween, service.length - 1, 'a floor probe midway between each two service probes')
+    // A scrape starts at each second of the run and holds the service for a few milliseconds. A
+    // steady tick every 100 ms from the start lands on it one probe in ten; random times about as
+    // often as the scrape takes of the time (5 ms in 1,000: 0.5 %).
+    const atScrape = service.filter((at) => (at - start) % 1000 < 5).length / service.length
+    assert.ok(atScrape < 0.01, `${(atScrape * 100).toFixed(2)} % of probes in the first 5 ms of a second`)
+    const byTenth = Array.from({ length: 10 }, (_, tenth) => service.filter((at) => Math.floor(((at - start) % 1000) / 100) === tenth).length / service.length)
+    assert.ok(byTenth.every((share) => share > 0.09 && share < 0.11), `spread evenly over the second: ${byTenth.map((share) => share.toFixed(3)).join(', ')}`)
   })
 })

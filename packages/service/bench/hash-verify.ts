@@ -14,6 +14,7 @@
 import os from 'node:os'
 import { parseArgs } from 'node:util'
 import { createPasswordEngine, defaultPolicy, detectCpuBudget, type CpuBudget, type HashPolicy } from '../src/hashing/index.js'
+import { missingHashMallocEnv } from '../src/hashing/malloc-env.js'
 
 interface Profile {
   name: string
@@ -109,6 +110,10 @@ function renderText (result: BenchResult): string {
   const { machine } = result
   const lines = [
     `# hash-verify: ${machine.cpuModel}, ${machine.cores} cores, CPU budget ${machine.cpuBudget.cpus} (${machine.cpuBudget.source}${machine.cpuBudget.quota === undefined ? '' : `, quota ${machine.cpuBudget.quota}`}), Node ${machine.node} ${machine.platform}`,
+    // The limit the service can reach only holds with the malloc settings the service runs with (src/hashing/malloc-env.ts).
+    Object.keys(missingHashMallocEnv(process.env)).length === 0
+      ? '# glibc malloc settings for hashing: as the service runs with them'
+      : `# glibc malloc settings for hashing: MISSING (${Object.keys(missingHashMallocEnv(process.env)).join(', ')}): scrypt and argon2id read slower than the service hashes; run it through npm run bench:hash`,
     '',
     '| profile | 1 thread: median verify (run / wall) | min..max run | pool threads | pool ops/s | threads / median | ratio |',
     '|---|---|---|---|---|---|---|',

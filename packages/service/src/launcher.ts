@@ -16,6 +16,7 @@ import path from 'node:path'
 import type { ReadyInfo } from './cli/ready-file.js'
 import { scratchClusterDir, startEmbeddedPostgres } from './db/embedded.js'
 import { detectCpuBudget } from './hashing/cpu.js'
+import { withHashMallocEnv } from './hashing/malloc-env.js'
 import { packageRoot, packageVersion } from './paths.js'
 
 /** The service's command line: `node <tollboothBin> serve`. */
@@ -105,7 +106,8 @@ function readReady (file: string): ReadyInfo | undefined {
 export async function startServe (options: StartServeOptions = {}): Promise<ServeProcess> {
   const readyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-ready-'))
   const readyFile = path.join(readyDir, 'ready.json')
-  const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env), TOLLBOOTH_READY_FILE: readyFile }
+  // glibc's malloc settings for the hash threads' memory, where the caller did not set its own (malloc-env.ts).
+  const env: NodeJS.ProcessEnv = { ...withHashMallocEnv(options.env ?? process.env), TOLLBOOTH_READY_FILE: readyFile }
   const command = [process.execPath, tollboothBin, 'serve', ...(options.args ?? [])]
   const child = options.cgroupProcsFile === undefined
     ? spawn(command[0] ?? '', command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })

@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto'
 import type pino from 'pino'
 import type { Config } from '../config.js'
 import { detectCpuBudget } from '../hashing/index.js'
+import { missingHashMallocEnv } from '../hashing/malloc-env.js'
 import { createError } from '../errors.js'
 import { startAdminServer, type AdminServer } from './admin.js'
 import { primaryMetrics, serveClusterMetrics } from './cluster-metrics.js'
@@ -137,7 +138,8 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
   let restartTimer: NodeJS.Timeout | undefined
 
   const fork = (): Worker => {
-    const worker = cluster.fork({ [workerConfigEnv]: JSON.stringify(workerConfig) })
+    // The workers hash: glibc's malloc settings for that, unless set already (malloc-env.ts).
+    const worker = cluster.fork({ ...missingHashMallocEnv(process.env), [workerConfigEnv]: JSON.stringify(workerConfig) })
     workers.add(worker)
     forkedAt.set(worker, Date.now())
     whenStarted(worker).then(() => { if (!worker.isDead()) listeningWorkers.add(worker) }, () => {})

@@ -13,6 +13,7 @@ import type { EmbeddedDatabase } from '../db/embedded.js'
 import { ThrottledFaultLog } from '../db/fault-log.js'
 import { createDatabasePool } from '../db/pool.js'
 import { createPasswordEngine } from '../hashing/index.js'
+import { missingHashMallocEnv } from '../hashing/malloc-env.js'
 import type { PasswordEngine } from '../hashing/types.js'
 import { packageVersion } from '../paths.js'
 import { addAcceptors, type Acceptors } from './acceptors.js'
@@ -191,6 +192,10 @@ export async function startService (config: Config, options: StartServiceOptions
       })
     }
     log.info({ url, ...(admin === undefined ? {} : { adminUrl: admin.url }), version: packageVersion, strategy: config.hashStrategy }, options.listeningMessage ?? 'tollbooth is listening')
+    const mallocMissing = Object.keys(missingHashMallocEnv(process.env))
+    if (process.platform === 'linux' && mallocMissing.length > 0) {
+      log.info({ missing: mallocMissing }, 'glibc malloc maps a memory-hard hash\'s buffer afresh for every hash: set these variables before node starts (npm start and the Dockerfile do) for cheaper scrypt and argon2id hashes')
+    }
     return {
       app,
       url,

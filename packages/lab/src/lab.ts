@@ -97,6 +97,7 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
   const base = {
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
     healthzProbeRate: options.healthzProbeRate ?? 10,
+    healthzProbeTimes: 'random' as const,
     workers: options.workers ?? 1,
     honourRetryAfter: options.honourRetryAfter ?? true,
     accounts: options.accounts ?? scenario.defaults.accounts,

@@ -22,7 +22,15 @@ import type { LatencySummary, SecondSample } from './result.js'
 
 const maxInFlight = 16
 
-interface ProbeSettings { url: string, floorUrl?: string, ratePerSecond: number, runStartEpochMs: number, timeoutMs: number }
+interface ProbeSettings {
+  url: string
+  floorUrl?: string
+  ratePerSecond: number
+  runStartEpochMs: number
+  timeoutMs: number
+  /** Draws the probes' times from `seededRandom(seed)` instead of Math.random: the same times on every run (tests). */
+  seed?: number
+}
 
 type ProbeMessage =
   /** `latencyMs` null: no answer to time (a refused connection, an error). `floor`: a probe of the empty server. */
@@ -135,13 +143,25 @@ export function * probeTimes (startEpochMs: number, ratePerSecond: number, withF
   }
 }
 
+/** A seeded generator of numbers in [0, 1) (mulberry32): the same sequence for the same seed. */
+export function seededRandom (seed: number): () => number {
+  let state = seed | 0
+  return () => {
+    state = (state + 0x6d2b79f5) | 0
+    let t = Math.imul(state ^ (state >>> 15), 1 | state)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
 /** The prober thread's side: sends, times, reports each probe, of the service and of the floor. */
 function runProber (settings: ProbeSettings, post: (message: ProbeMessage) => void, onStop: (stop: () => void) => void): void {
   const targets = [false, true].map((floor) => {
     const url = floor ? settings.floorUrl : settings.url
     return url === undefined ? undefined : { floor, http: new HttpTarget(url, { connections: maxInFlight, timeoutMs: settings.timeoutMs }), inFlight: new Set<Promise<void>>() }
   })
-  const times = probeTimes(Math.max(nowEpochMs(), settings.runStartEpochMs), settings.ratePerSecond, settings.floorUrl !== undefined)
+  const random = settings.seed === undefined ? Math.random : seededRandom(settings.seed)
+  const times = probeTimes(Math.max(nowEpochMs(), settings.runStartEpochMs), settings.ratePerSecond, settings.floorUrl !== undefined, random)
   let next = times.next().value
   let timer: NodeJS.Timeout | undefined
   let stopping = false

@@ -54,6 +54,8 @@ export type SegmentLoad =
 export type LoadSpec = SegmentLoad & {
   requestTimeoutMs: number
   healthzProbeRate: number
+  /** When the probes went: at random times (a Poisson process at `healthzProbeRate`); absent in results from before, whose probes went on a steady tick from the run's start. */
+  healthzProbeTimes?: 'random'
   workers: number
   honourRetryAfter: boolean
   politeAndNaive?: boolean

@@ -59,7 +59,7 @@ export async function startDatabase (options: { name?: string, label?: string, n
 export type { ReadyInfo }
 
 export interface StartServeOptions {
-  /** The service's whole environment (settings as TOLLBOOTH_*, PORT, HOST, DATABASE_URL ...); default: this process's. */
+  /** The service's whole environment (settings as TOLLBOOTH_*, PORT, HOST, DATABASE_URL ...); default: this process's. glibc's malloc settings for hashing are added where it lacks them (hashing/malloc-env.ts). */
   env?: NodeJS.ProcessEnv
   /** Extra `serve` flags. */
   args?: string[]

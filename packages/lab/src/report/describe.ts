@@ -36,7 +36,7 @@ function describeLoad (load: LoadSpec): Fact[] {
       label: 'load settings',
       value: [
         `request timeout ${formatDuration(load.requestTimeoutMs)}`,
-        load.healthzProbeRate > 0 ? `/healthz probed ${formatRate(load.healthzProbeRate).replace(/\.0$/, '')}/s at random times` : '/healthz not probed',
+        load.healthzProbeRate > 0 ? `/healthz probed ${formatRate(load.healthzProbeRate).replace(/\.0$/, '')}/s${load.healthzProbeTimes === 'random' ? ' at random times' : ''}` : '/healthz not probed',
         `${load.workers} generator worker${load.workers === 1 ? '' : 's'}`,
         load.politeAndNaive === true
           ? 'each strategy with polite clients (Retry-After honoured) and naive ones (retry at once)'

@@ -192,9 +192,10 @@ export async function startService (config: Config, options: StartServiceOptions
       })
     }
     log.info({ url, ...(admin === undefined ? {} : { adminUrl: admin.url }), version: packageVersion, strategy: config.hashStrategy }, options.listeningMessage ?? 'tollbooth is listening')
-    const mallocMissing = Object.keys(missingHashMallocEnv(process.env))
-    if (process.platform === 'linux' && mallocMissing.length > 0) {
-      log.info({ missing: mallocMissing }, 'glibc malloc maps a memory-hard hash\'s buffer afresh for every hash: set these variables before node starts (npm start and the Dockerfile do) for cheaper scrypt and argon2id hashes')
+    // Only where glibc takes them (2.35 and later): see hashing/malloc-env.ts.
+    const mallocMissing = missingHashMallocEnv(process.env)
+    if (Object.keys(mallocMissing).length > 0) {
+      log.info({ missing: mallocMissing }, 'glibc malloc maps a large scrypt buffer afresh for every hash: set these variables before node starts (the Dockerfile and tollbooth\'s launchers do) for cheaper scrypt hashes at N * r of 2^18 and more')
     }
     return {
       app,

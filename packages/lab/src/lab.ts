@@ -124,6 +124,7 @@ async function serviceInfo (url: string, metricsUrl: string, startedByLab: boole
   if (info?.algorithm !== undefined) reported.algorithm = info.algorithm
   if (pool?.cpu_budget !== undefined) reported.cpuBudget = `${pool.cpu_budget} (${pool.cpu_budget_source ?? '?'})`
   if (threads !== null) reported.hashThreads = String(threads)
+  if (pool?.malloc_settings !== undefined) reported.mallocSettings = pool.malloc_settings
   return {
     url,
     startedByLab,

@@ -33,6 +33,7 @@ describe('the load lab against a real service', () => {
     const run = result.runs[0] as LabResult['runs'][number]
     assert.equal(run.service.startedByLab, false)
     assert.equal(run.service.settings.hashThreads, '2', 'read from /metrics')
+    assert.ok(['set', 'missing', 'not applicable'].includes(run.service.settings.mallocSettings ?? ''), `and whether glibc's malloc settings for hashing are set: ${run.service.settings.mallocSettings}`)
     const login = run.endpoints['POST /auth/login']
     assert.ok(login !== undefined && login.ok > 0, 'logins succeeded')
     assert.equal(login.requests, login.ok, 'and none failed')

@@ -70,3 +70,14 @@ export function missingHashMallocEnv (env: NodeJS.ProcessEnv, glibcVersion: stri
 export function withHashMallocEnv (env: NodeJS.ProcessEnv, glibcVersion: string | null = runtimeGlibcVersion()): NodeJS.ProcessEnv {
   return { ...env, ...missingHashMallocEnv(env, glibcVersion) }
 }
+
+/**
+ * Whether a process with `env` runs with the settings: `set` (both present; values are the
+ * caller's), `missing` (glibc would take them and one is absent), or `not applicable` (another
+ * C library or a glibc before 2.35). Exported on /metrics, so a run against a service started by
+ * hand says which it was.
+ */
+export function hashMallocState (env: NodeJS.ProcessEnv = process.env, glibcVersion: string | null = runtimeGlibcVersion()): 'set' | 'missing' | 'not applicable' {
+  if (!glibcTakesHashMallocEnv(glibcVersion)) return 'not applicable'
+  return Object.keys(missingHashMallocEnv(env, glibcVersion)).length === 0 ? 'set' : 'missing'
+}

@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import client from 'prom-client'
+import { hashMallocState } from '../hashing/malloc-env.js'
 import type { PasswordEngine } from '../hashing/types.js'
 import { clusterMetrics, exposeRegistryToPrimary } from './cluster-metrics.js'
 
@@ -51,6 +52,7 @@ const eventLoopResolutionMs = 10
 
 export function createMetrics (engine: PasswordEngine, options: MetricsOptions): Metrics {
   const registry = new client.Registry()
+  const mallocSettings = hashMallocState()
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: eventLoopResolutionMs })
   new client.Gauge({
     name: 'tollbooth_event_loop_resolution_seconds',
@@ -109,13 +111,13 @@ export function createMetrics (engine: PasswordEngine, options: MetricsOptions):
   })
   new client.Gauge({
     name: 'tollbooth_hash_pool_info',
-    help: 'Hash execution strategy, algorithm and CPU budget (value is always 1)',
-    labelNames: ['strategy', 'algorithm', 'cpu_budget', 'cpu_budget_source'] as const,
+    help: 'Hash execution strategy, algorithm, CPU budget, and whether glibc\'s malloc settings for large scrypt buffers are set (set, missing, not applicable) (value is always 1)',
+    labelNames: ['strategy', 'algorithm', 'cpu_budget', 'cpu_budget_source', 'malloc_settings'] as const,
     registers: [registry],
     aggregator: 'first',
     collect () {
       this.reset()
-      this.set({ strategy: engine.strategy, algorithm: engine.policy.algorithm, cpu_budget: String(engine.cpuBudget.cpus), cpu_budget_source: engine.cpuBudget.source }, 1)
+      this.set({ strategy: engine.strategy, algorithm: engine.policy.algorithm, cpu_budget: String(engine.cpuBudget.cpus), cpu_budget_source: engine.cpuBudget.source, malloc_settings: mallocSettings }, 1)
     },
   })
   const hashTasks = new client.Counter({

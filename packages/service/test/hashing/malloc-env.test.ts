@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { promisify } from 'node:util'
-import { glibcTakesHashMallocEnv, hashMallocEnv, missingHashMallocEnv, runtimeGlibcVersion, withHashMallocEnv } from '../../src/hashing/malloc-env.js'
+import { glibcTakesHashMallocEnv, hashMallocEnv, hashMallocState, missingHashMallocEnv, runtimeGlibcVersion, withHashMallocEnv } from '../../src/hashing/malloc-env.js'
 import { packageRoot } from '../../src/paths.js'
 
 const execFileAsync = promisify(execFile)
@@ -51,6 +51,10 @@ describe('glibc malloc settings for the hash threads', () => {
     assert.deepEqual(withHashMallocEnv({ PORT: '1' }, '2.28'), { PORT: '1' })
     assert.deepEqual(missingHashMallocEnv({}, null), {}, 'musl, macOS')
     assert.equal(glibcTakesHashMallocEnv('3.0'), true)
+    assert.equal(hashMallocState({ ...hashMallocEnv }, '2.36'), 'set')
+    assert.equal(hashMallocState({ MALLOC_MMAP_THRESHOLD_: '65536' }, '2.36'), 'missing')
+    assert.equal(hashMallocState({}, '2.34'), 'not applicable')
+    assert.equal(hashMallocState({}, null), 'not applicable')
   })
 
   const glibc = runtimeGlibcVersion()

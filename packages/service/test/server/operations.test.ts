@@ -63,6 +63,7 @@ describe('health, readiness, metrics and OpenAPI', () => {
     ]) {
       assert.ok(text.includes(name), `metrics should include ${name}`)
     }
+    assert.match(text, /tollbooth_hash_pool_info\{[^}]*malloc_settings="(set|missing|not applicable)"\} 1/, 'whether glibc\'s malloc settings for hashing are set')
   })
 
   it('shows a starved libuv pool while the canary is stuck in it, not only once it returns', async () => {

@@ -7,19 +7,10 @@ import {
   labResultSchema, type EndpointStats, type ErrorCounts, type KneeStep, type LabResult, type LatencySummary, type LoadSpec,
   type MachineInfo, type ReferenceFigures, type RunResult, type ScenarioInfo, type SecondSample, type ServerSample,
 } from '../src/result.js'
+// The prober's seeded generator (mulberry32), so every fixture is the same on every run.
+import { seededRandom as seeded } from '../src/probe.js'
 
 const mebibyte = 1048576
-
-/** Mulberry32: a tiny seeded generator, so every fixture is the same on every run. */
-function seeded (seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let mixed = Math.imul(state ^ (state >>> 15), 1 | state)
-    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function hundredths (value: number): number {
   return Math.round(value * 100) / 100

@@ -193,9 +193,10 @@ function runProber (settings: ProbeSettings, post: (message: ProbeMessage) => vo
   onStop(() => {
     stopping = true
     clearTimeout(timer)
-    void Promise.all(targets.map(async (target) => {
+    // Settled, not all: a probe that failed must not let "stopped" go before the other target closed.
+    void Promise.allSettled(targets.map(async (target) => {
       if (target === undefined) return
-      await Promise.all(target.inFlight)
+      await Promise.allSettled(target.inFlight)
       await target.http.close()
     })).finally(() => { post({ type: 'stopped' }) })
   })

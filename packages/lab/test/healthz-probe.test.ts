@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { once } from 'node:events'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -81,6 +83,43 @@ describe('the /healthz probe', () => {
     } finally {
       server.kill()
       await floor.close()
+    }
+  })
+
+  it('sends each probe at the time probeTimes gives its seed: random gaps, not a steady tick', async () => {
+    // The server records when each probe arrives, on the same epoch clock the prober thread uses.
+    const arrivals: number[] = []
+    const server = http.createServer((request, response) => {
+      arrivals.push(nowEpochMs())
+      response.end('{"status":"ok"}')
+    })
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    try {
+      const { port } = server.address() as AddressInfo
+      // A start in the future, so the thread's schedule begins exactly there, however long it took to start.
+      const runStartEpochMs = nowEpochMs() + 1000
+      const seed = 0x51ced
+      const probe = new HealthzProbe({ url: `http://127.0.0.1:${port}`, ratePerSecond: 10, runStartEpochMs, timeoutMs: 5000, seed })
+      probe.start()
+      await sleep(3500) // the load's duration, not synchronisation: about 25 probes after the start
+      await probe.stop()
+      const times = probeTimes(runStartEpochMs, 10, false, seededRandom(seed))
+      const expected: number[] = []
+      for (let at = times.next().value.atEpochMs; at <= (arrivals.at(-1) ?? 0); at = times.next().value.atEpochMs) expected.push(at)
+      assert.ok(arrivals.length >= 15, `probes received: ${arrivals.length}`)
+      assert.equal(arrivals.length, expected.length, 'one probe for each time of the schedule, none skipped or added')
+      // Each probe leaves at its time and arrives a few milliseconds later; a late timer under a busy CI
+      // delays one, never sends it early. The bound is loose; a steady 100 ms tick misses these times by
+      // tens of milliseconds at most probes (the schedule's gaps range from a few to hundreds of ms).
+      const offsets = arrivals.map((at, i) => at - (expected[i] ?? NaN))
+      assert.ok(offsets.every((offset) => offset > -2), `never before its time: ${offsets.map((o) => o.toFixed(1)).join(' ')}`)
+      const onTime = offsets.filter((offset) => offset < 25).length
+      assert.ok(onTime >= arrivals.length * 0.8, `${onTime} of ${arrivals.length} within 25 ms of their time: ${offsets.map((o) => o.toFixed(1)).join(' ')}`)
+      const gaps = expected.slice(1).map((at, i) => at - (expected[i] ?? at))
+      assert.ok(Math.max(...gaps) > 2 * Math.min(...gaps), `the gaps vary: ${gaps.map((g) => g.toFixed(0)).join(' ')}`)
+    } finally {
+      server.close()
     }
   })
 

@@ -104,6 +104,10 @@ describe('the /healthz probe', () => {
       probe.start()
       await sleep(3500) // the load's duration, not synchronisation: about 25 probes after the start
       await probe.stop()
+      // Before the start: the untimed requests that opened the connections (the next test).
+      const warmUps = arrivals.filter((at) => at < runStartEpochMs).length
+      assert.equal(warmUps, 2, 'two connections opened before the schedule')
+      arrivals.splice(0, warmUps)
       const times = probeTimes(runStartEpochMs, 10, false, seededRandom(seed))
       const expected: number[] = []
       for (let at = times.next().value.atEpochMs; at <= (arrivals.at(-1) ?? 0); at = times.next().value.atEpochMs) expected.push(at)
@@ -118,6 +122,34 @@ describe('the /healthz probe', () => {
       assert.ok(onTime >= arrivals.length * 0.8, `${onTime} of ${arrivals.length} within 25 ms of their time: ${offsets.map((o) => o.toFixed(1)).join(' ')}`)
       const gaps = expected.slice(1).map((at, i) => at - (expected[i] ?? at))
       assert.ok(Math.max(...gaps) > 2 * Math.min(...gaps), `the gaps vary: ${gaps.map((g) => g.toFixed(0)).join(' ')}`)
+    } finally {
+      server.close()
+    }
+  })
+
+  it('opens its connections before the first timed probe: no probe pays for a connection\'s first answer', async () => {
+    // A server whose first answer on each connection takes 300 ms (a connect under load, the
+    // prober's own cold start); every later answer on it is immediate.
+    let connections = 0
+    const server = http.createServer((request, response) => {
+      const socket = request.socket as typeof request.socket & { answered?: boolean }
+      const first = socket.answered !== true
+      socket.answered = true
+      setTimeout(() => { response.end('{"status":"ok"}') }, first ? 300 : 0)
+    })
+    server.on('connection', () => { connections++ })
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    try {
+      const { port } = server.address() as AddressInfo
+      const probe = new HealthzProbe({ url: `http://127.0.0.1:${port}`, ratePerSecond: 20, runStartEpochMs: nowEpochMs(), timeoutMs: 5000, seed: probeSeed })
+      probe.start()
+      await sleep(2000) // the load's duration, not synchronisation: the 300 ms warm-up, then about 30 probes
+      await probe.stop()
+      const summary = probe.summary()
+      assert.ok(summary !== null && summary.count >= 10, `probes answered: ${summary?.count}`)
+      assert.ok((summary.maxMs ?? Infinity) < 250, `slowest probe ${summary.maxMs} ms: none waited for a connection's first answer`)
+      assert.ok(connections >= 2, `connections opened before the probes: ${connections}`)
     } finally {
       server.close()
     }

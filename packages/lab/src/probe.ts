@@ -157,7 +157,7 @@ export function seededRandom (seed: number): () => number {
 
 /** Connections each target gets before the first timed probe: probes at random times sometimes overlap, and the second then needs one of its own. */
 const warmConnections = 2
-/** How long the warm-up may hold the schedule back: a server that does not answer is the probes' to report. */
+/** How long the warm-up may take: past it, the probes due are sent anyway (a server that does not answer is theirs to report). */
 const warmUpLimitMs = 2000
 
 /**
@@ -201,11 +201,13 @@ function runProber (settings: ProbeSettings, post: (message: ProbeMessage) => vo
     }).finally(() => { target.inFlight.delete(probe) })
     target.inFlight.add(probe)
   }
-  // The schedule starts once the connections are open (or the warm-up gave up), at the run's start at the earliest.
+  // The schedule is fixed now, from the run's start (or from now, if the thread started after it). A
+  // warm-up that ends after the first probes were due sends them then, each timed from its own due
+  // time: a service that answered nothing at the start shows as the wait it caused, not as a gap.
+  const times = probeTimes(Math.max(nowEpochMs(), settings.runStartEpochMs), settings.ratePerSecond, settings.floorUrl !== undefined, random)
+  let due = times.next().value
   void warmUp(targets).then(() => {
     if (stopping) return
-    const times = probeTimes(Math.max(nowEpochMs(), settings.runStartEpochMs), settings.ratePerSecond, settings.floorUrl !== undefined, random)
-    let due = times.next().value
     const tick = (): void => {
       if (stopping) return
       while (due.atEpochMs <= nowEpochMs()) {
@@ -220,7 +222,7 @@ function runProber (settings: ProbeSettings, post: (message: ProbeMessage) => vo
   onStop(() => {
     stopping = true
     clearTimeout(timer)
-    // Settled, not all: a probe that failed must not let "stopped" go before the other target closed.
+    // Settled, not all: send() never rejects, but should a probe's own bookkeeping throw, "stopped" still waits for both targets.
     void Promise.allSettled(targets.map(async (target) => {
       if (target === undefined) return
       await Promise.allSettled(target.inFlight)

@@ -27,6 +27,22 @@ server.listen(0, '127.0.0.1', () => { console.log(server.address().port) })
 /** Probes at the same random times on every run (its schedule below: no long gap early on), so the counts asserted do not hang on chance. */
 const probeSeed = 7
 
+/** A server whose first answer on each connection takes `firstAnswerMs` (a connect under load); later answers on it are immediate. */
+async function slowFirstAnswerServer (firstAnswerMs: number): Promise<{ url: string, connections: () => number, close: () => void }> {
+  let connections = 0
+  const server = http.createServer((request, response) => {
+    const socket = request.socket as typeof request.socket & { answered?: boolean }
+    const first = socket.answered !== true
+    socket.answered = true
+    setTimeout(() => { response.end('{"status":"ok"}') }, first ? firstAnswerMs : 0)
+  })
+  server.on('connection', () => { connections++ })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  return { url: `http://127.0.0.1:${port}`, connections: () => connections, close: () => { server.close() } }
+}
+
 describe('the /healthz probe', () => {
   it('times its probes in its own thread: a blocked lab main thread does not delay them', async () => {
     const server = spawn(process.execPath, ['-e', serverCode], { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -98,11 +114,11 @@ describe('the /healthz probe', () => {
     try {
       const { port } = server.address() as AddressInfo
       // A start in the future, so the thread's schedule begins exactly there, however long it took to start.
-      const runStartEpochMs = nowEpochMs() + 1500
+      const runStartEpochMs = nowEpochMs() + 2500
       const seed = 0x51ced
       const probe = new HealthzProbe({ url: `http://127.0.0.1:${port}`, ratePerSecond: 10, runStartEpochMs, timeoutMs: 5000, seed })
       probe.start()
-      await sleep(4000) // the load's duration, not synchronisation: about 25 probes after the start
+      await sleep(5000) // the load's duration, not synchronisation: about 25 probes after the start
       await probe.stop()
       // First, before the start: the two untimed requests that opened the connections (the next test).
       const warmUps = arrivals.splice(0, 2)
@@ -119,39 +135,47 @@ describe('the /healthz probe', () => {
       assert.ok(offsets.every((offset) => offset > -2), `never before its time: ${offsets.map((o) => o.toFixed(1)).join(' ')}`)
       const onTime = offsets.filter((offset) => offset < 25).length
       assert.ok(onTime >= arrivals.length * 0.8, `${onTime} of ${arrivals.length} within 25 ms of their time: ${offsets.map((o) => o.toFixed(1)).join(' ')}`)
-      const gaps = expected.slice(1).map((at, i) => at - (expected[i] ?? at))
-      assert.ok(Math.max(...gaps) > 2 * Math.min(...gaps), `the gaps vary: ${gaps.map((g) => g.toFixed(0)).join(' ')}`)
+      const gaps = arrivals.slice(1).map((at, i) => at - (arrivals[i] ?? at))
+      assert.ok(Math.max(...gaps) > 2 * Math.min(...gaps), `the gaps between arrivals vary: ${gaps.map((g) => g.toFixed(0)).join(' ')}`)
     } finally {
       server.close()
     }
   })
 
   it('opens its connections before the first timed probe: no probe pays for a connection\'s first answer', async () => {
-    // A server whose first answer on each connection takes 300 ms (a connect under load, the
-    // prober's own cold start); every later answer on it is immediate.
-    let connections = 0
-    const server = http.createServer((request, response) => {
-      const socket = request.socket as typeof request.socket & { answered?: boolean }
-      const first = socket.answered !== true
-      socket.answered = true
-      setTimeout(() => { response.end('{"status":"ok"}') }, first ? 300 : 0)
-    })
-    server.on('connection', () => { connections++ })
-    server.listen(0, '127.0.0.1')
-    await once(server, 'listening')
+    const server = await slowFirstAnswerServer(300)
     try {
-      const { port } = server.address() as AddressInfo
-      const probe = new HealthzProbe({ url: `http://127.0.0.1:${port}`, ratePerSecond: 20, runStartEpochMs: nowEpochMs(), timeoutMs: 5000, seed: probeSeed })
+      // The run starts a second from now (a lab run starts half a second after it is set up): time for the warm-up.
+      const probe = new HealthzProbe({ url: server.url, ratePerSecond: 20, runStartEpochMs: nowEpochMs() + 1000, timeoutMs: 5000, seed: probeSeed })
       probe.start()
-      await sleep(2000) // the load's duration, not synchronisation: the 300 ms warm-up, then about 30 probes
+      await sleep(3000) // the load's duration, not synchronisation: the 300 ms warm-up, then about 40 probes from the start
       await probe.stop()
       const summary = probe.summary()
       assert.ok(summary !== null && summary.count >= 10, `probes answered: ${summary?.count}`)
+      const connections = server.connections()
       assert.ok(connections >= 2, `connections opened before the probes: ${connections}`)
       // Only a connection beyond the two opened first (three probes in flight at once, on a busy
       // machine) would make a probe wait for its first answer.
       if (connections === 2) assert.ok((summary.maxMs ?? Infinity) < 250, `slowest probe ${summary.maxMs} ms: none waited for a connection's first answer`)
       else assert.ok((summary.p90Ms ?? Infinity) < 250, `${connections} connections; p90 ${summary.p90Ms} ms`)
+    } finally {
+      server.close()
+    }
+  })
+
+  it('does not hide a slow start: probes due during the warm-up go after it, timed from when they were due', async () => {
+    const server = await slowFirstAnswerServer(600)
+    try {
+      // The run starts now: its first probes fall due while the warm-up waits 600 ms for its answers.
+      const probe = new HealthzProbe({ url: server.url, ratePerSecond: 20, runStartEpochMs: nowEpochMs(), timeoutMs: 5000, seed: probeSeed })
+      probe.start()
+      await sleep(2000) // the load's duration, not synchronisation
+      await probe.stop()
+      const summary = probe.summary()
+      assert.ok(summary !== null && summary.count >= 20, `probes answered: ${summary?.count}`)
+      // Timed from the run's start, not from the warm-up's end: those probes read up to the 600 ms they waited.
+      assert.ok((summary.maxMs ?? 0) >= 300, `slowest probe ${summary.maxMs} ms`)
+      assert.equal(probe.skipped, 0)
     } finally {
       server.close()
     }

@@ -99,6 +99,20 @@ describe('TOLLBOOTH_READY_FILE', () => {
       const ready = await readyFileFor(file, started.url)
       assert.deepEqual(ready, { url: started.url, pid: started.child.pid, version: serviceVersion, strategy: 'tollbooth' })
       assert.deepEqual(fs.readdirSync(dir), ['ready.json'], 'no partial file left beside it')
+      // `serve` started by hand, as `npm start` does: where glibc would take the malloc settings
+      // for hashing and they are missing, it says which and how, and /metrics says so too.
+      const missing = missingHashMallocEnv(serviceEnv(database.url))
+      const metrics = await (await fetch(`${started.url}/metrics`)).text()
+      if (Object.keys(missing).length > 0) {
+        const isHint = (line: Record<string, unknown>): boolean => String(line.msg).startsWith('glibc malloc maps a large scrypt buffer afresh')
+        // Written just after the "listening" line: give the pipe a moment (a generous bound, not a measure).
+        for (let waited = 0; !started.lines().some(isHint) && waited < 5000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50))
+        const hint = started.lines().find(isHint)
+        assert.deepEqual(hint?.missing, missing, 'the log names the settings to set')
+        assert.match(metrics, /tollbooth_hash_pool_info\{[^}]*malloc_settings="missing"/)
+      } else {
+        assert.equal(started.lines().some((line) => String(line.msg).startsWith('glibc malloc')), false, 'no hint where there is nothing to set')
+      }
     } finally {
       assert.equal(await stopCli(started), 0)
     }

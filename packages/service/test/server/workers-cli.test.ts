@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
 import http from 'node:http'
 import { after, before, describe, it } from 'node:test'
+import { missingHashMallocEnv } from '../../src/hashing/malloc-env.js'
 import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { childPids, listeningDescriptors } from '../helpers/processes.js'
@@ -82,6 +84,12 @@ describe('tollbooth serve --workers N', () => {
       for (const worker of workers) assert.equal(listeningDescriptors(worker, port), 16, `worker ${worker}'s listening descriptors`)
       assert.equal(listeningDescriptors(primary, port), 1)
       await answersAlone(started.url, workers, 4)
+      // The primary was started without glibc's malloc settings for hashing; it forks each worker with them (where glibc takes them).
+      const added = missingHashMallocEnv(serveEnv(db.url))
+      for (const worker of workers) {
+        const environment = fs.readFileSync(`/proc/${worker}/environ`, 'utf8').split('\0')
+        for (const [name, value] of Object.entries(added)) assert.ok(environment.includes(`${name}=${value}`), `worker ${worker} has ${name}`)
+      }
       // Which process answered: the per-worker series of /metrics, labelled by pid.
       const answered = await perWorker(started.url, 'tollbooth_worker_http_requests_total')
       assert.deepEqual([...answered.keys()].sort(), [...workers].sort(), 'both workers answered')

@@ -13,7 +13,6 @@ import type { PasswordEngine } from '../hashing/types.js'
 import { packageVersion } from '../paths.js'
 import { performance } from 'node:perf_hooks'
 import { AuthService } from './auth-service.js'
-import { ChecksInFlight } from './checks-in-flight.js'
 import type { LoginThrottlePolicy } from './login-throttle.js'
 import { RefusalPacer } from './pacing.js'
 import { createError } from '../errors.js'
@@ -197,8 +196,6 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     registerDeadlineMs: config.registerDeadlineMs,
     log: app.log,
   })
-  // One count of password checks under way for login and re-entered passwords alike: one throttle.
-  const checksInFlight = new ChecksInFlight()
   const auth = new AuthService({
     db,
     engine,
@@ -210,7 +207,6 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     loginDeadlineMs: config.loginDeadlineMs,
     registerDeadlineMs: config.registerDeadlineMs,
     loginThrottle: loginThrottlePolicy(config),
-    checksInFlight,
     log: app.log,
     accountMail,
     unverifiedLogin: config.registrationMode === 'enumeration-safe' ? 'hide' : config.requireVerifiedEmail ? 'refuse' : 'allow',
@@ -229,7 +225,6 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     loginDeadlineMs: config.loginDeadlineMs,
     registerDeadlineMs: config.registerDeadlineMs,
     loginThrottle: loginThrottlePolicy(config),
-    checksInFlight,
     log: app.log,
     ...(options.now === undefined ? {} : { now: options.now }),
   })

@@ -15,8 +15,7 @@ import { findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated } fr
 import { insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession } from '../db/sessions.js'
 import { recordFailure, resetAccountFailures, type FailureCounts, type ThrottleKeys } from '../db/login-throttle.js'
 import { lookUpLogin } from '../db/login-lookup.js'
-import { addressKey, decide, windowExpiredAtOrBefore, withChecksInFlight, type LoginThrottlePolicy } from './login-throttle.js'
-import type { ChecksInFlight } from './checks-in-flight.js'
+import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
 import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens, type NewRefreshToken } from './tokens.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 import type { AccountMailService } from './account-mail-service.js'
@@ -45,8 +44,6 @@ export interface AuthServiceDeps {
   loginDeadlineMs: number
   registerDeadlineMs: number
   loginThrottle: LoginThrottlePolicy
-  /** Password checks under way in this process, counted by the throttle as failures until they end (shared with AccountService). */
-  checksInFlight: ChecksInFlight
   log: FastifyBaseLogger
   /** Wall-clock time in epoch ms for login throttling (tests pass their own); default Date.now. */
   now?: () => number
@@ -137,23 +134,10 @@ export interface PasswordCheckLog {
   fields?: Record<string, unknown>
 }
 
-/**
- * Decides a password check before any hash, on `failures` as read from `readStartedAt`
- * (`ChecksInFlight.now()`, taken just before the read). Throws TOO_MANY_ATTEMPTS (logged as a
- * security event) when the throttle refuses it now, the checks under way for either key (and
- * those that ended since the read began) counted as failures made now; otherwise counts this
- * one as under way and returns the function that ends it, to call once its outcome is recorded
- * (the failure written, or the success's reset).
- */
-export function admitPasswordCheck (failures: FailureCounts, readStartedAt: number, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, inFlight: ChecksInFlight, logging: PasswordCheckLog): () => void {
-  const underWay = { account: inFlight.count('account', keys.account, readStartedAt), address: inFlight.count('address', keys.address, readStartedAt) }
-  const counts: FailureCounts = {}
-  const account = withChecksInFlight(failures.account, underWay.account, nowMs, policy)
-  const address = withChecksInFlight(failures.address, underWay.address, nowMs, policy)
-  if (account !== undefined) counts.account = account
-  if (address !== undefined) counts.address = address
-  const decision = decide(counts, nowMs, policy)
-  if (decision.allowed) return inFlight.begin(keys)
+/** Throws TOO_MANY_ATTEMPTS (logged as a security event) when the throttle refuses a password check now; before any hash. */
+export function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): void {
+  const decision = decide(failures, nowMs, policy)
+  if (decision.allowed) return
   const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
   logging.log.warn({
     event: 'login_throttled',
@@ -162,7 +146,6 @@ export function admitPasswordCheck (failures: FailureCounts, readStartedAt: numb
     scopes: decision.scopes,
     accountFailures: failures.account?.failures ?? 0,
     addressFailures: failures.address?.failures ?? 0,
-    checksUnderWay: underWay,
     retryAfterSeconds,
     ...logging.fields,
   }, logging.throttled)
@@ -282,57 +265,52 @@ export class AuthService {
     this.deps.engine.assertAdmissible('verify', hashOptions)
     const keys: ThrottleKeys = { account: email, address: addressKey(context.client) }
     // The throttle's counts come with the user, in the same statement: one round trip.
-    const readStartedAt = this.deps.checksInFlight.now()
     const { user, failures } = await lookUpLogin(this.deps.db, email, keys)
     // Decided before any hash, on the email (known or not) and the address, so the answer is the same
     // for an account that does not exist, and a guess past the bound costs no CPU.
     const nowMs = this.now()
-    const endCheck = admitPasswordCheck(failures, readStartedAt, keys, nowMs, this.deps.loginThrottle, this.deps.checksInFlight, this.loginLog)
-    try {
-      if (user === undefined) {
-        // As many verifies of the current policy as a wrong password of this input costs (one per
-        // form): same status, body and time.
-        await this.verifyDummies(forms, hashOptions)
-        return await this.failLogin(keys, 'unknown_email')
-      }
-      let verified: VerifiedForm
-      try {
-        verified = await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)
-      } catch (err) {
-        if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
-        // A stored hash we refuse to compute is the operator's problem (an import gone wrong, a
-        // tampered row), not the client's: it is logged, and the client gets a wrong password's
-        // answer at a wrong password's cost, so the account cannot be told apart from others.
-        this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the login is answered as a wrong password')
-        await this.verifyDummies(forms, hashOptions)
-        return await this.failLogin(keys, 'stored_hash_refused')
-      }
-      if (!verified.match) return await this.failLogin(keys, 'wrong_password')
-      if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return await this.failLogin(keys, 'email_not_verified')
-      if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'refuse') {
-        // Only now, the password matched: a guesser learns nothing about the address's state.
-        this.deps.log.info({ event: 'login_refused_unverified', userId: user.id, address: keys.address }, 'login refused: email not verified')
-        throw createError('EMAIL_NOT_VERIFIED')
-      }
-      // A success forgets the account's failures (the address's stay); no write when there were none.
-      // Its own statement, beside the session's rather than in it: a login holding the failure row
-      // while its foreign keys wait on the user row would invert an account deletion's order (accounts.ts).
-      const [result] = await Promise.all([
-        this.openSession(this.deps.db, user, context).catch((err: unknown) => {
-          // The account was deleted (DELETE /me committed) between the lookup and this insert: its
-          // foreign key finds no user. The answer is what the account's absence gets, not a 500.
-          if (!isForeignKeyViolation(err)) throw err
-          this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: keys.address }, 'login of an account deleted meanwhile')
-          throw createError('AUTH_INVALID_CREDENTIALS')
-        }),
-        failures.account === undefined ? undefined : resetAccountFailures(this.deps.db, keys.account),
-      ])
-      // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.
-      if (verified.needsRehash || verified.form !== forms[0]) this.rehashInBackground(user.id, user.passwordHash, forms[0])
-      return result
-    } finally {
-      endCheck()
+    assertNotThrottled(failures, keys, nowMs, this.deps.loginThrottle, this.loginLog)
+    if (user === undefined) {
+      // As many verifies of the current policy as a wrong password of this input costs (one per
+      // form): same status, body and time.
+      await this.verifyDummies(forms, hashOptions)
+      return await this.failLogin(keys, 'unknown_email')
     }
+    let verified: VerifiedForm
+    try {
+      verified = await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)
+    } catch (err) {
+      if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
+      // A stored hash we refuse to compute is the operator's problem (an import gone wrong, a
+      // tampered row), not the client's: it is logged, and the client gets a wrong password's
+      // answer at a wrong password's cost, so the account cannot be told apart from others.
+      this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the login is answered as a wrong password')
+      await this.verifyDummies(forms, hashOptions)
+      return await this.failLogin(keys, 'stored_hash_refused')
+    }
+    if (!verified.match) return await this.failLogin(keys, 'wrong_password')
+    if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return await this.failLogin(keys, 'email_not_verified')
+    if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'refuse') {
+      // Only now, the password matched: a guesser learns nothing about the address's state.
+      this.deps.log.info({ event: 'login_refused_unverified', userId: user.id, address: keys.address }, 'login refused: email not verified')
+      throw createError('EMAIL_NOT_VERIFIED')
+    }
+    // A success forgets the account's failures (the address's stay); no write when there were none.
+    // Its own statement, beside the session's rather than in it: a login holding the failure row
+    // while its foreign keys wait on the user row would invert an account deletion's order (accounts.ts).
+    const [result] = await Promise.all([
+      this.openSession(this.deps.db, user, context).catch((err: unknown) => {
+        // The account was deleted (DELETE /me committed) between the lookup and this insert: its
+        // foreign key finds no user. The answer is what the account's absence gets, not a 500.
+        if (!isForeignKeyViolation(err)) throw err
+        this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: keys.address }, 'login of an account deleted meanwhile')
+        throw createError('AUTH_INVALID_CREDENTIALS')
+      }),
+      failures.account === undefined ? undefined : resetAccountFailures(this.deps.db, keys.account),
+    ])
+    // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.
+    if (verified.needsRehash || verified.form !== forms[0]) this.rehashInBackground(user.id, user.passwordHash, forms[0])
+    return result
   }
 
   /** One dummy verify per form: what a wrong password of the same input costs a known account. */

@@ -47,23 +47,6 @@ describe('login throttling per account', () => {
     assert.equal(service.engine.stats().completed, before, 'no hash was computed for a throttled login')
   })
 
-  it('counts guesses sent at once: of 30 wrong passwords at the same moment, at most 5 cost a hash and the rest get 429', async () => {
-    const { email } = await registerUser(service)
-    const ghost = uniqueEmail('ghost-burst')
-    for (const target of [email, ghost]) {
-      const before = service.engine.stats().completed
-      const answers = await Promise.all(Array.from({ length: 30 }, async (_, i) => await login(service, target, `burst guess ${i}`)))
-      const statuses = answers.map((answer) => answer.status)
-      const failed = statuses.filter((status) => status === 401).length
-      // At most the 5 free failures; one fewer when a failure was counted twice (written just before a
-      // read began, ended just after: the throttle may count a failure twice, never miss one).
-      assert.ok(failed >= 4 && failed <= 5, `${target === email ? 'known' : 'unknown'} account: ${statuses.join(' ')}`)
-      assert.equal(statuses.filter((status) => status === 429).length, 30 - failed)
-      assert.equal(service.engine.stats().completed - before, failed, 'a hash for each admitted guess only')
-      assert.equal((await readFailures(service.db.pool, { account: target, address: '127.0.0.1' })).account?.failures, failed)
-    }
-  })
-
   it('throttles an unknown email exactly as a known one: same status, body and headers', async () => {
     const { email } = await registerUser(service)
     const ghost = uniqueEmail('ghost')

@@ -12,11 +12,11 @@ import { listLiveSessions, revokeAllSessionIds, revokeSession } from '../db/sess
 import { deleteAccount } from '../db/accounts.js'
 import { readFailures, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
 import { addressKey } from './login-throttle.js'
-import { assertNotThrottled, contextHashOptions, hashAcceptedPassword, recordFailedCheck, verifyPasswordForms, type AuthServiceDeps, type LoginContext } from './auth-service.js'
+import { contextHashOptions, startPasswordCheck, waitUntilOf, hashAcceptedPassword, recordFailedCheck, verifyPasswordForms, type AuthServiceDeps, type LoginContext } from './auth-service.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 
 /** The auth service's own (a new password is hashed with registration's deadline, from the request's arrival). */
-export type AccountServiceDeps = Pick<AuthServiceDeps, 'db' | 'engine' | 'sessions' | 'loginDeadlineMs' | 'registerDeadlineMs' | 'loginThrottle' | 'log' | 'now'>
+export type AccountServiceDeps = Pick<AuthServiceDeps, 'db' | 'engine' | 'sessions' | 'loginDeadlineMs' | 'registerDeadlineMs' | 'loginThrottle' | 'checksUnderWay' | 'log' | 'now'>
 
 /** Who is asking: the user and session of the access token. */
 export interface Caller {
@@ -108,22 +108,37 @@ export class AccountService {
     const hashOptions = contextHashOptions(this.deps.loginDeadlineMs, context)
     this.deps.engine.assertAdmissible('verify', hashOptions)
     const keys: ThrottleKeys = { account: user.email, address: addressKey(context.client) }
-    const failures = await readFailures(this.deps.db, keys)
     const logging = { log: this.deps.log, throttled: 'password check throttled', failed: 'password check failed', fields: { reauthentication: true } }
-    assertNotThrottled(failures, keys, this.now(), this.deps.loginThrottle, logging)
-    let match: boolean
+    const { found: { failures }, end: endCheck } = await startPasswordCheck(
+      async () => ({ failures: await readFailures(this.deps.db, keys) }),
+      keys,
+      this.deps.checksUnderWay,
+      {
+        policy: this.deps.loginThrottle,
+        now: () => this.now(),
+        waitUntil: waitUntilOf(hashOptions, this.deps.loginDeadlineMs),
+        signal: context.signal,
+        beforeReadAgain: () => { this.deps.engine.assertAdmissible('verify', hashOptions) },
+      },
+      logging
+    )
     try {
-      match = (await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)).match
-    } catch (err) {
-      if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
-      this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the password check is answered as a wrong password')
-      match = false
+      let match: boolean
+      try {
+        match = (await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)).match
+      } catch (err) {
+        if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
+        this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the password check is answered as a wrong password')
+        match = false
+      }
+      if (!match) {
+        await recordFailedCheck(this.deps.db, keys, 'wrong_password', this.now(), this.deps.loginThrottle, logging)
+        throw createError('CURRENT_PASSWORD_INCORRECT')
+      }
+      if (failures.account !== undefined) await resetAccountFailures(this.deps.db, keys.account)
+    } finally {
+      endCheck()
     }
-    if (!match) {
-      await recordFailedCheck(this.deps.db, keys, 'wrong_password', this.now(), this.deps.loginThrottle, logging)
-      throw createError('CURRENT_PASSWORD_INCORRECT')
-    }
-    if (failures.account !== undefined) await resetAccountFailures(this.deps.db, keys.account)
   }
 
   private now (): number {

@@ -13,6 +13,7 @@ import type { PasswordEngine } from '../hashing/types.js'
 import { packageVersion } from '../paths.js'
 import { performance } from 'node:perf_hooks'
 import { AuthService } from './auth-service.js'
+import { ChecksUnderWay } from './checks-under-way.js'
 import type { LoginThrottlePolicy } from './login-throttle.js'
 import { RefusalPacer } from './pacing.js'
 import { createError } from '../errors.js'
@@ -196,6 +197,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     registerDeadlineMs: config.registerDeadlineMs,
     log: app.log,
   })
+  // One count of password checks under way for login and re-entered passwords alike: one throttle.
+  const checksUnderWay = new ChecksUnderWay()
   const auth = new AuthService({
     db,
     engine,
@@ -207,6 +210,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     loginDeadlineMs: config.loginDeadlineMs,
     registerDeadlineMs: config.registerDeadlineMs,
     loginThrottle: loginThrottlePolicy(config),
+    checksUnderWay,
     log: app.log,
     accountMail,
     unverifiedLogin: config.registrationMode === 'enumeration-safe' ? 'hide' : config.requireVerifiedEmail ? 'refuse' : 'allow',
@@ -225,6 +229,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     loginDeadlineMs: config.loginDeadlineMs,
     registerDeadlineMs: config.registerDeadlineMs,
     loginThrottle: loginThrottlePolicy(config),
+    checksUnderWay,
     log: app.log,
     ...(options.now === undefined ? {} : { now: options.now }),
   })

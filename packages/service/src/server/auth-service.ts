@@ -3,6 +3,7 @@
  * Every database change of one request happens in one transaction (or one statement,
  * atomic on its own), so a failure leaves nothing half-written.
  */
+import { performance } from 'node:perf_hooks'
 import { isIP } from 'node:net'
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
@@ -15,7 +16,8 @@ import { findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated } fr
 import { insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession } from '../db/sessions.js'
 import { recordFailure, resetAccountFailures, type FailureCounts, type ThrottleKeys } from '../db/login-throttle.js'
 import { lookUpLogin } from '../db/login-lookup.js'
-import { addressKey, decide, windowExpiredAtOrBefore, type LoginThrottlePolicy } from './login-throttle.js'
+import { addressKey, decide, windowExpiredAtOrBefore, withChecksInFlight, type LoginThrottlePolicy } from './login-throttle.js'
+import type { ChecksUnderWay } from './checks-under-way.js'
 import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens, type NewRefreshToken } from './tokens.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 import type { AccountMailService } from './account-mail-service.js'
@@ -44,6 +46,8 @@ export interface AuthServiceDeps {
   loginDeadlineMs: number
   registerDeadlineMs: number
   loginThrottle: LoginThrottlePolicy
+  /** Password checks under way in this process, by throttle key (shared with AccountService). */
+  checksUnderWay: ChecksUnderWay
   log: FastifyBaseLogger
   /** Wall-clock time in epoch ms for login throttling (tests pass their own); default Date.now. */
   now?: () => number
@@ -152,6 +156,57 @@ export function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys,
   throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
 }
 
+/**
+ * Reads the throttle's counts (`read`) and decides a password check on them, before any hash:
+ * TOO_MANY_ATTEMPTS (a security event) on the recorded failures, as ever. Otherwise the check
+ * starts only if it would still pass were every check under way for its keys to fail; if not,
+ * it waits for one of them to end and reads again (src/server/checks-under-way.ts), until
+ * `waitUntil` (performance.now() time: then SERVICE_OVERLOADED) or its client leaves
+ * (HASH_CANCELLED). `beforeReadAgain` may refuse a check that waited (its hash can no longer be
+ * served in time). Returns the last read and the function that ends the check, to call once its
+ * outcome is recorded (the failure written, or the success's reset).
+ */
+export async function startPasswordCheck<T extends { failures: FailureCounts }> (
+  read: () => Promise<T>,
+  keys: ThrottleKeys,
+  checks: ChecksUnderWay,
+  rules: { policy: LoginThrottlePolicy, now: () => number, waitUntil: number, signal?: AbortSignal | undefined, beforeReadAgain?: () => void },
+  logging: PasswordCheckLog
+): Promise<{ found: T, end: () => void }> {
+  const { policy, now, waitUntil, signal, beforeReadAgain } = rules
+  let woken = false
+  try {
+    for (;;) {
+      const readStartedAt = checks.now()
+      const found = await read()
+      const nowMs = now()
+      assertNotThrottled(found.failures, keys, nowMs, policy, logging)
+      const counts: FailureCounts = {}
+      const account = withChecksInFlight(found.failures.account, checks.count('account', keys.account, readStartedAt), nowMs, policy)
+      const address = withChecksInFlight(found.failures.address, checks.count('address', keys.address, readStartedAt), nowMs, policy)
+      if (account !== undefined) counts.account = account
+      if (address !== undefined) counts.address = address
+      const decision = decide(counts, nowMs, policy)
+      if (decision.allowed) return { found, end: checks.begin(keys) }
+      // Held back only by checks that have ended, whose failures are written: read again at once.
+      const underWay = decision.scopes.some((scope) => checks.underWay(scope, keys[scope]) > 0)
+      if (underWay) {
+        woken = false
+        if (!await checks.waitForEnd(keys, waitUntil, signal)) {
+          if (signal?.aborted === true) throw createError('HASH_CANCELLED', 'The client left while its password check waited for others of its account or address')
+          throw createError('SERVICE_OVERLOADED', 'Other password checks of this account or address are still under way', { retryAfterSeconds: 1 })
+        }
+        woken = true
+      }
+      beforeReadAgain?.()
+    }
+  } catch (err) {
+    // Woken, then refused (a 429 now that the failures are written): the next waiting check is decided too.
+    if (woken) checks.passOn(keys)
+    throw err
+  }
+}
+
 /** Counts a failed password check for the account and the address (before answering) and logs it; never the password. */
 export async function recordFailedCheck (db: Queryable, keys: ThrottleKeys, reason: string, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): Promise<void> {
   const counts = await recordFailure(db, keys, { nowMs, windowExpiredAtOrBefore: windowExpiredAtOrBefore(nowMs, policy) })
@@ -164,6 +219,11 @@ export async function recordFailedCheck (db: Queryable, keys: ThrottleKeys, reas
     addressFailures: counts.address?.failures,
     ...logging.fields,
   }, logging.failed)
+}
+
+/** Until when a password check may wait for its turn: its hash deadline (performance.now() time). */
+export function waitUntilOf (hashOptions: HashRequestOptions, deadlineMs: number): number {
+  return hashOptions.deadlineAt ?? performance.now() + (hashOptions.deadlineMs ?? deadlineMs)
 }
 
 /** Why a login failed, for the security log (never sent to the client: it would tell accounts apart). */
@@ -264,53 +324,69 @@ export class AuthService {
     // costs a database query. Known and unknown emails both pass here first.
     this.deps.engine.assertAdmissible('verify', hashOptions)
     const keys: ThrottleKeys = { account: email, address: addressKey(context.client) }
-    // The throttle's counts come with the user, in the same statement: one round trip.
-    const { user, failures } = await lookUpLogin(this.deps.db, email, keys)
     // Decided before any hash, on the email (known or not) and the address, so the answer is the same
-    // for an account that does not exist, and a guess past the bound costs no CPU.
-    const nowMs = this.now()
-    assertNotThrottled(failures, keys, nowMs, this.deps.loginThrottle, this.loginLog)
-    if (user === undefined) {
-      // As many verifies of the current policy as a wrong password of this input costs (one per
-      // form): same status, body and time.
-      await this.verifyDummies(forms, hashOptions)
-      return await this.failLogin(keys, 'unknown_email')
-    }
-    let verified: VerifiedForm
+    // for an account that does not exist, and a guess past the bound costs no CPU. The throttle's
+    // counts come with the user, in the same statement: one round trip.
+    const { found: { user, failures }, end: endCheck } = await startPasswordCheck(
+      async () => await lookUpLogin(this.deps.db, email, keys),
+      keys,
+      this.deps.checksUnderWay,
+      {
+        policy: this.deps.loginThrottle,
+        now: () => this.now(),
+        waitUntil: waitUntilOf(hashOptions, this.deps.loginDeadlineMs),
+        signal: context.signal,
+        beforeReadAgain: () => { this.deps.engine.assertAdmissible('verify', hashOptions) },
+      },
+      this.loginLog
+    )
     try {
-      verified = await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)
-    } catch (err) {
-      if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
-      // A stored hash we refuse to compute is the operator's problem (an import gone wrong, a
-      // tampered row), not the client's: it is logged, and the client gets a wrong password's
-      // answer at a wrong password's cost, so the account cannot be told apart from others.
-      this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the login is answered as a wrong password')
-      await this.verifyDummies(forms, hashOptions)
-      return await this.failLogin(keys, 'stored_hash_refused')
+      if (user === undefined) {
+        // As many verifies of the current policy as a wrong password of this input costs (one per
+        // form): same status, body and time.
+        await this.verifyDummies(forms, hashOptions)
+        return await this.failLogin(keys, 'unknown_email')
+      }
+      let verified: VerifiedForm
+      try {
+        verified = await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)
+      } catch (err) {
+        if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
+        // A stored hash we refuse to compute is the operator's problem (an import gone wrong, a
+        // tampered row), not the client's: it is logged, and the client gets a wrong password's
+        // answer at a wrong password's cost, so the account cannot be told apart from others.
+        this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the login is answered as a wrong password')
+        await this.verifyDummies(forms, hashOptions)
+        return await this.failLogin(keys, 'stored_hash_refused')
+      }
+      if (!verified.match) return await this.failLogin(keys, 'wrong_password')
+      if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return await this.failLogin(keys, 'email_not_verified')
+      if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'refuse') {
+        // Only now, the password matched: a guesser learns nothing about the address's state.
+        this.deps.log.info({ event: 'login_refused_unverified', userId: user.id, address: keys.address }, 'login refused: email not verified')
+        throw createError('EMAIL_NOT_VERIFIED')
+      }
+      // A success forgets the account's failures (the address's stay); no write when there were none.
+      // Its own statement, beside the session's rather than in it: a login holding the failure row
+      // while its foreign keys wait on the user row would invert an account deletion's order (accounts.ts).
+      const [result] = await Promise.all([
+        this.openSession(this.deps.db, user, context).catch((err: unknown) => {
+          // The account was deleted (DELETE /me committed) between the lookup and this insert: its
+          // foreign key finds no user. The answer is what the account's absence gets, not a 500.
+          if (!isForeignKeyViolation(err)) throw err
+          this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: keys.address }, 'login of an account deleted meanwhile')
+          throw createError('AUTH_INVALID_CREDENTIALS')
+        }),
+        // The check ends once its outcome is recorded (the reset, or nothing to reset), not after the
+        // session: the next check of this account waits for no more than it must.
+        failures.account === undefined ? endCheck() : resetAccountFailures(this.deps.db, keys.account).finally(endCheck),
+      ])
+      // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.
+      if (verified.needsRehash || verified.form !== forms[0]) this.rehashInBackground(user.id, user.passwordHash, forms[0])
+      return result
+    } finally {
+      endCheck()
     }
-    if (!verified.match) return await this.failLogin(keys, 'wrong_password')
-    if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return await this.failLogin(keys, 'email_not_verified')
-    if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'refuse') {
-      // Only now, the password matched: a guesser learns nothing about the address's state.
-      this.deps.log.info({ event: 'login_refused_unverified', userId: user.id, address: keys.address }, 'login refused: email not verified')
-      throw createError('EMAIL_NOT_VERIFIED')
-    }
-    // A success forgets the account's failures (the address's stay); no write when there were none.
-    // Its own statement, beside the session's rather than in it: a login holding the failure row
-    // while its foreign keys wait on the user row would invert an account deletion's order (accounts.ts).
-    const [result] = await Promise.all([
-      this.openSession(this.deps.db, user, context).catch((err: unknown) => {
-        // The account was deleted (DELETE /me committed) between the lookup and this insert: its
-        // foreign key finds no user. The answer is what the account's absence gets, not a 500.
-        if (!isForeignKeyViolation(err)) throw err
-        this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: keys.address }, 'login of an account deleted meanwhile')
-        throw createError('AUTH_INVALID_CREDENTIALS')
-      }),
-      failures.account === undefined ? undefined : resetAccountFailures(this.deps.db, keys.account),
-    ])
-    // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.
-    if (verified.needsRehash || verified.form !== forms[0]) this.rehashInBackground(user.id, user.passwordHash, forms[0])
-    return result
   }
 
   /** One dummy verify per form: what a wrong password of the same input costs a known account. */

@@ -53,6 +53,18 @@ export function allowedAt (count: FailureCount | undefined, freeFailures: number
   return Math.min(count.lastFailureAt + delayAfterMs(failures, freeFailures, policy), windowEndsAt)
 }
 
+/**
+ * A key's count with `inFlight` password checks under way counted as failures made at `nowMs`
+ * (each may yet fail): the count a check must be decided on, so that checks sent at once do not
+ * all pass on the count from before any of them (src/server/checks-in-flight.ts).
+ */
+export function withChecksInFlight (count: FailureCount | undefined, inFlight: number, nowMs: number, policy: LoginThrottlePolicy): FailureCount | undefined {
+  if (inFlight <= 0) return count
+  const live = liveFailures(count, nowMs, policy)
+  const windowStartedAt = live > 0 && count !== undefined ? count.windowStartedAt : nowMs
+  return { failures: live + inFlight, windowStartedAt, lastFailureAt: nowMs }
+}
+
 /** Whether a login may go on to its hash, given both keys' counts; when not, for how long. */
 export function decide (counts: { account?: FailureCount | undefined, address?: FailureCount | undefined }, nowMs: number, policy: LoginThrottlePolicy): ThrottleDecision {
   const waits: Array<[ThrottleScope, number]> = [

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { loadConfig, parseTrustProxy } from '../../src/config.js'
 import { fastifyTrustProxy, loginThrottlePolicy } from '../../src/server/app.js'
-import { addressKey, allowedAt, decide, delayAfterMs, liveFailures, type FailureCount, type LoginThrottlePolicy } from '../../src/server/login-throttle.js'
+import { ChecksUnderWay } from '../../src/server/checks-under-way.js'
+import { addressKey, allowedAt, decide, delayAfterMs, liveFailures, withChecksInFlight, type FailureCount, type LoginThrottlePolicy } from '../../src/server/login-throttle.js'
 
 const policy: LoginThrottlePolicy = { accountFreeFailures: 5, addressFreeFailures: 100, windowMs: 900_000, baseDelayMs: 1000, maxDelayMs: 900_000 }
 const t0 = Date.parse('2030-01-01T00:00:00Z')
@@ -31,6 +32,55 @@ describe('login throttle rules', () => {
     // 14 failures, the last one 600 s into the window: its 512 s wait would end after the window.
     assert.equal(allowedAt(count(14, t0 + 600_000), 5, t0 + 600_000, policy), t0 + 900_000)
     assert.deepEqual(decide({ account: count(14, t0 + 600_000) }, t0 + 900_000, policy), { allowed: true })
+  })
+
+  it('counts checks under way as failures made now: the sixth of six sent at once is decided like a sixth in turn', () => {
+    assert.equal(withChecksInFlight(count(2), 0, t0, policy)?.failures, 2, 'none under way: the stored count')
+    assert.equal(withChecksInFlight(undefined, 0, t0, policy), undefined)
+    // No stored failure, five checks under way: a sixth would be the account's sixth failure.
+    assert.deepEqual(withChecksInFlight(undefined, 5, t0 + 50, policy), { failures: 5, windowStartedAt: t0 + 50, lastFailureAt: t0 + 50 })
+    assert.deepEqual(decide({ account: withChecksInFlight(undefined, 4, t0, policy) }, t0, policy), { allowed: true })
+    assert.deepEqual(decide({ account: withChecksInFlight(undefined, 5, t0, policy) }, t0, policy), { allowed: false, retryAfterMs: 1000, scopes: ['account'] })
+    // Added to a live window's count, in that window; an expired window counts as none.
+    assert.deepEqual(withChecksInFlight(count(3), 2, t0 + 10_000, policy), { failures: 5, windowStartedAt: t0, lastFailureAt: t0 + 10_000 })
+    assert.deepEqual(withChecksInFlight(count(30), 1, t0 + 900_000, policy), { failures: 1, windowStartedAt: t0 + 900_000, lastFailureAt: t0 + 900_000 })
+  })
+
+  it('keeps the checks under way per key, each ended once, and those that ended since a read began', () => {
+    const checks = new ChecksUnderWay()
+    const keys = { account: 'a@example.com', address: '192.0.2.1' }
+    const readBefore = checks.now()
+    const first = checks.begin(keys)
+    const second = checks.begin({ account: 'a@example.com', address: '192.0.2.2' })
+    const since = checks.now()
+    assert.deepEqual([checks.count('account', 'a@example.com', since), checks.count('address', '192.0.2.1', since), checks.count('address', '192.0.2.2', since)], [2, 1, 1])
+    first()
+    first()
+    const readAfter = checks.now()
+    // Ended after the read began: its failure may not be in what that read saw, so it still counts there.
+    assert.deepEqual([checks.count('account', 'a@example.com', readBefore), checks.count('address', '192.0.2.1', readBefore)], [2, 1])
+    assert.deepEqual([checks.count('account', 'a@example.com', readAfter), checks.count('address', '192.0.2.1', readAfter)], [1, 0], 'a read after it sees its failure; a second end changes nothing')
+    assert.deepEqual([checks.underWay('account', 'a@example.com'), checks.underWay('address', '192.0.2.1')], [1, 0])
+    second()
+    assert.equal(checks.size(), 3, 'ended checks are remembered a while')
+    assert.equal(checks.size(checks.now() + 60_000), 0, 'then forgotten, keys and all')
+  })
+
+  it('wakes a waiting check when one of its keys\' checks ends; gives up at its deadline or when its client leaves', async () => {
+    const checks = new ChecksUnderWay()
+    const keys = { account: 'b@example.com', address: '192.0.2.3' }
+    const end = checks.begin(keys)
+    const woken = checks.waitForEnd({ account: 'b@example.com', address: '192.0.2.9' }, checks.now() + 60_000)
+    end()
+    assert.equal(await woken, true, 'the account\'s check ended')
+    const still = checks.begin(keys)
+    assert.equal(await checks.waitForEnd(keys, checks.now() + 20), false, 'the deadline came first')
+    const controller = new AbortController()
+    const waiting = checks.waitForEnd(keys, checks.now() + 60_000, controller.signal)
+    controller.abort()
+    assert.equal(await waiting, false, 'the client left')
+    still()
+    assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter or key left behind')
   })
 
   it('judges account and address apart, each against its own bound, and waits for the later', () => {

@@ -47,6 +47,25 @@ describe('login throttling per account', () => {
     assert.equal(service.engine.stats().completed, before, 'no hash was computed for a throttled login')
   })
 
+  it('counts guesses sent at once: of 30 wrong passwords at the same moment, 5 cost a hash and 25 get 429', async () => {
+    const { email } = await registerUser(service)
+    const ghost = uniqueEmail('ghost-burst')
+    for (const target of [email, ghost]) {
+      const before = service.engine.stats().completed
+      const answers = await Promise.all(Array.from({ length: 30 }, async (_, i) => await login(service, target, `burst guess ${i}`)))
+      const statuses = answers.map((answer) => answer.status).sort()
+      assert.deepEqual(statuses, [...Array(5).fill(401), ...Array(25).fill(429)], `${target === email ? 'known' : 'unknown'} account: ${statuses.join(' ')}`)
+      assert.equal(service.engine.stats().completed - before, 5, 'a hash for each admitted guess only')
+      assert.equal((await readFailures(service.db.pool, { account: target, address: '127.0.0.1' })).account?.failures, 5)
+    }
+  })
+
+  it('lets the right password in from many clients at once: checks beyond the free failures wait their turn, none is refused', async () => {
+    const { email, password } = await registerUser(service)
+    const answers = await Promise.all(Array.from({ length: 20 }, async () => await login(service, email, password)))
+    assert.deepEqual(answers.map((answer) => answer.status), Array(20).fill(200))
+  })
+
   it('throttles an unknown email exactly as a known one: same status, body and headers', async () => {
     const { email } = await registerUser(service)
     const ghost = uniqueEmail('ghost')

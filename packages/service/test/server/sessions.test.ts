@@ -113,6 +113,14 @@ describe('sessions and account routes', () => {
     assert.deepEqual(await me(body.accessToken as string), [200, undefined], 'the account is still there')
   })
 
+  it('counts password checks sent at once: of 12 wrong ones at the same moment, 3 are checked and 9 get 429', async () => {
+    const { body } = await registerUser(service)
+    const answers = await Promise.all(Array.from({ length: 12 }, async (_, i) => await request(service, 'DELETE', '/api/v1/me', { token: body.accessToken as string, body: { password: `burst ${i}` } })))
+    const statuses = answers.map((answer) => answer.status).sort()
+    assert.deepEqual(statuses, [...Array(3).fill(403), ...Array(9).fill(429)], statuses.join(' '))
+    assert.deepEqual(await me(body.accessToken as string), [200, undefined], 'the account is still there')
+  })
+
   it('deletes the account with everything of it in one go, after checking the password', async () => {
     const { email, password, body } = await registerUser(service)
     const other = await login(email, password)

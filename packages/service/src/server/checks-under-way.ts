@@ -1,0 +1,166 @@
+/**
+ * Password checks under way in this process, per throttle key (an account, a client address),
+ * and the checks waiting for room.
+ *
+ * The throttle counts a failure once its hash has run (src/db/login-throttle.ts), so checks sent
+ * at once would all read the count from before any of them: a burst of wrong passwords for one
+ * account would pass the bound together, each one costing a hash. So a check starts only if it
+ * would still pass were every check under way for its keys to fail (login-throttle.ts,
+ * `withChecksInFlight`); otherwise it waits for one of them to end, reads the count again, and
+ * is decided on it: a 429 once the failures are recorded, its turn if they were successes. It
+ * waits within its deadline, and stops waiting when its client leaves. Refusing such a check
+ * instead of making it wait refused legitimate concurrent logins of one account: better-auth's
+ * storm (50 clients, one account) fell to 6.5 logins/s with 69,853 answers 429.
+ *
+ * A check ends after its failure is written (or after a success reset the account's count). A
+ * read of the counts that began before that write may not see it, so a check that ended after a
+ * read began still counts for the decision made on that read: a failure may be counted twice
+ * (its write landed just before the read), never missed. A check held back only by checks that
+ * have ended reads the count again at once instead of waiting.
+ *
+ * In one process only: each replica (and each `serve --workers` process) holds its own, and the
+ * counts meet in PostgreSQL as each check ends. A burst spread over N processes gets at most N
+ * times the free failures before the delays start.
+ */
+import { performance } from 'node:perf_hooks'
+import type { ThrottleKeys, ThrottleScope } from '../db/login-throttle.js'
+
+/** How long an ended check is remembered: far longer than a read of the counts takes. */
+const endedKeptMs = 10_000
+
+interface KeyState {
+  underWay: number
+  /** When checks of this key ended (performance.now()), oldest first. */
+  endedAt: number[]
+  /** Checks waiting for one of this key's to end, first come first woken. */
+  waiters: Waiter[]
+}
+
+interface Waiter {
+  wake: () => void
+  /** Its account key's name: a check that ends wakes one waiter of its account, and one of its address waiting for another account. */
+  account: string
+}
+
+function names (keys: ThrottleKeys): [string, string] {
+  return [`account\0${keys.account}`, `address\0${keys.address}`]
+}
+
+export class ChecksUnderWay {
+  readonly #keys = new Map<string, KeyState>()
+  /** Every ended check's key names, in the order they ended: what to forget next. */
+  readonly #endedOrder: Array<{ name: string, at: number }> = []
+
+  /** The time to take just before reading the counts a check will be decided on. */
+  now (): number {
+    return performance.now()
+  }
+
+  /** Checks of one key under way now. */
+  underWay (scope: ThrottleScope, key: string): number {
+    return this.#keys.get(`${scope}\0${key}`)?.underWay ?? 0
+  }
+
+  /** Checks of one key under way now, and those that ended at or after `since` (a read's start). */
+  count (scope: ThrottleScope, key: string, since: number): number {
+    this.#forgetOld(performance.now())
+    const state = this.#keys.get(`${scope}\0${key}`)
+    if (state === undefined) return 0
+    let ended = 0
+    for (let i = state.endedAt.length - 1; i >= 0 && (state.endedAt[i] ?? 0) >= since; i--) ended++
+    return state.underWay + ended
+  }
+
+  /** Counts a check for both keys; call the function it returns once its outcome is recorded. */
+  begin (keys: ThrottleKeys): () => void {
+    const keyNames = names(keys)
+    for (const name of keyNames) this.#state(name).underWay++
+    let ended = false
+    return () => {
+      if (ended) return
+      ended = true
+      const now = performance.now()
+      for (const name of keyNames) {
+        const state = this.#state(name)
+        state.underWay--
+        state.endedAt.push(now)
+        this.#endedOrder.push({ name, at: now })
+      }
+      this.#wakeNext(keyNames)
+      this.#forgetOld(now)
+    }
+  }
+
+  /**
+   * Waits for a check of either key to end: true then; false when `deadlineAt` (performance.now()
+   * time) comes first or `signal` aborts.
+   */
+  async waitForEnd (keys: ThrottleKeys, deadlineAt: number, signal?: AbortSignal): Promise<boolean> {
+    if (signal?.aborted === true) return false
+    const keyNames = names(keys)
+    const states = keyNames.map((name) => this.#state(name))
+    return await new Promise<boolean>((resolve) => {
+      const settle = (ended: boolean): void => {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        states.forEach((state, i) => {
+          const at = state.waiters.indexOf(waiter)
+          if (at !== -1) state.waiters.splice(at, 1)
+          this.#dropIfIdle(keyNames[i] ?? '', state)
+        })
+        resolve(ended)
+      }
+      const waiter: Waiter = { wake: () => { settle(true) }, account: keyNames[0] }
+      const onAbort = (): void => { settle(false) }
+      const timer = setTimeout(() => { settle(false) }, Math.max(0, deadlineAt - performance.now()))
+      signal?.addEventListener('abort', onAbort, { once: true })
+      for (const state of states) state.waiters.push(waiter)
+    })
+  }
+
+  /**
+   * Wakes the next waiting check of each key: what a woken check that did not start (refused
+   * 429, say) does, so the checks behind it are decided too rather than left to their deadline.
+   */
+  passOn (keys: ThrottleKeys): void {
+    this.#wakeNext(names(keys))
+  }
+
+  /** Keys remembered: none once every check has ended and been forgotten (a leak shows here). */
+  size (now: number = performance.now()): number {
+    this.#forgetOld(now)
+    for (const [name, state] of this.#keys) this.#dropIfIdle(name, state)
+    return this.#keys.size
+  }
+
+  /**
+   * Wakes the first waiter of the account, and the first of the address that waits for another
+   * account: a check waiting on both keys is woken once, not twice (each wake costs a read).
+   */
+  #wakeNext ([account, address]: [string, string]): void {
+    this.#keys.get(account)?.waiters[0]?.wake()
+    const byAddress = this.#keys.get(address)?.waiters.find((waiter) => waiter.account !== account)
+    byAddress?.wake()
+  }
+
+  #state (name: string): KeyState {
+    let state = this.#keys.get(name)
+    if (state === undefined) this.#keys.set(name, state = { underWay: 0, endedAt: [], waiters: [] })
+    return state
+  }
+
+  #dropIfIdle (name: string, state: KeyState): void {
+    if (state.underWay === 0 && state.endedAt.length === 0 && state.waiters.length === 0) this.#keys.delete(name)
+  }
+
+  /** Forgets the checks that ended more than `endedKeptMs` ago, and the keys left with nothing. */
+  #forgetOld (now: number): void {
+    while (this.#endedOrder.length > 0 && (this.#endedOrder[0]?.at ?? now) < now - endedKeptMs) {
+      const { name } = this.#endedOrder.shift() ?? { name: '' }
+      const state = this.#keys.get(name)
+      if (state === undefined) continue
+      state.endedAt.shift()
+      this.#dropIfIdle(name, state)
+    }
+  }
+}

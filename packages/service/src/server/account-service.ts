@@ -10,9 +10,9 @@ import { spendAllAccountTokens } from '../db/account-tokens.js'
 import { findUserById, replacePasswordHash, type UserWithHash } from '../db/users.js'
 import { listLiveSessions, revokeAllSessionIds, revokeSession } from '../db/sessions.js'
 import { deleteAccount } from '../db/accounts.js'
-import { readFailures, resetAccountFailures, type ThrottleKeys } from '../db/login-throttle.js'
+import { readFailures, resetAccountFailures, type FailureCounts, type ThrottleKeys } from '../db/login-throttle.js'
 import { addressKey } from './login-throttle.js'
-import { contextHashOptions, startPasswordCheck, waitUntilOf, hashAcceptedPassword, recordFailedCheck, verifyPasswordForms, type AuthServiceDeps, type LoginContext } from './auth-service.js'
+import { contextHashOptions, passwordCheckRules, startPasswordCheck, hashAcceptedPassword, recordFailedCheck, verifyPasswordForms, type AuthServiceDeps, type LoginContext } from './auth-service.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 
 /** The auth service's own (a new password is hashed with registration's deadline, from the request's arrival). */
@@ -109,19 +109,8 @@ export class AccountService {
     this.deps.engine.assertAdmissible('verify', hashOptions)
     const keys: ThrottleKeys = { account: user.email, address: addressKey(context.client) }
     const logging = { log: this.deps.log, throttled: 'password check throttled', failed: 'password check failed', fields: { reauthentication: true } }
-    const { found: { failures }, end: endCheck } = await startPasswordCheck(
-      async () => ({ failures: await readFailures(this.deps.db, keys) }),
-      keys,
-      this.deps.checksUnderWay,
-      {
-        policy: this.deps.loginThrottle,
-        now: () => this.now(),
-        waitUntil: waitUntilOf(hashOptions, this.deps.loginDeadlineMs),
-        signal: context.signal,
-        beforeReadAgain: () => { this.deps.engine.assertAdmissible('verify', hashOptions) },
-      },
-      logging
-    )
+    const read = async (): Promise<{ failures: FailureCounts }> => ({ failures: await readFailures(this.deps.db, keys) })
+    const { found: { failures }, end: endCheck } = await startPasswordCheck(read, keys, passwordCheckRules(this.deps, hashOptions, context), logging)
     try {
       let match: boolean
       try {

@@ -15,7 +15,7 @@ import { findUserById, insertUser, lockUserKeyShare, publicUser, replacePassword
 import { findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated } from '../db/refresh-tokens.js'
 import { insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession } from '../db/sessions.js'
 import { recordFailure, resetAccountFailures, type FailureCounts, type ThrottleKeys } from '../db/login-throttle.js'
-import { lookUpLogin } from '../db/login-lookup.js'
+import { lookUpLogin, type LoginLookup } from '../db/login-lookup.js'
 import { addressKey, decide, windowExpiredAtOrBefore, withChecksInFlight, type LoginThrottlePolicy } from './login-throttle.js'
 import type { ChecksUnderWay } from './checks-under-way.js'
 import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens, type NewRefreshToken } from './tokens.js'
@@ -156,6 +156,28 @@ export function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys,
   throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
 }
 
+/** What `startPasswordCheck` decides a check by, and how long it may wait. */
+export interface PasswordCheckRules {
+  checks: ChecksUnderWay
+  policy: LoginThrottlePolicy
+  now: () => number
+  waitUntil: number
+  signal?: AbortSignal | undefined
+  beforeReadAgain?: () => void
+}
+
+/** The rules of a password check made for a request: the service's throttle, the request's deadline and client. */
+export function passwordCheckRules (deps: Pick<AuthServiceDeps, 'checksUnderWay' | 'loginThrottle' | 'loginDeadlineMs' | 'engine' | 'now'>, hashOptions: HashRequestOptions, context: LoginContext): PasswordCheckRules {
+  return {
+    checks: deps.checksUnderWay,
+    policy: deps.loginThrottle,
+    now: deps.now ?? Date.now,
+    waitUntil: waitUntilOf(hashOptions, deps.loginDeadlineMs),
+    signal: context.signal,
+    beforeReadAgain: () => { deps.engine.assertAdmissible('verify', hashOptions) },
+  }
+}
+
 /**
  * Reads the throttle's counts (`read`) and decides a password check on them, before any hash:
  * TOO_MANY_ATTEMPTS (a security event) on the recorded failures, as ever. Otherwise the check
@@ -169,11 +191,10 @@ export function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys,
 export async function startPasswordCheck<T extends { failures: FailureCounts }> (
   read: () => Promise<T>,
   keys: ThrottleKeys,
-  checks: ChecksUnderWay,
-  rules: { policy: LoginThrottlePolicy, now: () => number, waitUntil: number, signal?: AbortSignal | undefined, beforeReadAgain?: () => void },
+  rules: PasswordCheckRules,
   logging: PasswordCheckLog
 ): Promise<{ found: T, end: () => void }> {
-  const { policy, now, waitUntil, signal, beforeReadAgain } = rules
+  const { checks, policy, now, waitUntil, signal, beforeReadAgain } = rules
   let woken = false
   try {
     for (;;) {
@@ -222,7 +243,7 @@ export async function recordFailedCheck (db: Queryable, keys: ThrottleKeys, reas
 }
 
 /** Until when a password check may wait for its turn: its hash deadline (performance.now() time). */
-export function waitUntilOf (hashOptions: HashRequestOptions, deadlineMs: number): number {
+function waitUntilOf (hashOptions: HashRequestOptions, deadlineMs: number): number {
   return hashOptions.deadlineAt ?? performance.now() + (hashOptions.deadlineMs ?? deadlineMs)
 }
 
@@ -327,19 +348,8 @@ export class AuthService {
     // Decided before any hash, on the email (known or not) and the address, so the answer is the same
     // for an account that does not exist, and a guess past the bound costs no CPU. The throttle's
     // counts come with the user, in the same statement: one round trip.
-    const { found: { user, failures }, end: endCheck } = await startPasswordCheck(
-      async () => await lookUpLogin(this.deps.db, email, keys),
-      keys,
-      this.deps.checksUnderWay,
-      {
-        policy: this.deps.loginThrottle,
-        now: () => this.now(),
-        waitUntil: waitUntilOf(hashOptions, this.deps.loginDeadlineMs),
-        signal: context.signal,
-        beforeReadAgain: () => { this.deps.engine.assertAdmissible('verify', hashOptions) },
-      },
-      this.loginLog
-    )
+    const read = async (): Promise<LoginLookup> => await lookUpLogin(this.deps.db, email, keys)
+    const { found: { user, failures }, end: endCheck } = await startPasswordCheck(read, keys, passwordCheckRules(this.deps, hashOptions, context), this.loginLog)
     try {
       if (user === undefined) {
         // As many verifies of the current policy as a wrong password of this input costs (one per

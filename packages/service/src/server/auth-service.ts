@@ -14,7 +14,7 @@ import { isForeignKeyViolation } from '../db/errors.js'
 import { findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User } from '../db/users.js'
 import { findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated } from '../db/refresh-tokens.js'
 import { insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession } from '../db/sessions.js'
-import { recordFailure, resetAccountFailures, type FailureCounts, type ThrottleKeys } from '../db/login-throttle.js'
+import { recordFailure, resetAccountFailures, type FailureCounts, type ThrottleKeys, type ThrottleScope } from '../db/login-throttle.js'
 import { lookUpLogin, type LoginLookup } from '../db/login-lookup.js'
 import { addressKey, decide, windowExpiredAtOrBefore, withChecksInFlight, type LoginThrottlePolicy } from './login-throttle.js'
 import type { ChecksUnderWay } from './checks-under-way.js'
@@ -195,7 +195,8 @@ export async function startPasswordCheck<T extends { failures: FailureCounts }> 
   logging: PasswordCheckLog
 ): Promise<{ found: T, end: () => void }> {
   const { checks, policy, now, waitUntil, signal, beforeReadAgain } = rules
-  let woken = false
+  /** The scope whose check's end woke this one, until it takes that room or hands it on. */
+  let wokenBy: ThrottleScope | undefined
   try {
     for (;;) {
       const readStartedAt = checks.now()
@@ -210,20 +211,23 @@ export async function startPasswordCheck<T extends { failures: FailureCounts }> 
       const decision = decide(counts, nowMs, policy)
       if (decision.allowed) return { found, end: checks.begin(keys) }
       // Held back only by checks that have ended, whose failures are written: read again at once.
-      const underWay = decision.scopes.some((scope) => checks.underWay(scope, keys[scope]) > 0)
-      if (underWay) {
-        woken = false
-        if (!await checks.waitForEnd(keys, waitUntil, signal)) {
+      const blocking = decision.scopes.filter((scope) => checks.underWay(scope, keys[scope]) > 0)
+      if (blocking.length > 0) {
+        // Woken for room it cannot take (its other key holds it back): the next check waiting may.
+        if (wokenBy !== undefined && !blocking.includes(wokenBy)) checks.passOn(keys, [wokenBy])
+        wokenBy = undefined
+        const woke = await checks.waitForEnd(keys, blocking, waitUntil, signal)
+        if (woke === null) {
           if (signal?.aborted === true) throw createError('HASH_CANCELLED', 'The client left while its password check waited for others of its account or address')
           throw createError('SERVICE_OVERLOADED', 'Other password checks of this account or address are still under way', { retryAfterSeconds: 1 })
         }
-        woken = true
+        wokenBy = woke
       }
       beforeReadAgain?.()
     }
   } catch (err) {
     // Woken, then refused (a 429 now that the failures are written): the next waiting check is decided too.
-    if (woken) checks.passOn(keys)
+    if (wokenBy !== undefined) checks.passOn(keys, [wokenBy])
     throw err
   }
 }

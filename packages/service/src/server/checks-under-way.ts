@@ -36,10 +36,9 @@ interface KeyState {
   waiters: Waiter[]
 }
 
+/** A check waiting for room on the keys that hold it back; woken with the scope whose check ended. */
 interface Waiter {
-  wake: () => void
-  /** Its account key's name: a check that ends wakes one waiter of its account, and one of its address waiting for another account. */
-  account: string
+  wake: (scope: ThrottleScope) => void
 }
 
 function names (keys: ThrottleKeys): [string, string] {
@@ -92,15 +91,18 @@ export class ChecksUnderWay {
   }
 
   /**
-   * Waits for a check of either key to end: true then; false when `deadlineAt` (performance.now()
-   * time) comes first or `signal` aborts.
+   * Waits for a check to end on one of `scopes` (the keys that hold this check back): resolves
+   * with that scope, or null when `deadlineAt` (performance.now() time) comes first or `signal`
+   * aborts. A check waits only on the keys that hold it back, so no other key's end wakes it for
+   * nothing.
    */
-  async waitForEnd (keys: ThrottleKeys, deadlineAt: number, signal?: AbortSignal): Promise<boolean> {
-    if (signal?.aborted === true) return false
-    const keyNames = names(keys)
+  async waitForEnd (keys: ThrottleKeys, scopes: readonly ThrottleScope[], deadlineAt: number, signal?: AbortSignal): Promise<ThrottleScope | null> {
+    if (signal?.aborted === true) return null
+    const [account, address] = names(keys)
+    const keyNames = scopes.map((scope) => scope === 'account' ? account : address)
     const states = keyNames.map((name) => this.#state(name))
-    return await new Promise<boolean>((resolve) => {
-      const settle = (ended: boolean): void => {
+    return await new Promise<ThrottleScope | null>((resolve) => {
+      const settle = (woke: ThrottleScope | null): void => {
         clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
         states.forEach((state, i) => {
@@ -108,22 +110,24 @@ export class ChecksUnderWay {
           if (at !== -1) state.waiters.splice(at, 1)
           this.#dropIfIdle(keyNames[i] ?? '', state)
         })
-        resolve(ended)
+        resolve(woke)
       }
-      const waiter: Waiter = { wake: () => { settle(true) }, account: keyNames[0] }
-      const onAbort = (): void => { settle(false) }
-      const timer = setTimeout(() => { settle(false) }, Math.max(0, deadlineAt - performance.now()))
+      const waiter: Waiter = { wake: (scope) => { settle(scope) } }
+      const onAbort = (): void => { settle(null) }
+      const timer = setTimeout(() => { settle(null) }, Math.max(0, deadlineAt - performance.now()))
       signal?.addEventListener('abort', onAbort, { once: true })
       for (const state of states) state.waiters.push(waiter)
     })
   }
 
   /**
-   * Wakes the next waiting check of each key: what a woken check that did not start (refused
-   * 429, say) does, so the checks behind it are decided too rather than left to their deadline.
+   * Wakes the next waiting check of each of `scopes`' keys: what a woken check that did not take
+   * the room it was woken for does (refused 429, or held back by its other key), so the checks
+   * behind it are decided too rather than left to their deadline.
    */
-  passOn (keys: ThrottleKeys): void {
-    this.#wakeNext(names(keys))
+  passOn (keys: ThrottleKeys, scopes: readonly ThrottleScope[] = ['account', 'address']): void {
+    const [account, address] = names(keys)
+    for (const scope of scopes) this.#keys.get(scope === 'account' ? account : address)?.waiters[0]?.wake(scope)
   }
 
   /** Keys remembered: none once every check has ended and been forgotten (a leak shows here). */
@@ -133,14 +137,10 @@ export class ChecksUnderWay {
     return this.#keys.size
   }
 
-  /**
-   * Wakes the first waiter of the account, and the first of the address that waits for another
-   * account: a check waiting on both keys is woken once, not twice (each wake costs a read).
-   */
+  /** Wakes the first waiter of the account, then the first of the address (a waiter woken once leaves both queues). */
   #wakeNext ([account, address]: [string, string]): void {
-    this.#keys.get(account)?.waiters[0]?.wake()
-    const byAddress = this.#keys.get(address)?.waiters.find((waiter) => waiter.account !== account)
-    byAddress?.wake()
+    this.#keys.get(account)?.waiters[0]?.wake('account')
+    this.#keys.get(address)?.waiters[0]?.wake('address')
   }
 
   #state (name: string): KeyState {

@@ -66,21 +66,45 @@ describe('login throttle rules', () => {
     assert.equal(checks.size(checks.now() + 60_000), 0, 'then forgotten, keys and all')
   })
 
-  it('wakes a waiting check when one of its keys\' checks ends; gives up at its deadline or when its client leaves', async () => {
+  it('wakes a waiting check when a check of a key that holds it back ends; gives up at its deadline or when its client leaves', async () => {
     const checks = new ChecksUnderWay()
     const keys = { account: 'b@example.com', address: '192.0.2.3' }
     const end = checks.begin(keys)
-    const woken = checks.waitForEnd({ account: 'b@example.com', address: '192.0.2.9' }, checks.now() + 60_000)
+    const woken = checks.waitForEnd({ account: 'b@example.com', address: '192.0.2.9' }, ['account'], checks.now() + 60_000)
     end()
-    assert.equal(await woken, true, 'the account\'s check ended')
+    assert.equal(await woken, 'account', 'the account\'s check ended')
     const still = checks.begin(keys)
-    assert.equal(await checks.waitForEnd(keys, checks.now() + 20), false, 'the deadline came first')
+    assert.equal(await checks.waitForEnd(keys, ['account', 'address'], checks.now() + 20), null, 'the deadline came first')
     const controller = new AbortController()
-    const waiting = checks.waitForEnd(keys, checks.now() + 60_000, controller.signal)
+    const waiting = checks.waitForEnd(keys, ['address'], checks.now() + 60_000, controller.signal)
     controller.abort()
-    assert.equal(await waiting, false, 'the client left')
+    assert.equal(await waiting, null, 'the client left')
     still()
     assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter or key left behind')
+  })
+
+  it('wakes only checks held back by the key whose check ended, one per key', async () => {
+    const checks = new ChecksUnderWay()
+    // Two checks of account A wait, each for room on its own address only; a check of (A, X) ends.
+    const endAx = checks.begin({ account: 'a@example.com', address: '192.0.2.20' })
+    const endBy = checks.begin({ account: 'b@example.com', address: '192.0.2.21' })
+    const woken: string[] = []
+    const onY = checks.waitForEnd({ account: 'a@example.com', address: '192.0.2.21' }, ['address'], checks.now() + 60_000).then((scope) => { woken.push(`Y ${String(scope)}`) })
+    const onX = checks.waitForEnd({ account: 'a@example.com', address: '192.0.2.20' }, ['address'], checks.now() + 60_000).then((scope) => { woken.push(`X ${String(scope)}`) })
+    endAx()
+    await onX
+    assert.deepEqual(woken, ['X address'], 'the check held back by X is woken; the one held back by Y is not')
+    endBy()
+    await onY
+    assert.deepEqual(woken, ['X address', 'Y address'])
+    // passOn wakes the next of the named scopes only.
+    const endC = checks.begin({ account: 'c@example.com', address: '192.0.2.22' })
+    const first = checks.waitForEnd({ account: 'c@example.com', address: '192.0.2.22' }, ['account'], checks.now() + 60_000)
+    checks.passOn({ account: 'c@example.com', address: '192.0.2.22' }, ['address'])
+    assert.equal(await Promise.race([first, new Promise((resolve) => { setImmediate(() => { resolve('still waiting') }) })]), 'still waiting')
+    checks.passOn({ account: 'c@example.com', address: '192.0.2.22' }, ['account'])
+    assert.equal(await first, 'account')
+    endC()
   })
 
   it('judges account and address apart, each against its own bound, and waits for the later', () => {

@@ -139,7 +139,7 @@ export interface PasswordCheckLog {
 }
 
 /** Throws TOO_MANY_ATTEMPTS (logged as a security event) when the throttle refuses a password check now; before any hash. */
-export function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): void {
+function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): void {
   const decision = decide(failures, nowMs, policy)
   if (decision.allowed) return
   const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
@@ -155,6 +155,8 @@ export function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys,
   }, logging.throttled)
   throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
 }
+
+const throttleScopes: readonly ThrottleScope[] = ['account', 'address']
 
 /** What `startPasswordCheck` decides a check by, and how long it may wait. */
 export interface PasswordCheckRules {
@@ -204,10 +206,10 @@ export async function startPasswordCheck<T extends { failures: FailureCounts }> 
       const nowMs = now()
       assertNotThrottled(found.failures, keys, nowMs, policy, logging)
       const counts: FailureCounts = {}
-      const account = withChecksInFlight(found.failures.account, checks.count('account', keys.account, readStartedAt), nowMs, policy)
-      const address = withChecksInFlight(found.failures.address, checks.count('address', keys.address, readStartedAt), nowMs, policy)
-      if (account !== undefined) counts.account = account
-      if (address !== undefined) counts.address = address
+      for (const scope of throttleScopes) {
+        const count = withChecksInFlight(found.failures[scope], checks.count(scope, keys[scope], readStartedAt), nowMs, policy)
+        if (count !== undefined) counts[scope] = count
+      }
       const decision = decide(counts, nowMs, policy)
       if (decision.allowed) return { found, end: checks.begin(keys) }
       // Held back only by checks that have ended, whose failures are written: read again at once.

@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process'
 import os from 'node:os'
 import { parseArgs } from 'node:util'
 import { createPasswordEngine, defaultPolicy, detectCpuBudget, type CpuBudget, type HashPolicy } from '../src/hashing/index.js'
-import { missingHashMallocEnv } from '../src/hashing/malloc-env.js'
+import { hashMallocEnv, missingHashMallocEnv } from '../src/hashing/malloc-env.js'
 
 interface Profile {
   name: string
@@ -111,7 +111,7 @@ function renderText (result: BenchResult): string {
   const { machine } = result
   const lines = [
     `# hash-verify: ${machine.cpuModel}, ${machine.cores} cores, CPU budget ${machine.cpuBudget.cpus} (${machine.cpuBudget.source}${machine.cpuBudget.quota === undefined ? '' : `, quota ${machine.cpuBudget.quota}`}), Node ${machine.node} ${machine.platform}`,
-    `# glibc malloc settings for hashing (src/hashing/malloc-env.ts): ${['MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_'].map((name) => `${name}=${process.env[name] ?? 'unset'}`).join(' ')}`,
+    `# glibc malloc settings for hashing (src/hashing/malloc-env.ts): ${Object.keys(hashMallocEnv).map((name) => `${name}=${process.env[name] ?? 'unset'}`).join(' ')}`,
     '',
     '| profile | 1 thread: median verify (run / wall) | min..max run | pool threads | pool ops/s | threads / median | ratio |',
     '|---|---|---|---|---|---|---|',

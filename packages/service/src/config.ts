@@ -113,6 +113,11 @@ interface FlatConfig {
   shutdownDrainMs: number
   /** Mail (src/mail/): undefined SMTP URL: mail is written to the log. The URL may hold a password. */
   smtpUrl: string | undefined
+  /**
+   * Without an SMTP URL: whether a mail written to the log carries its text (the link). Unset:
+   * yes with the embedded database (development), no with DATABASE_URL (a deployment).
+   */
+  mailLogLinks: boolean
   /** Base of the links in mails; undefined: http://<host>:<port>. */
   publicUrl: string | undefined
   mailFrom: string
@@ -192,7 +197,8 @@ export const settings: readonly Setting[] = [
   { key: 'maxConnections', env: 'TOLLBOOTH_MAX_CONNECTIONS', flag: 'max-connections', kind: 'int', defaultValue: '10000', min: 0, max: 1000000, description: 'Open client connections at most; one more is closed at once. The start warns when the file-descriptor limit cannot hold this many. 0: no cap.' },
   { key: 'trustProxy', env: 'TOLLBOOTH_TRUST_PROXY', flag: 'trust-proxy', kind: 'string', defaultValue: 'false', description: 'Which proxies\' X-Forwarded-For gives the client address: false (the peer is the client), true (any), a hop count, or a comma-separated list of addresses and CIDRs.' },
   { key: 'shutdownDrainMs', env: 'TOLLBOOTH_SHUTDOWN_DRAIN_MS', flag: 'shutdown-drain-ms', kind: 'int', defaultValue: '5000', min: 0, max: 600000, description: 'On SIGTERM, how long /readyz answers 503 while every other request is still served, so a load balancer stops sending traffic here before the listener closes; then the service stops accepting, finishes the requests in flight and exits. 0: close at once. SIGINT (Ctrl-C) does not drain.' },
-  { key: 'smtpUrl', env: 'TOLLBOOTH_SMTP_URL', flag: 'smtp-url', kind: 'string', secret: true, defaultValue: undefined, description: 'SMTP server that sends the account mails (smtp://host:port, smtps://, with user:password@ if it needs them; a secret, never logged). Unset: mail is written to the log, links included, and kept in the outbox (development).' },
+  { key: 'smtpUrl', env: 'TOLLBOOTH_SMTP_URL', flag: 'smtp-url', kind: 'string', secret: true, defaultValue: undefined, description: 'SMTP server that sends the account mails (smtp://host:port, smtps://, with user:password@ if it needs them; a secret, never logged). Unset: mail is not sent but written to the log (its link only as TOLLBOOTH_MAIL_LOG_LINKS says).' },
+  { key: 'mailLogLinks', env: 'TOLLBOOTH_MAIL_LOG_LINKS', flag: 'mail-log-links', kind: 'bool', defaultValue: undefined, description: 'Without TOLLBOOTH_SMTP_URL: whether a mail written to the log carries its text, the verification or reset link included (and stays readable in the outbox). Unset: true with the embedded database (development), false with DATABASE_URL, where a link in the log would let whoever reads the logs take over the account: the log then names the mail (id, kind, recipient) and its text is dropped.' },
   { key: 'publicUrl', env: 'TOLLBOOTH_PUBLIC_URL', flag: 'public-url', kind: 'string', defaultValue: undefined, description: 'Base URL of the links in mails (<base>/verify-email?token=..., <base>/reset-password?token=...): the application page that posts the token to the API. Unset: http://HOST:PORT.' },
   { key: 'mailFrom', env: 'TOLLBOOTH_MAIL_FROM', flag: 'mail-from', kind: 'string', defaultValue: 'tollbooth <no-reply@localhost>', description: 'Sender (From) of the mails.' },
   { key: 'mailMaxAttempts', env: 'TOLLBOOTH_MAIL_MAX_ATTEMPTS', flag: 'mail-max-attempts', kind: 'int', defaultValue: '8', min: 1, max: 100, description: 'Send attempts of one mail before it is given up (logged at error, kept in the outbox as failed).' },
@@ -270,6 +276,8 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     }
   }
   Object.assign(flat, overrides)
+  // Its default depends on where the database is: a link in a deployment's log is a leaked secret.
+  flat.mailLogLinks ??= flat.databaseUrl === undefined
   const c = flat as unknown as FlatConfig
 
   if (c.jwtSecret !== undefined && c.jwtSecret.length < 32) {

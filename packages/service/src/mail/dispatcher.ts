@@ -6,8 +6,10 @@
  * twice, however slow the SMTP server. Closing finishes the send in progress only; the rest stays
  * pending for the next start or another replica. A failed send is retried after `retryDelayMs`, doubled per attempt (at most an
  * hour), and given up after `maxAttempts`; the log names the message by id and kind, never its
- * link. Without a transport (TOLLBOOTH_SMTP_URL unset) each message is written to the log,
- * link included (development), and kept in the outbox as `logged`.
+ * link. Without a transport (TOLLBOOTH_SMTP_URL unset) each message is written to the log and
+ * kept in the outbox as `logged`: with its text, the link included, when `logLinks` says so
+ * (development); else named only (id, kind, recipient, subject) and its text dropped, since a
+ * live link in a deployment's log hands the account to whoever reads the log.
  */
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
@@ -20,6 +22,8 @@ export interface MailDispatcherOptions {
   log: FastifyBaseLogger
   /** Undefined: log mode. */
   transport: MailTransport | undefined
+  /** Log mode: whether the log (and the outbox row) keeps a mail's text, its link included. */
+  logLinks: boolean
   maxAttempts: number
   retryDelayMs: number
   pollIntervalMs: number
@@ -59,7 +63,9 @@ export class MailDispatcher {
     if (this.options.transport !== undefined) {
       this.options.log.info({ smtpServer: this.options.transport.server }, 'mail is sent through the SMTP server')
     } else {
-      this.options.log.warn('TOLLBOOTH_SMTP_URL is unset: mail is not sent but written to the log (links included) and kept in the outbox; set it to send mail')
+      this.options.log.warn(this.options.logLinks
+        ? 'TOLLBOOTH_SMTP_URL is unset: mail is not sent but written to the log (links included) and kept in the outbox; set it to send mail'
+        : 'TOLLBOOTH_SMTP_URL is unset: mail is not sent, and its links are not logged (TOLLBOOTH_MAIL_LOG_LINKS): verification and password-reset mails are lost; set it to send mail')
     }
     this.schedule(this.options.pollIntervalMs)
   }
@@ -121,10 +127,15 @@ export class MailDispatcher {
   }
 
   private async logBatch (): Promise<number> {
-    const batch = await claimForLog(this.options.db, this.batchSize)
+    const { logLinks } = this.options
+    const batch = await claimForLog(this.options.db, this.batchSize, logLinks)
     for (const mail of batch) {
-      this.options.log.info({ mail: { id: mail.id, kind: mail.kind, to: mail.recipient, subject: mail.subject, text: mail.text } },
-        'mail not sent (TOLLBOOTH_SMTP_URL is unset); here it is, link included')
+      const named = { id: mail.id, kind: mail.kind, to: mail.recipient, subject: mail.subject }
+      if (logLinks) {
+        this.options.log.info({ mail: { ...named, text: mail.text } }, 'mail not sent (TOLLBOOTH_SMTP_URL is unset); here it is, link included')
+      } else {
+        this.options.log.warn({ mail: named }, 'mail not sent (TOLLBOOTH_SMTP_URL is unset) and dropped; its link is not logged (TOLLBOOTH_MAIL_LOG_LINKS)')
+      }
     }
     return batch.length
   }

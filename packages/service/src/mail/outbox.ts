@@ -58,15 +58,18 @@ export async function releaseClaim (db: Queryable, id: number): Promise<void> {
 
 /**
  * Without an SMTP server: claims due messages and marks them `logged` in one statement (the
- * caller writes them to the log). The text is kept, so it can be read from the table too.
+ * caller writes them to the log). With `keepText` the text is kept (and returned), so it can be
+ * read from the table too; without, it is cleared like a sent mail's and the rows come back
+ * without it.
  */
-export async function claimForLog (db: Queryable, limit: number): Promise<ClaimedMail[]> {
+export async function claimForLog (db: Queryable, limit: number, keepText: boolean): Promise<ClaimedMail[]> {
   const { rows } = await db.query<ClaimedRow>(
-    `UPDATE mail_outbox SET attempts = attempts + 1, status = 'logged', finished_at = now()
+    `UPDATE mail_outbox SET attempts = attempts + 1, status = 'logged', finished_at = now(),
+            body_text = CASE WHEN $2::boolean THEN body_text END
       WHERE id IN (SELECT id FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= now()
                     ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
       RETURNING id, kind, recipient, subject, body_text, attempts`,
-    [limit])
+    [limit, keepText])
   return rows.map(toClaimed).sort((a, b) => a.id - b.id)
 }
 

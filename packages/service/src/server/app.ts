@@ -106,6 +106,7 @@ function mailDispatcher (config: Config, db: pg.Pool, log: FastifyBaseLogger): M
     db,
     log: log.child({ component: 'mail' }),
     transport: config.smtpUrl === undefined ? undefined : smtpTransport({ url: config.smtpUrl, from: config.mailFrom, timeoutMs: mailSendTimeoutMs }),
+    logLinks: config.mailLogLinks,
     maxAttempts: config.mailMaxAttempts,
     retryDelayMs: config.mailRetryDelayMs,
     pollIntervalMs: config.mailPollIntervalMs,

@@ -280,6 +280,7 @@ describe('the mail dispatcher', () => {
       db: db.pool,
       log: createLogger('silent'),
       transport: smtpTransport({ url: `smtp://127.0.0.1:${port}`, from: 'tollbooth <no-reply@example.com>', timeoutMs: 2000 }),
+      logLinks: false,
       maxAttempts: 100,
       retryDelayMs: 20,
       pollIntervalMs: 60_000,
@@ -312,6 +313,7 @@ describe('the mail dispatcher', () => {
       db: db.pool,
       log: logger,
       transport: smtpTransport({ url: `smtp://127.0.0.1:${refusing.port}`, from: 'tollbooth <no-reply@example.com>', timeoutMs: 2000 }),
+      logLinks: true,
       maxAttempts: 3,
       retryDelayMs: 10,
       pollIntervalMs: 60_000,
@@ -339,6 +341,7 @@ describe('the mail dispatcher', () => {
     db: db.pool,
     log: options.log ?? createLogger('silent'),
     transport: smtpTransport({ url, from: 'tollbooth <no-reply@example.com>', timeoutMs: 10_000 }),
+    logLinks: false,
     maxAttempts: 3,
     retryDelayMs: 60_000,
     pollIntervalMs: options.pollIntervalMs ?? 60_000,
@@ -434,7 +437,7 @@ describe('the mail dispatcher', () => {
     await db.pool.query('SELECT 1') // an idle pooled connection (and its idle timer) before the count
     const timersBefore = process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length
     const { logger, lines } = capturingLogger('info')
-    const dispatcher = new MailDispatcher({ db: db.pool, log: logger, transport: undefined, maxAttempts: 3, retryDelayMs: 10, pollIntervalMs: 60_000 })
+    const dispatcher = new MailDispatcher({ db: db.pool, log: logger, transport: undefined, logLinks: true, maxAttempts: 3, retryDelayMs: 10, pollIntervalMs: 60_000 })
     const recipient = uniqueEmail('dev')
     dispatcher.start()
     dispatcher.start()
@@ -450,5 +453,28 @@ describe('the mail dispatcher', () => {
     await waitFor('the run over', () => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length === timersBefore + 1)
     await dispatcher.close()
     assert.equal(process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length, timersBefore, 'no timer left')
+  })
+
+  it('without SMTP in a deployment (logLinks false): names each mail in the log, never its link, and keeps no text', async () => {
+    const { logger, lines } = capturingLogger('info')
+    const dispatcher = new MailDispatcher({ db: db.pool, log: logger, transport: undefined, logLinks: false, maxAttempts: 3, retryDelayMs: 10, pollIntervalMs: 60_000 })
+    const recipient = uniqueEmail('deployed')
+    const secret = 'SECRET-TOKEN-never-logged'
+    try {
+      dispatcher.start()
+      await enqueueMail(db.pool, { kind: 'test', recipient, subject: 'deployed without SMTP', text: `https://app.example.com/reset-password?token=${secret}` })
+      dispatcher.wake()
+      await waitFor('the mail named in the log', () => lines.some((line) => (line.mail as { to?: string } | undefined)?.to === recipient))
+      const warning = lines.find((line) => line.level === 40 && /TOLLBOOTH_SMTP_URL is unset/.test(String(line.msg)))
+      assert.match(String(warning?.msg), /links are not logged/)
+      const named = lines.find((line) => (line.mail as { to?: string } | undefined)?.to === recipient)
+      assert.deepEqual(Object.keys(named?.mail as object).sort(), ['id', 'kind', 'subject', 'to'])
+      assert.ok(!JSON.stringify(lines).includes(secret), 'no line holds the token')
+      const row = await status(recipient)
+      assert.equal(row?.status, 'logged')
+      assert.equal(row?.body_text, null, 'the link is not kept in the outbox either')
+    } finally {
+      await dispatcher.close()
+    }
   })
 })

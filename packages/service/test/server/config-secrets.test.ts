@@ -87,3 +87,16 @@ describe('lab diagnostics only on a loopback address', () => {
     assert.equal(isLoopbackHost('::ffff:10.0.0.1'), false)
   })
 })
+
+describe('mail links in the log only in development', () => {
+  const deployed = { DATABASE_URL: 'postgres://u:p@db.internal/tollbooth', TOLLBOOTH_KEY_ENCRYPTION_KEY: kek }
+
+  it('logs them with the embedded database and not with DATABASE_URL, unless TOLLBOOTH_MAIL_LOG_LINKS says otherwise', () => {
+    assert.equal(loadConfig({ env: {} }).mailLogLinks, true)
+    assert.equal(loadConfig({ env: deployed }).mailLogLinks, false)
+    assert.equal(loadConfig({ env: { ...deployed, TOLLBOOTH_MAIL_LOG_LINKS: 'true' } }).mailLogLinks, true)
+    assert.equal(loadConfig({ env: { TOLLBOOTH_MAIL_LOG_LINKS: 'false' } }).mailLogLinks, false)
+    assert.equal(loadConfig({ env: deployed, argv: ['--mail-log-links'] }).mailLogLinks, true)
+    assert.equal(loadConfig({ env: {}, overrides: { databaseUrl: deployed.DATABASE_URL, keyEncryptionKey: kek } }).mailLogLinks, false)
+  })
+})

@@ -138,10 +138,15 @@ export interface PasswordCheckLog {
   fields?: Record<string, unknown>
 }
 
-/** Throws TOO_MANY_ATTEMPTS (logged as a security event) when the throttle refuses a password check now; before any hash. */
-function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): void {
+/**
+ * Throws TOO_MANY_ATTEMPTS (logged as a security event) when the throttle refuses a password
+ * check now, before any hash; first wakes the checks waiting on the refused keys, which read the
+ * same failures.
+ */
+function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog, checks: ChecksUnderWay): void {
   const decision = decide(failures, nowMs, policy)
   if (decision.allowed) return
+  checks.wakeAll(keys, decision.scopes)
   const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
   logging.log.warn({
     event: 'login_throttled',
@@ -204,7 +209,7 @@ export async function startPasswordCheck<T extends { failures: FailureCounts }> 
       const readStartedAt = checks.now()
       const found = await read()
       const nowMs = now()
-      assertNotThrottled(found.failures, keys, nowMs, policy, logging)
+      assertNotThrottled(found.failures, keys, nowMs, policy, logging, checks)
       const counts: FailureCounts = {}
       for (const scope of throttleScopes) {
         const count = withChecksInFlight(found.failures[scope], checks.count(scope, keys[scope], readStartedAt), nowMs, policy)

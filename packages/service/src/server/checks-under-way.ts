@@ -7,7 +7,8 @@
  * account would pass the bound together, each one costing a hash. So a check starts only if it
  * would still pass were every check under way for its keys to fail (login-throttle.ts,
  * `withChecksInFlight`); otherwise it waits for one of them to end, reads the count again, and
- * is decided on it: a 429 once the failures are recorded, its turn if they were successes. It
+ * is decided on it: a 429 once the failures are recorded (and then every check waiting on that
+ * key reads again too: `wakeAll`), its turn if they were successes. It
  * waits within its deadline, and stops waiting when its client leaves. Refusing such a check
  * instead of making it wait refused legitimate concurrent logins of one account: better-auth's
  * storm (50 clients, one account) fell to 6.5 logins/s with 69,853 answers 429.
@@ -128,6 +129,20 @@ export class ChecksUnderWay {
   passOn (keys: ThrottleKeys, scopes: readonly ThrottleScope[] = ['account', 'address']): void {
     const [account, address] = names(keys)
     for (const scope of scopes) this.#keys.get(scope === 'account' ? account : address)?.waiters[0]?.wake(scope)
+  }
+
+  /**
+   * Wakes every waiting check of `scopes`' keys: what a check refused on those keys' recorded
+   * failures (a 429) does, since each check waiting on them would read the same failures and be
+   * refused too. They read again together instead of one after another, each behind the one
+   * before (a burst of guesses would otherwise see its tail reach the deadline, a 503).
+   */
+  wakeAll (keys: ThrottleKeys, scopes: readonly ThrottleScope[]): void {
+    const [account, address] = names(keys)
+    for (const scope of scopes) {
+      // Each wake takes the waiter out of the queue: wake a copy.
+      for (const waiter of [...this.#keys.get(scope === 'account' ? account : address)?.waiters ?? []]) waiter.wake(scope)
+    }
   }
 
   /** Keys remembered: none once every check has ended and been forgotten (a leak shows here). */

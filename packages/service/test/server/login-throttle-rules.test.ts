@@ -2,7 +2,10 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { loadConfig, parseTrustProxy } from '../../src/config.js'
 import { fastifyTrustProxy, loginThrottlePolicy } from '../../src/server/app.js'
+import { startPasswordCheck } from '../../src/server/auth-service.js'
 import { ChecksUnderWay } from '../../src/server/checks-under-way.js'
+import { createLogger } from '../../src/server/logger.js'
+import { waitFor } from '../helpers/wait.js'
 import { addressKey, allowedAt, decide, delayAfterMs, liveFailures, withChecksInFlight, type FailureCount, type LoginThrottlePolicy } from '../../src/server/login-throttle.js'
 
 const policy: LoginThrottlePolicy = { accountFreeFailures: 5, addressFreeFailures: 100, windowMs: 900_000, baseDelayMs: 1000, maxDelayMs: 900_000 }
@@ -105,6 +108,37 @@ describe('login throttle rules', () => {
     checks.passOn({ account: 'c@example.com', address: '192.0.2.22' }, ['account'])
     assert.equal(await first, 'account')
     endC()
+  })
+
+  it('a check refused on recorded failures wakes every check waiting on that key: they read together, all refused, none left to its deadline', async () => {
+    const checks = new ChecksUnderWay()
+    const keys = { account: 'guessed@example.com', address: '192.0.2.30' }
+    // Five wrong guesses under way; twenty more arrive and wait, since each would be a sixth.
+    const ends = Array.from({ length: 5 }, () => checks.begin(keys))
+    let recorded = 0
+    let reading = 0
+    let mostReadingAtOnce = 0
+    let reads = 0
+    const read = async (): Promise<{ failures: { account: FailureCount | undefined } }> => {
+      reads++
+      mostReadingAtOnce = Math.max(mostReadingAtOnce, ++reading)
+      await new Promise((resolve) => { setImmediate(resolve) })
+      reading--
+      return { failures: { account: recorded === 0 ? undefined : count(recorded, Date.now(), Date.now()) } }
+    }
+    const rules = { checks, policy, now: Date.now, waitUntil: checks.now() + 60_000 }
+    const logging = { log: createLogger('silent'), throttled: 'throttled', failed: 'failed' }
+    const outcomes = Array.from({ length: 20 }, async () => await startPasswordCheck(read, keys, rules, logging).then(() => 'started', (err: { code?: string }) => String(err.code)))
+    await waitFor('the twenty first reads', () => reads === 20 && reading === 0, { intervalMs: 1 })
+    mostReadingAtOnce = 0
+    // The five failures are written, then their checks end.
+    recorded = 5
+    for (const end of ends) end()
+    assert.deepEqual(new Set(await Promise.all(outcomes)), new Set(['TOO_MANY_ATTEMPTS']), 'all twenty refused 429')
+    assert.equal(reads, 40, 'each read once more')
+    // Without the wake-up of all, each refusal handed the room on to one waiter: at most the five ends' five reads at once.
+    assert.ok(mostReadingAtOnce >= 15, `the waiters read again together (at most ${mostReadingAtOnce} at once)`)
+    assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter left behind')
   })
 
   it('judges account and address apart, each against its own bound, and waits for the later', () => {

@@ -32,6 +32,10 @@ const maxQueueLimit = 1_000_000
 const defaultQueuePerThread = 64
 const defaultPingTimeoutMs = 1000
 const defaultThreadNice = 10
+/** Weight of each new run in the mean run time of a verify of the policy's hashes. */
+const verifyMeanWeight = 0.2
+/** The longest wait added to a mismatch against an outdated hash. */
+const maxPadMs = 5000
 
 /** Options after validation, with every default filled: what the core trusts. */
 interface FilledEngineOptions {
@@ -122,6 +126,11 @@ class Engine implements PasswordEngine {
   readonly strategy: HashStrategy
   readonly cpuBudget: CpuBudget
   private dummyHash = ''
+  /**
+   * Mean run time of a verify against a hash of the current policy (dummies included): how long
+   * a mismatch against an outdated hash is made to take.
+   */
+  private policyVerifyMs = 0
 
   constructor (options: FilledEngineOptions, private readonly executor: HashExecutor) {
     this.policy = options.policy
@@ -133,10 +142,10 @@ class Engine implements PasswordEngine {
   async warmUp (): Promise<void> {
     // Synchronous randomBytes reads the kernel CSPRNG directly; it never touches libuv's pool.
     const dummyPassword = randomBytes(18).toString('base64url')
-    this.dummyHash = String(await this.executor.runInternal(hashTask(this.policy, dummyPassword)))
+    this.dummyHash = String((await this.executor.runInternal(hashTask(this.policy, dummyPassword))).value)
     // Warm each thread (a few at most: libuv-128 would otherwise run 128 warm-up hashes).
     await Promise.all(Array.from({ length: Math.min(this.executor.threads, 8) }, async () => {
-      await this.executor.runInternal({ kind: 'verify', password: dummyPassword, stored: this.dummyHash })
+      this.learnPolicyVerify((await this.executor.runInternal({ kind: 'verify', password: dummyPassword, stored: this.dummyHash })).runMs)
     }))
   }
 
@@ -162,13 +171,34 @@ class Engine implements PasswordEngine {
     } catch (err) {
       this.refuse('verify', err)
     }
-    const match = await this.executor.run({ kind: 'verify', password, stored: storedHash }, options)
-    return { match: match === true, needsRehash: storedDiffersFromPolicy(stored, this.policy) }
+    const outdated = storedDiffersFromPolicy(stored, this.policy)
+    const { value, runMs } = await this.executor.runTimed({ kind: 'verify', password, stored: storedHash }, options)
+    const match = value === true
+    if (!outdated) this.learnPolicyVerify(runMs)
+    else if (!match) await this.padToPolicyVerify(runMs)
+    return { match, needsRehash: outdated }
   }
 
   async verifyDummy (password: string, options?: HashRequestOptions): Promise<void> {
     checkRequest(password, options)
-    await this.executor.run({ kind: 'verify', password, stored: this.dummyHash }, options)
+    this.learnPolicyVerify((await this.executor.runTimed({ kind: 'verify', password, stored: this.dummyHash }, options)).runMs)
+  }
+
+  private learnPolicyVerify (runMs: number): void {
+    this.policyVerifyMs = this.policyVerifyMs === 0 ? runMs : this.policyVerifyMs + verifyMeanWeight * (runMs - this.policyVerifyMs)
+  }
+
+  /**
+   * A wrong password against a hash of older (cheaper) parameters ran for `runMs`: wait out the
+   * rest of what a verify of the policy's takes, as an unknown email's dummy verify would have.
+   * The wait ignores the request's signal: a client that leaves does not skip the failure's
+   * count, which the caller writes after this. A hash dearer than the policy's (parameters
+   * lowered since) cannot be made cheaper: that way the time still differs.
+   */
+  private async padToPolicyVerify (runMs: number): Promise<void> {
+    const padMs = Math.min(maxPadMs, this.policyVerifyMs - runMs)
+    // The global setTimeout (not timers/promises): tests may mock it.
+    if (padMs >= 1) await new Promise((resolve) => { setTimeout(resolve, padMs) })
   }
 
   admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined {

@@ -30,6 +30,9 @@ export type HashReply =
   | { ok: true, value: string | boolean | null, runMs: number }
   | { ok: false, code: string, message: string, runMs: number }
 
+/** A task's value, and how long the hash ran (measured where it ran). */
+export interface TimedValue { value: string | boolean, runMs: number }
+
 export interface HashExecutor {
   readonly strategy: HashStrategy
   readonly threads: number
@@ -39,10 +42,12 @@ export interface HashExecutor {
    * HASH_CANCELLED, HASH_POOL_CLOSED ...).
    */
   run (task: HashTask, options?: HashRequestOptions): Promise<string | boolean>
+  /** `run`, with how long the hash itself ran (its queue wait left out). */
+  runTimed (task: HashTask, options?: HashRequestOptions): Promise<TimedValue>
   /** The admission refusal `run` would reject with now, or undefined; counts nothing. */
   admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined
   /** Runs work that is no request (warm-up): not counted, but it teaches the mean run time. */
-  runInternal (task: HashTask): Promise<string | boolean>
+  runInternal (task: HashTask): Promise<TimedValue>
   /** A trivial task round trip, bypassing admission. */
   ping (timeoutMs: number): Promise<void>
   /** Counts a request the engine refused before it reached the executor (bad input). */

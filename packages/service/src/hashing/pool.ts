@@ -19,7 +19,7 @@
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
 import { createError, errorRegistry, type ErrorCode, type TollboothError } from '../errors.js'
-import type { HashExecutor, HashReply, HashTask, HashWorkerData } from './executor.js'
+import type { HashExecutor, HashReply, HashTask, HashWorkerData, TimedValue } from './executor.js'
 import { HashScheduler, retryAfterSeconds, type Ticket } from './scheduler.js'
 import { errorFields, processWarningLog, TaskCounters } from './task-counters.js'
 import type { HashFaultLog, HashPoolStats, HashRequestOptions, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'
@@ -38,7 +38,7 @@ export interface TollboothPoolOptions {
 
 const defaultWorkerUrl = new URL('./worker.js', import.meta.url).href
 
-type Settle = (value: string | boolean) => void
+type Settle = (timed: TimedValue) => void
 
 interface Pending extends Ticket {
   task: HashTask
@@ -88,11 +88,15 @@ export class TollboothPool implements HashExecutor {
     this.piscina.on('error', (err: unknown) => { log.warn(errorFields(err), 'a hash worker thread failed') })
   }
 
-  run (task: HashTask, options: HashRequestOptions = {}): Promise<string | boolean> {
+  async run (task: HashTask, options: HashRequestOptions = {}): Promise<string | boolean> {
+    return (await this.submit(task, options, false)).value
+  }
+
+  runTimed (task: HashTask, options: HashRequestOptions = {}): Promise<TimedValue> {
     return this.submit(task, options, false)
   }
 
-  runInternal (task: HashTask): Promise<string | boolean> {
+  runInternal (task: HashTask): Promise<TimedValue> {
     return this.submit(task, {}, true)
   }
 
@@ -109,7 +113,7 @@ export class TollboothPool implements HashExecutor {
     return refusal === undefined ? undefined : createError(refusal.code, refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds })
   }
 
-  private submit (task: HashTask, options: HashRequestOptions, internal: boolean): Promise<string | boolean> {
+  private submit (task: HashTask, options: HashRequestOptions, internal: boolean): Promise<TimedValue> {
     const kind: HashTaskKind = task.kind === 'hash' ? 'hash' : 'verify'
     const now = performance.now()
     const refusal = this.refusal(kind, options, now, internal)
@@ -120,7 +124,7 @@ export class TollboothPool implements HashExecutor {
     const { signal } = options
     const deadlineAt = internal ? undefined : deadlineAtOf(options, now)
 
-    return new Promise<string | boolean>((resolve, reject) => {
+    return new Promise<TimedValue>((resolve, reject) => {
       const pending: Pending = {
         task,
         kind,
@@ -180,7 +184,7 @@ export class TollboothPool implements HashExecutor {
       if (!pending.internal) this.counters.emit({ kind, outcome: 'cancelled', waitMs, runMs })
     } else if (reply.ok) {
       this.record(pending.internal, { kind, outcome: 'ok', waitMs, runMs })
-      pending.resolve(reply.value ?? false)
+      pending.resolve({ value: reply.value ?? false, runMs })
     } else {
       this.record(pending.internal, { kind, outcome: 'error', waitMs, runMs })
       const code: ErrorCode = reply.code in errorRegistry ? reply.code as ErrorCode : 'INTERNAL'

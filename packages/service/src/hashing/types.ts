@@ -117,7 +117,12 @@ export interface PasswordEngine {
   readonly cpuBudget: CpuBudget
   /** Make a new hash (PHC or modular-crypt string) with the current policy. */
   hash (password: string, options?: HashRequestOptions): Promise<string>
-  /** Verify against a stored hash of any supported algorithm (dispatch on its prefix). */
+  /**
+   * Verify against a stored hash of any supported algorithm (dispatch on its prefix). A mismatch
+   * against a hash of other parameters than the policy's answers no sooner than a verify of the
+   * policy's takes (its mean run time), so a wrong password's answer does not tell an account
+   * with an outdated hash from an unknown one (which `verifyDummy` answers).
+   */
   verify (password: string, storedHash: string, options?: HashRequestOptions): Promise<VerifyResult>
   /** Spend exactly one verify against a dummy hash of the current policy (unknown accounts). */
   verifyDummy (password: string, options?: HashRequestOptions): Promise<void>

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createPasswordEngine, type HashTaskEvent, type PasswordEngine } from '../../src/hashing/index.js'
-import { cheapPolicy, policyFor, rejection } from './fixtures.js'
+import { performance } from 'node:perf_hooks'
+import { bcryptHasher } from '../../src/hashing/bcrypt.js'
+import { cheapPolicy, policyFor, rejection, seedPolicy } from './fixtures.js'
 
 function median (values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
@@ -55,5 +57,35 @@ describe('verifyDummy (unknown accounts)', () => {
     } finally {
       await bcrypt.close()
     }
+  })
+})
+
+describe('a wrong password against an outdated hash takes as long as against an unknown account', () => {
+  // The policy is bcrypt cost 10 (tens of ms); the account's hash is from a cost-4 policy (about 1 ms).
+  let engine: PasswordEngine
+  const outdated = bcryptHasher.hashSync('the right password', { cost: 4 })
+  before(async () => { engine = await createPasswordEngine({ policy: seedPolicy, threads: 1 }) })
+  after(async () => { await engine.close() })
+
+  async function medianMs (times: number, fn: () => Promise<unknown>): Promise<number> {
+    const runs: number[] = []
+    for (let i = 0; i < times; i++) {
+      const started = performance.now()
+      await fn()
+      runs.push(performance.now() - started)
+    }
+    return median(runs)
+  }
+
+  it('pads a mismatch to the policy\'s verify time, and leaves a match as fast as its hash', async () => {
+    const unknown = await medianMs(5, async () => { await engine.verifyDummy('a guess') })
+    let result = await engine.verify('a guess', outdated)
+    assert.deepEqual(result, { match: false, needsRehash: true })
+    const wrong = await medianMs(5, async () => { result = await engine.verify('a guess', outdated) })
+    const right = await medianMs(5, async () => { result = await engine.verify('the right password', outdated) })
+    assert.deepEqual(result, { match: true, needsRehash: true })
+    // Without the padding a wrong password here took about 1 ms against the unknown account's tens.
+    assert.ok(wrong > 0.6 * unknown, `wrong password ${wrong.toFixed(1)} ms, unknown account ${unknown.toFixed(1)} ms`)
+    assert.ok(right < 0.5 * unknown, `right password ${right.toFixed(1)} ms: a match is not padded (unknown account ${unknown.toFixed(1)} ms)`)
   })
 })

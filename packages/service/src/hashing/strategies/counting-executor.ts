@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { createError, type ErrorCode, type TollboothError } from '../../errors.js'
-import type { HashExecutor, HashReply, HashTask } from '../executor.js'
+import type { HashExecutor, HashReply, HashTask, TimedValue } from '../executor.js'
 import { processWarningLog, TaskCounters } from '../task-counters.js'
 import type { HashFaultLog, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind } from '../types.js'
 
@@ -29,14 +29,18 @@ export abstract class CountingExecutor implements HashExecutor {
   protected abstract shutdown (): Promise<void>
 
   async run (task: HashTask, _options?: HashRequestOptions): Promise<string | boolean> {
+    return (await this.submit(task, false)).value
+  }
+
+  async runTimed (task: HashTask, _options?: HashRequestOptions): Promise<TimedValue> {
     return await this.submit(task, false)
   }
 
-  async runInternal (task: HashTask): Promise<string | boolean> {
+  async runInternal (task: HashTask): Promise<TimedValue> {
     return await this.submit(task, true)
   }
 
-  private async submit (task: HashTask, internal: boolean): Promise<string | boolean> {
+  private async submit (task: HashTask, internal: boolean): Promise<TimedValue> {
     if (this.closed) throw createError('HASH_POOL_CLOSED')
     const kind: HashTaskKind = task.kind === 'hash' ? 'hash' : 'verify'
     const started = performance.now()
@@ -53,7 +57,7 @@ export abstract class CountingExecutor implements HashExecutor {
     if (reply.ok) {
       this.meanRunMs = this.meanRunMs === 0 ? reply.runMs : this.meanRunMs + ewmaWeight * (reply.runMs - this.meanRunMs)
       if (!internal) this.counters.record({ kind, outcome: 'ok', waitMs, runMs: reply.runMs })
-      return reply.value ?? false
+      return { value: reply.value ?? false, runMs: reply.runMs }
     }
     if (!internal) this.counters.record({ kind, outcome: 'error', waitMs, runMs: reply.runMs })
     throw createError(reply.code as ErrorCode, reply.message)

@@ -159,7 +159,9 @@ export async function startService (config: Config, options: StartServiceOptions
       meanHashMs: Math.round(stats.meanRunMs * 10) / 10,
     }, `hash pool: ${stats.threads} thread(s) from the CPU budget (${engine.cpuBudget.source}${config.hashThreads === undefined ? '' : ', overridden by config'})`)
 
-    const jwtSecret = config.jwtSecret ?? persistedJwtSecret(config.dataDir)
+    // Only HS256 signs with the secret; without DATABASE_URL it is kept in the data folder. With
+    // DATABASE_URL nothing is written there: the image runs read-only, as a user that owns no folder.
+    const jwtSecret = config.jwtSecret ?? (config.jwtAlgorithm === 'HS256' && config.databaseUrl === undefined ? persistedJwtSecret(config.dataDir) : undefined)
     app = await buildApp({ config, db, engine, jwtSecret, logger: log, clusterWorker: options.clusterWorker === true })
     const limits = checkConnectionLimits(config)
     for (const warning of limits.warnings) log.warn({ openFiles: limits.openFiles, somaxconn: limits.somaxconn }, warning)

@@ -10,7 +10,7 @@ import { packageRoot } from '../../src/paths.js'
 import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { listeningDescriptors } from '../helpers/processes.js'
 import { createTestDatabase } from '../helpers/database.js'
-import { registerUser, request, testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
+import { registerUser, request, serveEnv, testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
 
 const bin = path.join(packageRoot, 'bin', 'tollbooth.js')
 
@@ -68,7 +68,7 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
     const options = fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.opts'), 'utf8')
     assert.match(options, /"fsync=on"/)
     assert.doesNotMatch(options, /synchronous_commit|full_page_writes/)
-    const secret = fs.readFileSync(path.join(dataDir, 'jwt-secret'), 'utf8')
+    const secret = fs.readFileSync(path.join(dataDir, 'key-encryption-key'), 'utf8')
 
     const second = await startEmbeddedCli(dataDir)
     try {
@@ -77,7 +77,7 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
       // The access token from the first run still verifies: the key was kept.
       const me = await request({ url: second.url }, 'GET', '/api/v1/me', { token: accessToken as string })
       assert.equal(me.status, 200)
-      assert.equal(fs.readFileSync(path.join(dataDir, 'jwt-secret'), 'utf8'), secret)
+      assert.equal(fs.readFileSync(path.join(dataDir, 'key-encryption-key'), 'utf8'), secret)
     } finally {
       assert.equal(await stopCli(second), 0)
     }
@@ -138,6 +138,24 @@ async function waitFor (what: string, predicate: () => Promise<boolean> | boolea
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
+
+describe('`tollbooth` with DATABASE_URL writes nothing to its data folder', () => {
+  it('serves logins signed with EdDSA and leaves TOLLBOOTH_DATA_DIR uncreated (the image runs read-only, as uid 1000)', async () => {
+    const database = await createTestDatabase()
+    const dataDir = path.join(path.dirname(scratchClusterDir('unwritten')), 'never-created')
+    let cli: StartedCli | undefined
+    try {
+      cli = await startCli(serveEnv(database.url, { TOLLBOOTH_DATA_DIR: dataDir }))
+      const registered = await registerUser({ url: cli.url })
+      assert.equal(JSON.parse(Buffer.from(String(registered.body.accessToken).split('.')[0] ?? '', 'base64url').toString()).alg, 'EdDSA')
+      assert.equal(fs.existsSync(dataDir), false, `${dataDir} was created`)
+    } finally {
+      if (cli !== undefined) await stopCli(cli)
+      await database.drop()
+      fs.rmSync(path.dirname(dataDir), { recursive: true, force: true })
+    }
+  })
+})
 
 describe('SIGTERM under load (`tollbooth` with DATABASE_URL)', () => {
   it('drains (readiness off, still serving), then finishes the requests in flight with their normal status, and loses no acknowledged write', async () => {

@@ -17,7 +17,7 @@ const usage = `tollbooth ${packageVersion}: an authentication service that keeps
 Usage:
   tollbooth [serve] [flags]     run the service (embedded PostgreSQL unless DATABASE_URL is set)
   tollbooth migrate             apply the pending migrations to DATABASE_URL, then exit (a deployment's migration step)
-  tollbooth lab ...             the load lab, when @tollbooth/lab is installed: run, knee, compare (tollbooth lab --help)
+  tollbooth lab ...             the load lab, when @tollbooth/lab is installed: run, knee, compare, scale, report, scenarios (tollbooth lab --help)
   tollbooth --help | --version
 
 Every flag has an environment variable; flags win. See docs/reference/config.md.

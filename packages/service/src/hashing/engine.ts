@@ -67,6 +67,7 @@ const RequestOptions = TypeCompiler.Compile(Type.Object({
   deadlineMs: Type.Optional(Type.Number({ minimum: 0 })),
   deadlineAt: Type.Optional(Type.Number({ description: 'performance.now() time' })),
   signal: Type.Optional(abortSignalSchema()),
+  keepIfStarted: Type.Optional(Type.Boolean()),
   client: Type.Optional(Type.String()),
 }))
 

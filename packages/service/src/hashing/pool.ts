@@ -47,6 +47,8 @@ interface Pending extends Ticket {
   /** The time budget left at submission, for messages. */
   deadlineMs: number | undefined
   signal: AbortSignal | undefined
+  /** An abort once running changes nothing (HashRequestOptions.keepIfStarted). */
+  keepIfStarted: boolean
   onAbort: (() => void) | undefined
   /** Cancelled while running: answered at the abort, its result will be discarded. */
   abandoned: boolean
@@ -137,6 +139,7 @@ export class TollboothPool implements HashExecutor {
         startedAt: 0,
         state: 'new',
         signal,
+        keepIfStarted: options.keepIfStarted === true,
         onAbort: undefined,
         abandoned: false,
         resolve,
@@ -198,7 +201,7 @@ export class TollboothPool implements HashExecutor {
       this.detach(pending)
       this.record(pending.internal, { kind: pending.kind, outcome: 'cancelled', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
       pending.reject(createError('HASH_CANCELLED', 'The request was cancelled while queued; no hash was computed'))
-    } else if (pending.state === 'running' && !pending.abandoned) {
+    } else if (pending.state === 'running' && !pending.abandoned && !pending.keepIfStarted) {
       // The thread cannot be interrupted mid-hash; answer now and discard the result.
       pending.abandoned = true
       if (!pending.internal) this.counters.counts.cancelled++

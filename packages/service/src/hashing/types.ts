@@ -58,8 +58,17 @@ export interface HashRequestOptions {
    * given, the earlier applies.
    */
   deadlineAt?: number
-  /** Aborting removes a queued request before it costs a hash. */
+  /**
+   * Aborting removes a queued request before it costs a hash. A running one is answered
+   * HASH_CANCELLED at once and its result discarded, unless `keepIfStarted`.
+   */
   signal?: AbortSignal
+  /**
+   * Once the hash has started, aborting no longer cancels it: it runs to its end and is answered
+   * as if no abort had come. For password checks: a verify that ran is decided (and a failure
+   * counted) whatever the client does, so hanging up mid-verify never skips the count.
+   */
+  keepIfStarted?: boolean
   /**
    * Who asks (a client address, say): clients take turns in the queue, so one client's
    * backlog cannot keep the others waiting. Undefined: the service's own work.

@@ -112,17 +112,18 @@ export class AccountService {
     const read = async (): Promise<{ failures: FailureCounts }> => ({ failures: await readFailures(this.deps.db, keys) })
     const { found: { failures }, end: endCheck } = await startPasswordCheck(read, keys, passwordCheckRules(this.deps, hashOptions, context), logging)
     try {
-      let match: boolean
+      let verified: { match: boolean, unfinished?: unknown }
       try {
-        match = (await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)).match
+        verified = await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)
       } catch (err) {
         if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
         this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the password check is answered as a wrong password')
-        match = false
+        verified = { match: false }
       }
-      if (!match) {
+      if (!verified.match) {
         await recordFailedCheck(this.deps.db, keys, 'wrong_password', this.now(), this.deps.loginThrottle, logging)
-        throw createError('CURRENT_PASSWORD_INCORRECT')
+        // A later form's refusal (the queue, the deadline) is the answer, once the failure is counted.
+        throw verified.unfinished ?? createError('CURRENT_PASSWORD_INCORRECT')
       }
       if (failures.account !== undefined) await resetAccountFailures(this.deps.db, keys.account)
     } finally {

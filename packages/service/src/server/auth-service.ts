@@ -83,6 +83,40 @@ export interface LoginContext extends RequestContext {
 /** A verify's result, with the form of the typed password that matched (undefined: none tried). */
 export interface VerifiedForm extends VerifyResult {
   form: string | undefined
+  /**
+   * Why a form after the first could not be verified (the queue, the deadline), when that
+   * happened: the check is then decided as not matching, and this is its answer, once the failure
+   * is counted (`verifyFormsOfCheck`).
+   */
+  unfinished?: unknown
+}
+
+/**
+ * The verifies of one password check, one per form of the typed password (NFC first), through
+ * `verifyForm` (a stored hash, or the dummy). Once a verify has started, the client has something
+ * to learn from the time of the answer, so from then on the check is decided and its failure
+ * counted whatever the client does: the first form may be cancelled only while queued (no hash
+ * ran, nothing learnt: `keepIfStarted`); the later forms run without the client's signal; and a
+ * later form that cannot run (queue, deadline) counts as not matching, its refusal kept to answer
+ * after the failure is written. Without this, hanging up during a second form's verify (after the
+ * first form's answer time had shown no match) skipped the count: unlimited guesses of passwords
+ * with a decomposable character. Stops at the first match.
+ */
+export async function verifyFormsOfCheck (forms: readonly string[], hashOptions: HashRequestOptions, verifyForm: (form: string, options: HashRequestOptions) => Promise<VerifyResult>): Promise<VerifiedForm> {
+  let result: VerifiedForm = { match: false, needsRehash: false, form: undefined }
+  const { signal: _clientLeaves, ...afterFirst } = hashOptions
+  for (const [index, form] of forms.entries()) {
+    let verified: VerifyResult
+    try {
+      verified = await verifyForm(form, index === 0 ? { ...hashOptions, keepIfStarted: true } : afterFirst)
+    } catch (err) {
+      if (index === 0) throw err
+      return { ...result, match: false, unfinished: err }
+    }
+    result = { ...verified, form }
+    if (verified.match) break
+  }
+  return result
 }
 
 /** A hash's options from its request: the deadline counted from the arrival, the client's turn, and its cancellation. */
@@ -119,13 +153,7 @@ export async function hashAcceptedPassword (engine: PasswordEngine, password: st
  * refuses throws at the first form. Login and re-authentication (account-service.ts) share it.
  */
 export async function verifyPasswordForms (engine: PasswordEngine, forms: readonly string[], storedHash: string, hashOptions: HashRequestOptions): Promise<VerifiedForm> {
-  let result: VerifiedForm = { match: false, needsRehash: false, form: undefined }
-  for (const form of forms) {
-    const verified = await engine.verify(form, storedHash, hashOptions)
-    result = { ...verified, form }
-    if (verified.match) break
-  }
-  return result
+  return await verifyFormsOfCheck(forms, hashOptions, async (form, options) => await engine.verify(form, storedHash, options))
 }
 
 /** What a password check (a login, or a signed-in user giving their password again) logs with its throttle events. */
@@ -365,8 +393,7 @@ export class AuthService {
       if (user === undefined) {
         // As many verifies of the current policy as a wrong password of this input costs (one per
         // form): same status, body and time.
-        await this.verifyDummies(forms, hashOptions)
-        return await this.failLogin(keys, 'unknown_email')
+        return await this.failLogin(keys, 'unknown_email', await this.verifyDummies(forms, hashOptions))
       }
       let verified: VerifiedForm
       try {
@@ -377,10 +404,9 @@ export class AuthService {
         // tampered row), not the client's: it is logged, and the client gets a wrong password's
         // answer at a wrong password's cost, so the account cannot be told apart from others.
         this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the login is answered as a wrong password')
-        await this.verifyDummies(forms, hashOptions)
-        return await this.failLogin(keys, 'stored_hash_refused')
+        return await this.failLogin(keys, 'stored_hash_refused', await this.verifyDummies(forms, hashOptions))
       }
-      if (!verified.match) return await this.failLogin(keys, 'wrong_password')
+      if (!verified.match) return await this.failLogin(keys, 'wrong_password', verified.unfinished)
       if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return await this.failLogin(keys, 'email_not_verified')
       if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'refuse') {
         // Only now, the password matched: a guesser learns nothing about the address's state.
@@ -410,15 +436,25 @@ export class AuthService {
     }
   }
 
-  /** One dummy verify per form: what a wrong password of the same input costs a known account. */
-  private async verifyDummies (forms: readonly string[], hashOptions: HashRequestOptions): Promise<void> {
-    for (const form of forms) await this.deps.engine.verifyDummy(form, hashOptions)
+  /**
+   * One dummy verify per form, under the rules of a real check's (`verifyFormsOfCheck`): what a
+   * wrong password of the same input costs a known account. Returns the refusal of a later form
+   * that could not run, if one could not.
+   */
+  private async verifyDummies (forms: readonly string[], hashOptions: HashRequestOptions): Promise<unknown> {
+    return (await verifyFormsOfCheck(forms, hashOptions, async (form, options) => {
+      await this.deps.engine.verifyDummy(form, options)
+      return { match: false, needsRehash: false }
+    })).unfinished
   }
 
-  /** Counts the failure for the account and the address (before answering), logs it, and throws the 401. */
-  private async failLogin (keys: ThrottleKeys, reason: LoginFailure): Promise<never> {
+  /**
+   * Counts the failure for the account and the address (before answering), logs it, and throws
+   * the 401, or `answer` instead: a later form's refusal (`VerifiedForm.unfinished`).
+   */
+  private async failLogin (keys: ThrottleKeys, reason: LoginFailure, answer?: unknown): Promise<never> {
     await recordFailedCheck(this.deps.db, keys, reason, this.now(), this.deps.loginThrottle, this.loginLog)
-    throw createError('AUTH_INVALID_CREDENTIALS')
+    throw answer ?? createError('AUTH_INVALID_CREDENTIALS')
   }
 
   private get loginLog (): PasswordCheckLog {

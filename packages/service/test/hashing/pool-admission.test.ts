@@ -142,6 +142,22 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     await engine.ping() // the worker was not terminated
   })
 
+  it('with keepIfStarted, an abort while running changes nothing: the verify runs to its end and is answered; a queued one is still removed', async () => {
+    const { engine } = await open()
+    const running = new AbortController()
+    const queued = new AbortController()
+    const kept = engine.verify('blocker', slowStored, { signal: running.signal, keepIfStarted: true })
+    const removed = rejection(engine.verify('blocker', slowStored, { signal: queued.signal, keepIfStarted: true }), 'HASH_CANCELLED')
+    assert.deepEqual([engine.stats().running, engine.stats().queued], [1, 1])
+    running.abort()
+    queued.abort()
+    await removed
+    assert.deepEqual(await kept, { match: true, needsRehash: true }, 'answered with its result')
+    const stats = engine.stats()
+    assert.equal(stats.cancelled, 1, 'only the queued one')
+    assert.equal(stats.completed, 1)
+  })
+
   it('a 0 ms deadline is met by a free thread and refused behind a busy one; a far deadline never fires', async () => {
     const { engine, events } = await open()
     const stored = await engine.hash('x')

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { loadConfig, parseTrustProxy } from '../../src/config.js'
 import { fastifyTrustProxy, loginThrottlePolicy } from '../../src/server/app.js'
-import { startPasswordCheck } from '../../src/server/auth-service.js'
+import { startPasswordCheck, verifyFormsOfCheck } from '../../src/server/auth-service.js'
 import { ChecksUnderWay } from '../../src/server/checks-under-way.js'
 import { createLogger } from '../../src/server/logger.js'
 import { waitFor } from '../helpers/wait.js'
@@ -139,6 +139,27 @@ describe('login throttle rules', () => {
     // Without the wake-up of all, each refusal handed the room on to one waiter: at most the five ends' five reads at once.
     assert.ok(mostReadingAtOnce >= 15, `the waiters read again together (at most ${mostReadingAtOnce} at once)`)
     assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter left behind')
+  })
+
+  it('a check\'s later forms run without the client\'s signal, its first is kept once started, and a later form that cannot run counts as not matching', async () => {
+    const signal = new AbortController().signal
+    const seen: Array<{ form: string, signal: boolean, keepIfStarted: boolean }> = []
+    const verify = (results: Array<boolean | Error>) => async (form: string, options: { signal?: AbortSignal, keepIfStarted?: boolean }) => {
+      seen.push({ form, signal: options.signal !== undefined, keepIfStarted: options.keepIfStarted === true })
+      const result = results[seen.length - 1]
+      if (result instanceof Error) throw result
+      return { match: result === true, needsRehash: false }
+    }
+    const forms = ['nfc', 'typed']
+    assert.deepEqual(await verifyFormsOfCheck(forms, { signal, deadlineMs: 100 }, verify([false, true])), { match: true, needsRehash: false, form: 'typed' })
+    assert.deepEqual(seen, [{ form: 'nfc', signal: true, keepIfStarted: true }, { form: 'typed', signal: false, keepIfStarted: false }])
+    seen.length = 0
+    const overloaded = new Error('queue full')
+    assert.deepEqual(await verifyFormsOfCheck(forms, { signal }, verify([false, overloaded])), { match: false, needsRehash: false, form: 'nfc', unfinished: overloaded })
+    seen.length = 0
+    await assert.rejects(verifyFormsOfCheck(forms, { signal }, verify([overloaded])), overloaded, 'the first form\'s refusal is the answer: no verify ran')
+    seen.length = 0
+    assert.deepEqual(await verifyFormsOfCheck(['nfc'], {}, verify([true])), { match: true, needsRehash: false, form: 'nfc' })
   })
 
   it('judges account and address apart, each against its own bound, and waits for the later', () => {

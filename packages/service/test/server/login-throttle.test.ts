@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict'
+import http from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import { readFailures, recordFailure } from '../../src/db/login-throttle.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
+import { seedPolicy } from '../helpers/policies.js'
 import { capturingLogger, registerUser, request, startTestService, uniqueEmail, type JsonResponse, type TestService, type TestServiceOptions } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
 
 /** A login; `from` another loopback address (a client of its own), else from 127.0.0.1. */
 const login = async (service: TestService, email: string, password: string, headers: Record<string, string> = {}, from?: string): Promise<JsonResponse> =>
@@ -264,5 +267,37 @@ describe('login throttling state in PostgreSQL', () => {
     const later = nowMs + 900_000
     const restarted = await recordFailure(db.pool, keys, { nowMs: later, windowExpiredAtOrBefore: later - 900_000 })
     assert.deepEqual(restarted.account, { failures: 1, windowStartedAt: later, lastFailureAt: later })
+  })
+})
+
+describe('a client that hangs up while its password is checked', () => {
+  let service: TestService
+  // bcrypt cost 10: tens of ms a verify, time enough to hang up while one runs.
+  before(async () => { service = await startTestService({ policy: seedPolicy, threads: 1 }) })
+  after(async () => { await service.close() })
+
+  /** Sends a login and hangs up as soon as its first verify runs; resolves once both forms' verifies are done. */
+  async function hangUpMidCheck (email: string, password: string): Promise<void> {
+    const before = service.engine.stats()
+    const body = JSON.stringify({ email, password })
+    const req = http.request(`${service.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } })
+    req.on('error', () => {})
+    req.end(body)
+    await waitFor('the first verify running', () => service.engine.stats().running > 0, { intervalMs: 1 })
+    req.destroy()
+    await waitFor('both verifies done', () => service.engine.stats().completed - before.completed === 2)
+    assert.equal(service.engine.stats().cancelled - before.cancelled, 0, 'no verify was cancelled once one ran')
+  }
+
+  it('is still counted, for a known and an unknown email, when the password has two forms (a decomposed é)', async () => {
+    const { email } = await registerUser(service)
+    const ghost = uniqueEmail('ghost-hangs-up')
+    // Not in NFC: checked as its NFC form, then as typed. Hanging up during the second verify,
+    // once the first one's answer time had shown no match, used to skip the count.
+    const guess = 'guess cafe\u0301 au lait'
+    for (const target of [email, ghost]) {
+      await hangUpMidCheck(target, guess)
+      await waitFor('the failure written', async () => (await readFailures(service.db.pool, { account: target, address: '127.0.0.1' })).account?.failures === 1)
+    }
   })
 })

@@ -14,7 +14,6 @@
  * SIGTERM to the primary drains every worker (drain.ts) before they close.
  */
 import cluster, { type Worker } from 'node:cluster'
-import { randomBytes } from 'node:crypto'
 import type pino from 'pino'
 import type { Config } from '../config.js'
 import { detectCpuBudget } from '../hashing/index.js'
@@ -23,7 +22,7 @@ import { createError } from '../errors.js'
 import { startAdminServer, type AdminServer } from './admin.js'
 import { primaryMetrics, serveClusterMetrics } from './cluster-metrics.js'
 import { startDatabase } from './database.js'
-import { persistedJwtSecret, startService, type RunningService } from './start.js'
+import { jwtSecretOf, startService, type RunningService } from './start.js'
 import { splitCpuBudget } from './worker-budget.js'
 
 const workerConfigEnv = 'TOLLBOOTH_CLUSTER_WORKER_CONFIG'
@@ -121,8 +120,8 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
   }
 
   const database = await startDatabase(config, log)
-  // HS256 needs one secret for every worker; with EdDSA the keys live in PostgreSQL and this one signs nothing.
-  const jwtSecret = config.jwtSecret ?? (config.databaseUrl === undefined ? persistedJwtSecret(config.dataDir) : randomBytes(48).toString('base64url'))
+  // HS256 needs one secret for every worker, found (or made) here once; the other algorithms' keys live in PostgreSQL.
+  const jwtSecret = jwtSecretOf(config)
   // The cluster strategy: hashThreads counted the workers; inside each, the Piscina pool keeps its default size.
   const workerConfig: Config = { ...config, databaseUrl: database.url, jwtSecret, hashThreads: threadsPerWorker, workers: workerCount }
   const stopServingMetrics = serveClusterMetrics()

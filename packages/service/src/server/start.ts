@@ -51,6 +51,16 @@ export function persistedJwtSecret (dataDir: string): string {
   return secret
 }
 
+/**
+ * The HS256 secret the service signs with: the configured one, or (HS256 on the embedded
+ * database) one generated once into the data folder. The other algorithms sign with keys kept in
+ * PostgreSQL and use none, and with DATABASE_URL nothing is written to the data folder: the image
+ * runs read-only, as a user that owns no folder.
+ */
+export function jwtSecretOf (config: Pick<Config, 'jwtSecret' | 'jwtAlgorithm' | 'databaseUrl' | 'dataDir'>): string | undefined {
+  return config.jwtSecret ?? (config.jwtAlgorithm === 'HS256' && config.databaseUrl === undefined ? persistedJwtSecret(config.dataDir) : undefined)
+}
+
 /** The soft RLIMIT_NOFILE from the text of /proc/<pid>/limits; Infinity when unlimited, undefined when absent. */
 export function openFilesLimit (limits: string): number | undefined {
   const match = /^Max open files\s+(\S+)/m.exec(limits)
@@ -159,9 +169,7 @@ export async function startService (config: Config, options: StartServiceOptions
       meanHashMs: Math.round(stats.meanRunMs * 10) / 10,
     }, `hash pool: ${stats.threads} thread(s) from the CPU budget (${engine.cpuBudget.source}${config.hashThreads === undefined ? '' : ', overridden by config'})`)
 
-    // Only HS256 signs with the secret; without DATABASE_URL it is kept in the data folder. With
-    // DATABASE_URL nothing is written there: the image runs read-only, as a user that owns no folder.
-    const jwtSecret = config.jwtSecret ?? (config.jwtAlgorithm === 'HS256' && config.databaseUrl === undefined ? persistedJwtSecret(config.dataDir) : undefined)
+    const jwtSecret = jwtSecretOf(config)
     app = await buildApp({ config, db, engine, jwtSecret, logger: log, clusterWorker: options.clusterWorker === true })
     const limits = checkConnectionLimits(config)
     for (const warning of limits.warnings) log.warn({ openFiles: limits.openFiles, somaxconn: limits.somaxconn }, warning)

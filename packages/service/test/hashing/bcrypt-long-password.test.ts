@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { bcryptHasher } from '../../src/hashing/bcrypt.js'
 import { createPasswordEngine, type PasswordEngine } from '../../src/hashing/index.js'
-import { policyFor, rejection, thrown } from './fixtures.js'
+import { policyFor, rejection, seedPolicy, thrown } from './fixtures.js'
 
 // bcrypt reads 72 bytes; the library would silently drop the rest.
 const exactly72 = '€'.repeat(24) // 3 UTF-8 bytes each
@@ -37,6 +37,23 @@ describe('bcrypt and passwords over 72 bytes', () => {
       assert.deepEqual((await engine.verify(over72, stored)).match, false)
       // It still costs one verify, so the answer's timing is that of any other verify.
       assert.equal(engine.stats().completed, before + 1)
+    }
+  })
+
+  it('costs a full verify on libuv\'s pool too (the lab\'s libuv strategies), not an instant false', async () => {
+    const libuv = await createPasswordEngine({ policy: seedPolicy, strategy: 'libuv', threads: 1 })
+    try {
+      const runs: number[] = []
+      libuv.onTask((event) => { runs.push(event.runMs) })
+      const stored = await libuv.hash(exactly72)
+      runs.length = 0
+      assert.equal((await libuv.verify(over72, stored)).match, false)
+      assert.equal((await libuv.verify('a wrong password', stored)).match, false)
+      const [tooLong = 0, wrong = 0] = runs
+      // Cost 10 is tens of ms; returning false without the verify took well under one.
+      assert.ok(tooLong > 0.3 * wrong, `a too-long password ran ${tooLong.toFixed(1)} ms, a wrong one ${wrong.toFixed(1)} ms`)
+    } finally {
+      await libuv.close()
     }
   })
 

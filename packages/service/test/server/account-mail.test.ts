@@ -478,3 +478,21 @@ describe('the mail dispatcher', () => {
     }
   })
 })
+
+describe('a service without SMTP', () => {
+  it('with DATABASE_URL names the registration mail in its log, never its link; with TOLLBOOTH_MAIL_LOG_LINKS the link is there', async () => {
+    for (const logLinks of [false, true]) {
+      const { logger, lines } = capturingLogger('info')
+      const service = await startTestService({ logger, config: logLinks ? { mailLogLinks: true } : {} })
+      try {
+        const { email } = await registerUser(service)
+        await waitFor('the mail in the log', () => lines.some((line) => (line.mail as { to?: string } | undefined)?.to === email))
+        const mail = lines.find((line) => (line.mail as { to?: string } | undefined)?.to === email)?.mail as { text?: string }
+        if (logLinks) assert.match(String(mail.text), /verify-email\?token=/)
+        else assert.ok(mail.text === undefined && !JSON.stringify(lines).includes('verify-email?token='), 'no link in any line')
+      } finally {
+        await service.close()
+      }
+    }
+  })
+})

@@ -6,6 +6,7 @@ import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import { isLoopbackHost, loadConfig, settings } from '../../src/config.js'
 import { packageRoot } from '../../src/paths.js'
+import { jwtSecretOf } from '../../src/server/start.js'
 
 const kek = 'ab'.repeat(32)
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-secrets-'))
@@ -98,5 +99,19 @@ describe('mail links in the log only in development', () => {
     assert.equal(loadConfig({ env: { TOLLBOOTH_MAIL_LOG_LINKS: 'false' } }).mailLogLinks, false)
     assert.equal(loadConfig({ env: deployed, argv: ['--mail-log-links'] }).mailLogLinks, true)
     assert.equal(loadConfig({ env: {}, overrides: { databaseUrl: deployed.DATABASE_URL, keyEncryptionKey: kek } }).mailLogLinks, false)
+  })
+})
+
+describe('the JWT secret kept in the data folder', () => {
+  it('is made once for HS256 on the embedded database only; EdDSA and DATABASE_URL write nothing', () => {
+    const dataDir = path.join(scratch, 'jwt-data')
+    assert.equal(jwtSecretOf({ jwtSecret: undefined, jwtAlgorithm: 'EdDSA', databaseUrl: undefined, dataDir }), undefined)
+    assert.equal(jwtSecretOf({ jwtSecret: undefined, jwtAlgorithm: 'HS256', databaseUrl: 'postgres://u@db/tollbooth', dataDir }), undefined)
+    assert.equal(fs.existsSync(dataDir), false, 'nothing written yet')
+    const made = jwtSecretOf({ jwtSecret: undefined, jwtAlgorithm: 'HS256', databaseUrl: undefined, dataDir })
+    assert.ok(made !== undefined && made.length >= 32)
+    assert.equal((fs.statSync(path.join(dataDir, 'jwt-secret')).mode & 0o777), 0o600)
+    assert.equal(jwtSecretOf({ jwtSecret: undefined, jwtAlgorithm: 'HS256', databaseUrl: undefined, dataDir }), made, 'kept for the next start')
+    assert.equal(jwtSecretOf({ jwtSecret: 'x'.repeat(40), jwtAlgorithm: 'HS256', databaseUrl: undefined, dataDir }), 'x'.repeat(40), 'a configured one wins')
   })
 })

@@ -11,7 +11,7 @@ import { hash as argon2Hash, verify as argon2Verify, type Algorithm, type Versio
 import { hash as bcryptHash, verify as bcryptVerify } from '@node-rs/bcrypt'
 import { createError, isTollboothError } from '../../errors.js'
 import type { HashReply, HashTask } from '../executor.js'
-import { bcryptPasswordTooLong } from '../bcrypt.js'
+import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from '../bcrypt.js'
 import { hasherFor } from '../hasher.js'
 import { formatScrypt, parseScrypt } from '../phc.js'
 import { scryptMaxmemBytes } from '../scrypt.js'
@@ -36,7 +36,12 @@ async function executeOnLibuv (task: HashTask): Promise<string | boolean | null>
     case 'verify': {
       const algorithm = hasherFor(task.stored).algorithm
       if (algorithm === 'argon2id') return await argon2Verify(task.stored, task.password)
-      if (algorithm === 'bcrypt') return bcryptPasswordTooLong(task.password) ? false : await bcryptVerify(task.password, task.stored)
+      if (algorithm === 'bcrypt') {
+        // As the worker threads do (bcrypt.ts): a password bcrypt would cut still costs a verify, then fails.
+        if (!bcryptPasswordTooLong(task.password)) return await bcryptVerify(task.password, task.stored)
+        await bcryptVerify(Buffer.from(task.password, 'utf8').subarray(0, bcryptMaxPasswordBytes), task.stored)
+        return false
+      }
       const { params, salt, hash } = parseScrypt(task.stored)
       return timingSafeEqual(await scryptAsync(task.password, salt, hash.length, params), hash)
     }

@@ -14,12 +14,18 @@ declare module 'fastify' {
   }
 }
 
-/** Aborts when the client hangs up before the response is written, so a queued hash is dropped. */
-export function clientGoneSignal (reply: FastifyReply): AbortSignal {
+/**
+ * Aborts when the client hangs up before the response is written, so a queued hash is dropped;
+ * aborted already when it hung up before this was asked (a `close` that has passed never fires
+ * again, and the hash would run for nobody).
+ */
+export function clientGoneSignal (reply: Pick<FastifyReply, 'raw'>): AbortSignal {
   const controller = new AbortController()
-  reply.raw.once('close', () => {
+  const gone = (): void => {
     if (!reply.raw.writableFinished) controller.abort(createError('HASH_CANCELLED'))
-  })
+  }
+  if (reply.raw.destroyed) gone()
+  else reply.raw.once('close', gone)
   return controller.signal
 }
 

@@ -16,7 +16,12 @@ export type HashTask =
   | { kind: 'hash', algorithm: 'argon2id', params: Argon2Params, password: string }
   | { kind: 'hash', algorithm: 'bcrypt', params: BcryptParams, password: string }
   | { kind: 'hash', algorithm: 'scrypt', params: ScryptParams, password: string }
-  | { kind: 'verify', password: string, stored: string }
+  /**
+   * `mismatchRunMs`: a mismatch keeps its thread busy until this much run time has passed, so a
+   * wrong password against an outdated, cheaper hash costs what one against the policy's does,
+   * in time and in the thread it holds (engine.ts).
+   */
+  | { kind: 'verify', password: string, stored: string, mismatchRunMs?: number }
   | { kind: 'ping' }
 
 /** What every hash worker thread is started with. */

@@ -88,4 +88,23 @@ describe('a wrong password against an outdated hash takes as long as against an 
     assert.ok(wrong > 0.6 * unknown, `wrong password ${wrong.toFixed(1)} ms, unknown account ${unknown.toFixed(1)} ms`)
     assert.ok(right < 0.5 * unknown, `right password ${right.toFixed(1)} ms: a match is not padded (unknown account ${unknown.toFixed(1)} ms)`)
   })
+
+  it('holds its hash thread that long too: a request queued behind it waits as long as behind an unknown account\'s dummy', async () => {
+    const waits: Record<string, number[]> = { outdated: [], unknown: [] }
+    for (let i = 0; i < 5; i++) {
+      for (const kind of ['outdated', 'unknown'] as const) {
+        const events: HashTaskEvent[] = []
+        const stop = engine.onTask((event) => { events.push(event) })
+        const first = kind === 'outdated' ? engine.verify('a guess', outdated) : engine.verifyDummy('a guess')
+        // One thread: the probe waits in the queue for as long as the first holds the thread.
+        const probe = engine.verifyDummy('the request behind')
+        await Promise.all([first, probe])
+        stop()
+        waits[kind]?.push(events[1]?.waitMs ?? 0)
+      }
+    }
+    const [behindOutdated, behindUnknown] = [median(waits.outdated ?? []), median(waits.unknown ?? [])]
+    // Padded with a timer instead, the thread was free after the cheap hash's 1 to 2 ms.
+    assert.ok(behindOutdated > 0.6 * behindUnknown, `behind the outdated hash's mismatch ${behindOutdated.toFixed(1)} ms, behind a dummy ${behindUnknown.toFixed(1)} ms`)
+  })
 })

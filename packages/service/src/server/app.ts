@@ -100,6 +100,14 @@ function sheddingOptions (config: Config, answerHeaders: Readonly<Record<string,
   }
 }
 
+/** Until no password check is under way, or `limitMs` has passed (a check is bounded by its deadline). */
+async function checksSettled (checks: ChecksUnderWay, limitMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const limit = new Promise<void>((resolve) => { timer = setTimeout(resolve, limitMs) })
+  await Promise.race([checks.whenIdle(), limit])
+  clearTimeout(timer)
+}
+
 /** Sends the outbox through TOLLBOOTH_SMTP_URL, or writes it to the log when that is unset (src/mail/). */
 function mailDispatcher (config: Config, db: pg.Pool, log: FastifyBaseLogger): MailDispatcher {
   return new MailDispatcher({
@@ -251,7 +259,9 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     keyRing?.close()
     metrics.close()
     await purge.close()
-    await Promise.allSettled([...auth.pendingRehashes, mail.close()])
+    // Password checks still under way write their outcome first (a client that hung up is not
+    // waited for by Fastify's close, and a guess must not go uncounted), within a login's deadline.
+    await Promise.allSettled([...auth.pendingRehashes, mail.close(), checksSettled(checksUnderWay, config.loginDeadlineMs)])
   })
 
   for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted, Session]) app.addSchema(schema)

@@ -50,6 +50,9 @@ export class ChecksUnderWay {
   readonly #keys = new Map<string, KeyState>()
   /** Every ended check's key names, in the order they ended: what to forget next. */
   readonly #endedOrder: Array<{ name: string, at: number }> = []
+  /** Checks under way over every key, and who waits for there to be none (`whenIdle`). */
+  #underWayTotal = 0
+  #idleWaiters: Array<() => void> = []
 
   /** The time to take just before reading the counts a check will be decided on. */
   now (): number {
@@ -75,10 +78,14 @@ export class ChecksUnderWay {
   begin (keys: ThrottleKeys): () => void {
     const keyNames = names(keys)
     for (const name of keyNames) this.#state(name).underWay++
+    this.#underWayTotal++
     let ended = false
     return () => {
       if (ended) return
       ended = true
+      if (--this.#underWayTotal === 0) {
+        for (const resolve of this.#idleWaiters.splice(0)) resolve()
+      }
       const now = performance.now()
       for (const name of keyNames) {
         const state = this.#state(name)
@@ -143,6 +150,15 @@ export class ChecksUnderWay {
       // Each wake takes the waiter out of the queue: wake a copy.
       for (const waiter of [...this.#keys.get(scope === 'account' ? account : address)?.waiters ?? []]) waiter.wake(scope)
     }
+  }
+
+  /**
+   * Resolves once no check is under way (at once if none is): at shutdown, so that a check whose
+   * client has left still writes its outcome before the database closes.
+   */
+  async whenIdle (): Promise<void> {
+    if (this.#underWayTotal === 0) return
+    await new Promise<void>((resolve) => { this.#idleWaiters.push(resolve) })
   }
 
   /** Keys remembered: none once every check has ended and been forgotten (a leak shows here). */

@@ -162,6 +162,22 @@ describe('login throttle rules', () => {
     assert.deepEqual(await verifyFormsOfCheck(['nfc'], {}, verify([true])), { match: true, needsRehash: false, form: 'nfc' })
   })
 
+  it('says when no check is under way any more (the close waits for that)', async () => {
+    const checks = new ChecksUnderWay()
+    await checks.whenIdle()
+    const endFirst = checks.begin({ account: 'idle@example.com', address: '192.0.2.40' })
+    const endSecond = checks.begin({ account: 'other@example.com', address: '192.0.2.41' })
+    let idle = false
+    const waiting = checks.whenIdle().then(() => { idle = true })
+    endFirst()
+    endFirst()
+    await new Promise((resolve) => { setImmediate(resolve) })
+    assert.equal(idle, false, 'one still under way')
+    endSecond()
+    await waiting
+    assert.equal(idle, true)
+  })
+
   it('judges account and address apart, each against its own bound, and waits for the later', () => {
     assert.deepEqual(decide({ account: count(4), address: count(99) }, t0, policy), { allowed: true })
     assert.deepEqual(decide({ account: count(1), address: count(100) }, t0, policy), { allowed: false, retryAfterMs: 1000, scopes: ['address'] })

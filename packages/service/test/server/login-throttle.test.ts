@@ -289,6 +289,26 @@ describe('a client that hangs up while its password is checked', () => {
     assert.equal(service.engine.stats().cancelled - before.cancelled, 0, 'no verify was cancelled once one ran')
   }
 
+  it('is still counted when the service shuts down meanwhile: the close waits for the check to write its failure', async () => {
+    // bcrypt cost 13: a verify of about half a second, far longer than the close takes on its own.
+    const db = await createTestDatabase()
+    const slow = await startTestService({ db, policy: { ...seedPolicy, bcrypt: { cost: 13 } }, threads: 1 })
+    const ghost = uniqueEmail('ghost-at-shutdown')
+    try {
+      const body = JSON.stringify({ email: ghost, password: 'a guess before the shutdown' })
+      const req = http.request(`${slow.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } })
+      req.on('error', () => {})
+      req.end(body)
+      await waitFor('the verify running', () => slow.engine.stats().running > 0, { intervalMs: 1 })
+      req.destroy()
+      await slow.app.close()
+      assert.equal((await readFailures(db.pool, { account: ghost, address: '127.0.0.1' })).account?.failures, 1, 'written before the close returned')
+    } finally {
+      await slow.close()
+      await db.drop()
+    }
+  })
+
   it('is still counted, for a known and an unknown email, when the password has two forms (a decomposed é)', async () => {
     const { email } = await registerUser(service)
     const ghost = uniqueEmail('ghost-hangs-up')

@@ -13,7 +13,7 @@
  */
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
-import { claimDueMail, claimForLog, markAttemptFailed, markSent, releaseClaim, type ClaimedMail } from './outbox.js'
+import { claimDueMail, claimForLog, clearLoggedTexts, markAttemptFailed, markSent, releaseClaim, type ClaimedMail } from './outbox.js'
 import { RetryWakeups } from './retry-wakeups.js'
 import type { MailTransport } from './transport.js'
 
@@ -46,6 +46,8 @@ export class MailDispatcher {
   private started = false
   private readonly batchSize: number
   private readonly leaseMs: number
+  /** Log mode without links: the texts logged before (with links) are cleared at the first run. */
+  private loggedTextsCleared = false
 
   constructor (private readonly options: MailDispatcherOptions) {
     this.mode = options.transport === undefined ? 'log' : 'smtp'
@@ -128,6 +130,11 @@ export class MailDispatcher {
 
   private async logBatch (): Promise<number> {
     const { logLinks } = this.options
+    if (!logLinks && !this.loggedTextsCleared) {
+      const cleared = await clearLoggedTexts(this.options.db)
+      this.loggedTextsCleared = true
+      if (cleared > 0) this.options.log.info({ cleared }, 'the text of mails logged earlier, links included, is cleared from the outbox')
+    }
     const batch = await claimForLog(this.options.db, this.batchSize, logLinks)
     for (const mail of batch) {
       const named = { id: mail.id, kind: mail.kind, to: mail.recipient, subject: mail.subject }

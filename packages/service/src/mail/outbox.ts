@@ -73,6 +73,16 @@ export async function claimForLog (db: Queryable, limit: number, keepText: boole
   return rows.map(toClaimed).sort((a, b) => a.id - b.id)
 }
 
+/**
+ * Clears the text of every mail already logged (links included, by a development setup or an
+ * earlier version): what a service that does not log links does once, so no live link is left
+ * readable in the table. Returns how many rows it cleared.
+ */
+export async function clearLoggedTexts (db: Queryable): Promise<number> {
+  const { rowCount } = await db.query("UPDATE mail_outbox SET body_text = NULL WHERE status = 'logged' AND body_text IS NOT NULL")
+  return rowCount ?? 0
+}
+
 /** Sent: the text (a live link) is cleared. */
 export async function markSent (db: Queryable, id: number): Promise<void> {
   await db.query("UPDATE mail_outbox SET status = 'sent', finished_at = now(), body_text = NULL, last_error = NULL WHERE id = $1", [id])

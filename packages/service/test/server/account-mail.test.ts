@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
 import { createLogger } from '../../src/server/logger.js'
 import { MailDispatcher } from '../../src/mail/dispatcher.js'
-import { enqueueMail } from '../../src/mail/outbox.js'
+import { claimForLog, enqueueMail } from '../../src/mail/outbox.js'
 import { smtpTransport } from '../../src/mail/transport.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { capturingLogger, registerUser, request, startTestService, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
@@ -460,6 +460,11 @@ describe('the mail dispatcher', () => {
     const dispatcher = new MailDispatcher({ db: db.pool, log: logger, transport: undefined, logLinks: false, maxAttempts: 3, retryDelayMs: 10, pollIntervalMs: 60_000 })
     const recipient = uniqueEmail('deployed')
     const secret = 'SECRET-TOKEN-never-logged'
+    // Logged with its link by an earlier, development-mode run on the same table.
+    const earlier = uniqueEmail('logged-before')
+    await enqueueMail(db.pool, { kind: 'test', recipient: earlier, subject: 'from before', text: 'https://app.example.com/reset-password?token=left-from-before' })
+    await claimForLog(db.pool, 100, true)
+    assert.ok((await status(earlier))?.body_text?.includes('left-from-before'))
     try {
       dispatcher.start()
       await enqueueMail(db.pool, { kind: 'test', recipient, subject: 'deployed without SMTP', text: `https://app.example.com/reset-password?token=${secret}` })
@@ -473,6 +478,7 @@ describe('the mail dispatcher', () => {
       const row = await status(recipient)
       assert.equal(row?.status, 'logged')
       assert.equal(row?.body_text, null, 'the link is not kept in the outbox either')
+      assert.equal(await status(earlier).then((earlierRow) => earlierRow?.body_text), null, 'a mail logged earlier with its link has its text cleared')
     } finally {
       await dispatcher.close()
     }

@@ -100,6 +100,9 @@ function sheddingOptions (config: Config, answerHeaders: Readonly<Record<string,
   }
 }
 
+/** What a password check may take past its login's deadline: a verify that started in time runs to its end. */
+const checksSettleMarginMs = 5000
+
 /** Until no password check is under way, or `limitMs` has passed (a check is bounded by its deadline). */
 async function checksSettled (checks: ChecksUnderWay, limitMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined
@@ -260,8 +263,9 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     metrics.close()
     await purge.close()
     // Password checks still under way write their outcome first (a client that hung up is not
-    // waited for by Fastify's close, and a guess must not go uncounted), within a login's deadline.
-    await Promise.allSettled([...auth.pendingRehashes, mail.close(), checksSettled(checksUnderWay, config.loginDeadlineMs)])
+    // waited for by Fastify's close, and a guess must not go uncounted): within a login's deadline
+    // plus a margin, as a verify that started just before the deadline runs to its end.
+    await Promise.allSettled([...auth.pendingRehashes, mail.close(), checksSettled(checksUnderWay, config.loginDeadlineMs + checksSettleMarginMs)])
   })
 
   for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted, Session]) app.addSchema(schema)

@@ -290,9 +290,10 @@ describe('a client that hangs up while its password is checked', () => {
   }
 
   it('is still counted when the service shuts down meanwhile: the close waits for the check to write its failure', async () => {
-    // bcrypt cost 13: a verify of about half a second, far longer than the close takes on its own.
+    // bcrypt cost 11: a verify of over 100 ms (seconds on a loaded machine), far longer
+    // than the close takes on its own; a deadline long enough that the verify always starts.
     const db = await createTestDatabase()
-    const slow = await startTestService({ db, policy: { ...seedPolicy, bcrypt: { cost: 13 } }, threads: 1 })
+    const slow = await startTestService({ db, policy: { ...seedPolicy, bcrypt: { cost: 11 } }, threads: 1, config: { loginDeadlineMs: 20_000 } })
     const ghost = uniqueEmail('ghost-at-shutdown')
     try {
       const body = JSON.stringify({ email: ghost, password: 'a guess before the shutdown' })

@@ -26,6 +26,9 @@ describe('database round trips of a login', () => {
 
   /** A login, and the statements (by kind, in the order sent) and checkouts it took. */
   const watchedLogin = async (email: string, password: string): Promise<{ response: JsonResponse, kinds: string[], checkouts: number }> => {
+    // The registration's mail goes out in the background, on the same pool: let it finish first
+    // (its last statement is the one that takes it out of `pending`).
+    await waitFor('the registration mail handled', async () => (await service.db.pool.query("SELECT count(*)::int AS n FROM mail_outbox WHERE status = 'pending'")).rows[0].n === 0)
     const watch = watchStatements(service.db.pool)
     try {
       const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })

@@ -15,6 +15,7 @@ import type { HashExecutor, HashTask } from './executor.js'
 import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './bcrypt.js'
 import { inspectStoredHash, validatePolicy, type StoredHash } from './limits.js'
 import { refusalOutcome, TollboothPool } from './pool.js'
+import { nextMeanRunMs } from './scheduler.js'
 import { EventLoopExecutor } from './strategies/event-loop.js'
 import { LibuvExecutor } from './strategies/libuv.js'
 import { PiscinaDefaultExecutor } from './strategies/piscina-default.js'
@@ -32,8 +33,6 @@ const maxQueueLimit = 1_000_000
 const defaultQueuePerThread = 64
 const defaultPingTimeoutMs = 1000
 const defaultThreadNice = 10
-/** Weight of each new run in the mean run time of a verify of the policy's hashes. */
-const verifyMeanWeight = 0.2
 /** The longest wait added to a mismatch against an outdated hash. */
 const maxPadMs = 5000
 
@@ -188,7 +187,7 @@ class Engine implements PasswordEngine {
   }
 
   private learnPolicyVerify (runMs: number): void {
-    this.policyVerifyMs = this.policyVerifyMs === 0 ? runMs : this.policyVerifyMs + verifyMeanWeight * (runMs - this.policyVerifyMs)
+    this.policyVerifyMs = nextMeanRunMs(this.policyVerifyMs, runMs)
   }
 
   /**

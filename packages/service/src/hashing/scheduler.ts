@@ -53,6 +53,11 @@ export interface Refusal {
 
 /** Weight of the newest run time in the running mean: ~the last 10 runs matter. */
 const ewmaWeight = 0.2
+
+/** A running mean of run times with `runMs` added: the first run seeds it, each later one weighs `ewmaWeight`. */
+export function nextMeanRunMs (meanRunMs: number, runMs: number): number {
+  return meanRunMs === 0 ? runMs : meanRunMs + ewmaWeight * (runMs - meanRunMs)
+}
 /** Weight of the newest measured/predicted wait ratio in the calibration: ~the last 20 matter. */
 const calibrationWeight = 0.1
 /** The calibration never scales the model by more than this (nor below 1). */
@@ -270,7 +275,7 @@ export class HashScheduler<T extends Ticket> {
     this.running.delete(ticket)
     ticket.state = 'done'
     // Failed runs (a worker crash, a refused input) say nothing about the cost of a hash.
-    if (ok) this.meanRunMs = this.meanRunMs === 0 ? runMs : this.meanRunMs + ewmaWeight * (runMs - this.meanRunMs)
+    if (ok) this.meanRunMs = nextMeanRunMs(this.meanRunMs, runMs)
   }
 
   /** Takes a queued ticket out (aborted, evicted); false when it was not queued. */

@@ -7,10 +7,9 @@
 import { performance } from 'node:perf_hooks'
 import { createError, type ErrorCode, type TollboothError } from '../../errors.js'
 import type { HashExecutor, HashReply, HashTask, TimedValue } from '../executor.js'
+import { nextMeanRunMs } from '../scheduler.js'
 import { processWarningLog, TaskCounters } from '../task-counters.js'
 import type { HashFaultLog, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind } from '../types.js'
-
-const ewmaWeight = 0.2
 
 export abstract class CountingExecutor implements HashExecutor {
   abstract readonly strategy: HashStrategy
@@ -55,7 +54,7 @@ export abstract class CountingExecutor implements HashExecutor {
     }
     const waitMs = Math.max(0, performance.now() - started - reply.runMs)
     if (reply.ok) {
-      this.meanRunMs = this.meanRunMs === 0 ? reply.runMs : this.meanRunMs + ewmaWeight * (reply.runMs - this.meanRunMs)
+      this.meanRunMs = nextMeanRunMs(this.meanRunMs, reply.runMs)
       if (!internal) this.counters.record({ kind, outcome: 'ok', waitMs, runMs: reply.runMs })
       return { value: reply.value ?? false, runMs: reply.runMs }
     }

@@ -42,7 +42,8 @@ interface Summary {
   errors: { timeouts: number, connectionErrors: number, other: number }
   healthz: { p99Ms: number } | null
 }
-interface LabRun { summary: Summary, seconds: Array<{ dropped?: number }> }
+/** Each second's `dropped`: arrivals the lab could not send (its in-flight bound reached). */
+interface LabRun { summary: Summary, seconds: Array<{ dropped: number }> }
 
 /** One `lab run` into `dir`; returns its run (the lab writes result.json there). */
 function labRun (dir: string, load: string[]): LabRun {
@@ -51,13 +52,6 @@ function labRun (dir: string, load: string[]): LabRun {
   const [run] = result.runs
   if (run === undefined) throw new Error(`${dir}/result.json holds no run`)
   return run
-}
-
-/** Arrivals the lab could not send (its in-flight bound reached), from the per-second rows. */
-function dropped (dir: string): number {
-  const [header, ...rows] = fs.readFileSync(path.join(dir, 'seconds.csv'), 'utf8').trim().split('\n')
-  const column = (header ?? '').split(',').indexOf('dropped')
-  return rows.reduce((sum, row) => sum + Number(row.split(',')[column] ?? 0), 0)
 }
 
 const ratio = (served: number, capacity: number): string => (served / capacity).toFixed(3)
@@ -73,7 +67,7 @@ for (let round = 1; round <= rounds; round++) {
   const after = labRun(path.join(dir, 'capacity-after'), closed).summary.requestsPerSecond
   const { summary } = crowd
   const served = summary.achievedPerSecond
-  const notSent = dropped(path.join(dir, 'crowd'))
+  const notSent = crowd.seconds.reduce((sum, second) => sum + second.dropped, 0)
   const unsteady = Math.abs(after - before) / Math.min(before, after) > unsteadyCapacity
   const misses = [
     notSent + summary.errors.timeouts + summary.errors.connectionErrors + summary.errors.other > 0 ? 'arrivals unanswered' : '',

@@ -4,7 +4,7 @@
  * admission before the work, the same throttle (a wrong password is a failed login of the
  * account and the address), the verify through the pool with a deadline.
  */
-import { createError, isTollboothError } from '../errors.js'
+import { createError } from '../errors.js'
 import { withTransaction } from '../db/pool.js'
 import { spendAllAccountTokens } from '../db/account-tokens.js'
 import { findUserById, replacePasswordHash, type UserWithHash } from '../db/users.js'
@@ -112,14 +112,7 @@ export class AccountService {
     const read = async (): Promise<{ failures: FailureCounts }> => ({ failures: await readFailures(this.deps.db, keys) })
     const { found: { failures }, end: endCheck } = await startPasswordCheck(read, keys, passwordCheckRules(this.deps, hashOptions, context), logging)
     try {
-      let verified: { match: boolean, unfinished?: unknown }
-      try {
-        verified = await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)
-      } catch (err) {
-        if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
-        this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the password check is answered as a wrong password')
-        verified = { match: false }
-      }
+      const verified = await verifyPasswordForms(this.deps, forms, user, hashOptions, 'password check')
       if (!verified.match) {
         await recordFailedCheck(this.deps.db, keys, 'wrong_password', this.now(), this.deps.loginThrottle, logging)
         // A later form's refusal (the queue, the deadline) is the answer, once the failure is counted.

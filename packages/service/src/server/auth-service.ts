@@ -147,13 +147,40 @@ export async function hashAcceptedPassword (engine: PasswordEngine, password: st
   }
 }
 
+/** A stored hash's check: the forms' verdict, and whether the engine refused the stored hash itself. */
+export interface StoredPasswordCheck extends VerifiedForm {
+  /** The stored hash could not be computed (out of bounds, an unknown format): answered as a wrong password. */
+  storedHashRefused?: true
+}
+
 /**
- * Verifies the forms of a typed password in order (NFC, then the raw form when it differs:
- * password-policy.ts passwordForms) and stops at the first match; a stored hash the engine
- * refuses throws at the first form. Login and re-authentication (account-service.ts) share it.
+ * Verifies the forms of a typed password against a user's stored hash in order (NFC, then the raw
+ * form when it differs: password-policy.ts passwordForms) and stops at the first match. A stored
+ * hash the engine refuses to compute is the operator's problem (an import gone wrong, a tampered
+ * row), not the client's: it is logged, and the check is decided as not matching at a wrong
+ * password's cost (the dummies), so the account cannot be told apart from others. Login and
+ * re-authentication (account-service.ts) share it; `check` names which in the log.
  */
-export async function verifyPasswordForms (engine: PasswordEngine, forms: readonly string[], storedHash: string, hashOptions: HashRequestOptions): Promise<VerifiedForm> {
-  return await verifyFormsOfCheck(forms, hashOptions, async (form, options) => await engine.verify(form, storedHash, options))
+export async function verifyPasswordForms (deps: Pick<AuthServiceDeps, 'engine' | 'log'>, forms: readonly string[], user: { id: string, passwordHash: string }, hashOptions: HashRequestOptions, check: string): Promise<StoredPasswordCheck> {
+  try {
+    return await verifyFormsOfCheck(forms, hashOptions, async (form, options) => await deps.engine.verify(form, user.passwordHash, options))
+  } catch (err) {
+    if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
+    deps.log.error({ userId: user.id, code: err.code, reason: err.message }, `stored password hash refused; the ${check} is answered as a wrong password`)
+    return { match: false, needsRehash: false, form: undefined, storedHashRefused: true, unfinished: await verifyDummyForms(deps.engine, forms, hashOptions) }
+  }
+}
+
+/**
+ * One dummy verify per form, under the rules of a real check's (`verifyFormsOfCheck`): what a
+ * wrong password of the same input costs a known account. Returns the refusal of a later form
+ * that could not run, if one could not.
+ */
+export async function verifyDummyForms (engine: PasswordEngine, forms: readonly string[], hashOptions: HashRequestOptions): Promise<unknown> {
+  return (await verifyFormsOfCheck(forms, hashOptions, async (form, options) => {
+    await engine.verifyDummy(form, options)
+    return { match: false, needsRehash: false }
+  })).unfinished
 }
 
 /** What a password check (a login, or a signed-in user giving their password again) logs with its throttle events. */
@@ -393,20 +420,10 @@ export class AuthService {
       if (user === undefined) {
         // As many verifies of the current policy as a wrong password of this input costs (one per
         // form): same status, body and time.
-        return await this.failLogin(keys, 'unknown_email', await this.verifyDummies(forms, hashOptions))
+        return await this.failLogin(keys, 'unknown_email', await verifyDummyForms(this.deps.engine, forms, hashOptions))
       }
-      let verified: VerifiedForm
-      try {
-        verified = await verifyPasswordForms(this.deps.engine, forms, user.passwordHash, hashOptions)
-      } catch (err) {
-        if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
-        // A stored hash we refuse to compute is the operator's problem (an import gone wrong, a
-        // tampered row), not the client's: it is logged, and the client gets a wrong password's
-        // answer at a wrong password's cost, so the account cannot be told apart from others.
-        this.deps.log.error({ userId: user.id, code: err.code, reason: err.message }, 'stored password hash refused; the login is answered as a wrong password')
-        return await this.failLogin(keys, 'stored_hash_refused', await this.verifyDummies(forms, hashOptions))
-      }
-      if (!verified.match) return await this.failLogin(keys, 'wrong_password', verified.unfinished)
+      const verified = await verifyPasswordForms(this.deps, forms, user, hashOptions, 'login')
+      if (!verified.match) return await this.failLogin(keys, verified.storedHashRefused === true ? 'stored_hash_refused' : 'wrong_password', verified.unfinished)
       if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return await this.failLogin(keys, 'email_not_verified')
       if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'refuse') {
         // Only now, the password matched: a guesser learns nothing about the address's state.
@@ -434,18 +451,6 @@ export class AuthService {
     } finally {
       endCheck()
     }
-  }
-
-  /**
-   * One dummy verify per form, under the rules of a real check's (`verifyFormsOfCheck`): what a
-   * wrong password of the same input costs a known account. Returns the refusal of a later form
-   * that could not run, if one could not.
-   */
-  private async verifyDummies (forms: readonly string[], hashOptions: HashRequestOptions): Promise<unknown> {
-    return (await verifyFormsOfCheck(forms, hashOptions, async (form, options) => {
-      await this.deps.engine.verifyDummy(form, options)
-      return { match: false, needsRehash: false }
-    })).unfinished
   }
 
   /**

@@ -129,6 +129,32 @@ describe('re-hash on login', () => {
         await service.close()
       }
     })
+
+    it(`answers a signed-in user's password given again against ${what} as a wrong one, counted, at a wrong password's cost`, async () => {
+      const { logger, lines } = capturingLogger()
+      const service = await startTestService({ db, policy: cheapPolicy, logger })
+      try {
+        const { email, password, body } = await registerUser(service)
+        await db.pool.query('UPDATE users SET password_hash = $2 WHERE email = $1', [email.toLowerCase(), badHash])
+        const before = service.engine.stats().completed
+        const started = performance.now()
+        const change = await request(service, 'POST', '/api/v1/me/password', { token: body.accessToken as string, body: { currentPassword: password, newPassword: 'a brand new passphrase' } })
+        const ms = performance.now() - started
+        assert.deepEqual([change.status, change.body.error.code], [403, 'CURRENT_PASSWORD_INCORRECT'])
+        assert.ok(ms < 2000, `answered in ${ms.toFixed(0)} ms (cost 31 would take days)`)
+        assert.equal(service.engine.stats().completed - before, 1, 'one dummy verify, as for a wrong password; the stored hash was not computed')
+        const { rows } = await db.pool.query<{ failures: number }>("SELECT failures FROM login_failures WHERE scope = 'account' AND key = $1", [email.toLowerCase()])
+        assert.deepEqual(rows.map((row) => row.failures), [1], 'counted as a failed check of the account')
+        const logged = lines.filter((line) => line.level === 50)
+        assert.equal(logged.length, 1, JSON.stringify(lines))
+        assert.equal(logged[0]?.code, code)
+        assert.match(String(logged[0]?.msg), /password check is answered as a wrong password/)
+        const { rows: [stored] } = await db.pool.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE email = $1', [email.toLowerCase()])
+        assert.equal(stored?.password_hash, badHash, 'nothing written over the refused hash')
+      } finally {
+        await service.close()
+      }
+    })
   }
 })
 

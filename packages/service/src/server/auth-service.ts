@@ -259,6 +259,8 @@ export async function startPasswordCheck<T extends { failures: FailureCounts }> 
   const { checks, policy, now, waitUntil, signal, beforeReadAgain } = rules
   /** The scope whose check's end woke this one, until it takes that room or hands it on. */
   let wokenBy: ThrottleScope | undefined
+  /** Its place in the queues of checks waiting, kept from its first wait on. */
+  let place: number | undefined
   try {
     for (;;) {
       const readStartedAt = checks.now()
@@ -278,7 +280,8 @@ export async function startPasswordCheck<T extends { failures: FailureCounts }> 
         // Woken for room it cannot take (its other key holds it back): the next check waiting may.
         if (wokenBy !== undefined && !blocking.includes(wokenBy)) checks.passOn(keys, [wokenBy])
         wokenBy = undefined
-        const woke = await checks.waitForEnd(keys, blocking, waitUntil, signal)
+        place ??= checks.takePlace()
+        const woke = await checks.waitForEnd(keys, blocking, waitUntil, signal, place)
         if (woke === null) {
           if (signal?.aborted === true) throw createError('HASH_CANCELLED', 'The client left while its password check waited for others of its account or address')
           throw createError('SERVICE_OVERLOADED', 'Other password checks of this account or address are still under way', { retryAfterSeconds: 1 })

@@ -39,7 +39,16 @@ interface KeyState {
 
 /** A check waiting for room on the keys that hold it back; woken with the scope whose check ended. */
 interface Waiter {
+  /** Its place in every queue it waits in (`takePlace`): lower is woken first. */
+  place: number
   wake: (scope: ThrottleScope) => void
+}
+
+/** Queues `waiter` after every waiter with a lower place: at the end, unless it waited before. */
+function insertByPlace (waiters: Waiter[], waiter: Waiter): void {
+  let at = waiters.length
+  while (at > 0 && (waiters[at - 1]?.place ?? -1) > waiter.place) at--
+  waiters.splice(at, 0, waiter)
 }
 
 function names (keys: ThrottleKeys): [string, string] {
@@ -53,6 +62,7 @@ export class ChecksUnderWay {
   /** Checks under way over every key, and who waits for there to be none (`whenIdle`). */
   #underWayTotal = 0
   #idleWaiters: Array<() => void> = []
+  #nextPlace = 0
 
   /** The time to take just before reading the counts a check will be decided on. */
   now (): number {
@@ -99,12 +109,21 @@ export class ChecksUnderWay {
   }
 
   /**
+   * A check's place in the queues, taken when it first waits and kept for each wait after:
+   * woken, read again and held back again (another key, or a 429 that woke every waiter), it
+   * goes back where it was, not behind the checks that came after it.
+   */
+  takePlace (): number {
+    return this.#nextPlace++
+  }
+
+  /**
    * Waits for a check to end on one of `scopes` (the keys that hold this check back): resolves
    * with that scope, or null when `deadlineAt` (performance.now() time) comes first or `signal`
    * aborts. A check waits only on the keys that hold it back, so no other key's end wakes it for
-   * nothing.
+   * nothing. It queues at `place` (`takePlace`; default: behind every check waiting now).
    */
-  async waitForEnd (keys: ThrottleKeys, scopes: readonly ThrottleScope[], deadlineAt: number, signal?: AbortSignal): Promise<ThrottleScope | null> {
+  async waitForEnd (keys: ThrottleKeys, scopes: readonly ThrottleScope[], deadlineAt: number, signal?: AbortSignal, place: number = this.takePlace()): Promise<ThrottleScope | null> {
     if (signal?.aborted === true) return null
     const [account, address] = names(keys)
     const keyNames = scopes.map((scope) => scope === 'account' ? account : address)
@@ -120,11 +139,11 @@ export class ChecksUnderWay {
         })
         resolve(woke)
       }
-      const waiter: Waiter = { wake: (scope) => { settle(scope) } }
+      const waiter: Waiter = { place, wake: (scope) => { settle(scope) } }
       const onAbort = (): void => { settle(null) }
       const timer = setTimeout(() => { settle(null) }, Math.max(0, deadlineAt - performance.now()))
       signal?.addEventListener('abort', onAbort, { once: true })
-      for (const state of states) state.waiters.push(waiter)
+      for (const state of states) insertByPlace(state.waiters, waiter)
     })
   }
 

@@ -141,6 +141,49 @@ describe('login throttle rules', () => {
     assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter left behind')
   })
 
+  it('a woken check held back again keeps its place: it is woken before the checks that came after it', async () => {
+    const checks = new ChecksUnderWay()
+    const keys = { account: 'busy@example.com', address: '192.0.2.40' }
+    // Five checks under way: a sixth would pass the free failures were they all to fail, so it waits.
+    const ends = Array.from({ length: 5 }, () => checks.begin(keys))
+    let readsDone = 0
+    const read = async (): Promise<{ failures: { account: FailureCount | undefined } }> => {
+      await new Promise((resolve) => { setImmediate(resolve) })
+      readsDone++
+      return { failures: { account: undefined } }
+    }
+    const rules = { checks, policy, now: Date.now, waitUntil: checks.now() + 20_000 }
+    const logging = { log: createLogger('silent'), throttled: 'throttled', failed: 'failed' }
+    const started: string[] = []
+    const checkEnds: Array<() => void> = []
+    const check = async (name: string): Promise<void> => {
+      const { end } = await startPasswordCheck(read, keys, rules, logging)
+      started.push(name)
+      checkEnds.push(end)
+    }
+    const first = check('first')
+    await waitFor('the first check waiting', () => readsDone === 1, { intervalMs: 1 })
+    const later = [check('second'), check('third')]
+    await waitFor('the second and third waiting behind it', () => readsDone === 3, { intervalMs: 1 })
+    // A check ends and wakes the first; a newcomer reads in the same moment and takes the room,
+    // so the first, reading again, is held back again.
+    ends[0]?.()
+    const newcomer = check('newcomer')
+    await newcomer
+    await waitFor('the first read again', () => readsDone === 5, { intervalMs: 1 })
+    assert.deepEqual(started, ['newcomer'])
+    // The next room is the first's, not the second's: it went back to its place, not behind the others.
+    ends[1]?.()
+    await waitFor('the next check started', () => started.length === 2, { intervalMs: 1 })
+    assert.deepEqual(started, ['newcomer', 'first'])
+    await first
+    for (const end of ends.slice(2)) end()
+    await Promise.all(later)
+    assert.deepEqual(started, ['newcomer', 'first', 'second', 'third'])
+    for (const end of checkEnds) end()
+    assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter left behind')
+  })
+
   it('a check\'s later forms run without the client\'s signal, its first is kept once started, and a later form that cannot run counts as not matching', async () => {
     const signal = new AbortController().signal
     const seen: Array<{ form: string, signal: boolean, keepIfStarted: boolean }> = []

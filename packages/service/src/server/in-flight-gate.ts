@@ -18,12 +18,15 @@
  * - every other request under the cap. A target Fastify's router reads differently from its
  *   text (a percent-escape in the path, an absolute URL) is under the cap too: no spelling of an
  *   API route escapes it, and an unknown one is at worst refused.
- * A counted request is forgotten on its response's `close`, finished or aborted.
+ * A counted request is forgotten on its response's `close`, finished or aborted, or on its
+ * connection's (a pipelined request's response, still queued when the connection dies, never
+ * closes: socket-close.ts).
  *
  * `app.inject()` calls Fastify's handler, not the server's: injected requests are never capped.
  */
 import http from 'node:http'
 import type { FastifyServerFactory } from 'fastify'
+import { whenSocketCloses } from './socket-close.js'
 
 type RequestHandler = (request: http.IncomingMessage, response: http.ServerResponse) => void
 
@@ -64,8 +67,6 @@ export class InFlightGate {
   #inFlight = 0
   #inFlightOwnAdmission = 0
   #refusing = true
-  readonly #releaseOne = (): void => { this.#inFlight-- }
-  readonly #releaseOwnAdmission = (): void => { this.#inFlightOwnAdmission-- }
 
   constructor (options: InFlightGateOptions) {
     if (!Number.isInteger(options.maxInFlight) || options.maxInFlight < 1) throw new TypeError(`maxInFlight must be an integer of at least 1, not ${options.maxInFlight}`)
@@ -99,7 +100,7 @@ export class InFlightGate {
       if (matchedAsWritten(url)) return true
     } else if (request.method === 'POST' && this.#ownAdmissionPaths.has(url.slice(0, pathEnd(url)))) {
       this.#inFlightOwnAdmission++
-      response.once('close', this.#releaseOwnAdmission)
+      this.#releaseOnClose(request, response, true)
       return true
     }
     if (this.#inFlight >= this.#maxInFlight && this.#refusing) {
@@ -108,8 +109,24 @@ export class InFlightGate {
       return false
     }
     this.#inFlight++
-    response.once('close', this.#releaseOne)
+    this.#releaseOnClose(request, response, false)
     return true
+  }
+
+  /** Forgets the request once, on its response's `close` or its connection's, whichever comes first. */
+  #releaseOnClose (request: http.IncomingMessage, response: http.ServerResponse, ownAdmission: boolean): void {
+    let released = false
+    let forgetSocket = (): void => {}
+    const release = (): void => {
+      if (released) return
+      released = true
+      forgetSocket()
+      response.off('close', release)
+      if (ownAdmission) this.#inFlightOwnAdmission--
+      else this.#inFlight--
+    }
+    response.once('close', release)
+    forgetSocket = whenSocketCloses(request.socket, release)
   }
 }
 

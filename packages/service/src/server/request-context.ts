@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { createError } from '../errors.js'
+import { whenSocketCloses } from './socket-close.js'
 import type { AccessClaims, AccessTokens } from './tokens.js'
 import type { SessionCheck } from './session-check.js'
 import type { LoginContext } from './auth-service.js'
@@ -17,15 +18,25 @@ declare module 'fastify' {
 /**
  * Aborts when the client hangs up before the response is written, so a queued hash is dropped;
  * aborted already when it hung up before this was asked (a `close` that has passed never fires
- * again, and the hash would run for nobody).
+ * again, and the hash would run for nobody). Its connection's `close` counts too: the response to
+ * a pipelined request, queued behind the one ahead of it, never closes when the connection dies
+ * (socket-close.ts).
  */
-export function clientGoneSignal (reply: Pick<FastifyReply, 'raw'>): AbortSignal {
+export function clientGoneSignal (reply: { raw: FastifyReply['raw'], request: { raw: Pick<FastifyRequest['raw'], 'socket'> } }): AbortSignal {
   const controller = new AbortController()
+  const response = reply.raw
+  let forgetSocket = (): void => {}
   const gone = (): void => {
-    if (!reply.raw.writableFinished) controller.abort(createError('HASH_CANCELLED'))
+    forgetSocket()
+    response.off('close', gone)
+    if (!response.writableFinished && !controller.signal.aborted) controller.abort(createError('HASH_CANCELLED'))
   }
-  if (reply.raw.destroyed) gone()
-  else reply.raw.once('close', gone)
+  if (response.destroyed) {
+    gone()
+    return controller.signal
+  }
+  response.once('close', gone)
+  forgetSocket = whenSocketCloses(reply.request.raw.socket, gone)
   return controller.signal
 }
 

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import type http from 'node:http'
+import type net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import Fastify, { type FastifyHttpOptions, type FastifyServerOptions } from 'fastify'
 import { createError } from '../../src/errors.js'
@@ -101,6 +102,70 @@ describe('the in-flight gate, in front of Fastify', () => {
     }
     // Once free, the escaped spelling is the API route it stands for.
     await waitFor('the place freed', async () => (await nodeRequest(service.url, 'GET', '/%61pi/v1/posts')).status === 200)
+  })
+})
+
+describe('the in-flight gate and a connection that dies', () => {
+  let service: TestService
+  before(async () => { service = await startTestService({ config: { maxInFlight: 64, maxEventLoopDelayMs: 0 } }) })
+  after(async () => { await service.close() })
+
+  async function inFlightNow (): Promise<string[]> {
+    return (await metricsText(service)).split('\n').filter((line) => line.startsWith('tollbooth_api_requests_in_flight{'))
+  }
+  const none = ['tollbooth_api_requests_in_flight{counted="capped"} 0', 'tollbooth_api_requests_in_flight{counted="own_admission"} 0']
+
+  it('forgets the pipelined requests still queued when their connection is reset: nothing stays counted', async () => {
+    // Requests sent on one connection without waiting for answers, then a reset: Node queues the
+    // later answers without a socket, and those never close. Counted on their response's close
+    // alone, each reset burst kept its requests in flight for good (a few, and every capped route
+    // answered 503 until a restart).
+    const login = JSON.stringify({ email: 'nobody@example.com', password: 'not a password' })
+    for (let round = 0; round < 3; round++) {
+      const connection = rawConnection(service.url)
+      await once(connection.socket, 'connect')
+      connection.socket.write(
+        'GET /api/v1/posts HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(20) +
+        `POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(login)}\r\n\r\n${login}`.repeat(3) +
+        'GET /api/v1/posts HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(20)
+      )
+      await new Promise((resolve) => { setImmediate(resolve) })
+      connection.socket.resetAndDestroy()
+      await connection.closed
+    }
+    await waitFor('every request of the reset connections forgotten', async () => JSON.stringify(await inFlightNow()) === JSON.stringify(none))
+    assert.equal((await request(service, 'GET', '/api/v1/posts')).status, 200)
+  })
+
+  it('adds no close listener per request to a connection, pipelined or kept alive', async () => {
+    const accepted = once(service.app.server, 'connection') as Promise<[net.Socket]>
+    const connection = rawConnection(service.url)
+    const [serverSide] = await accepted
+    connection.socket.write('GET /api/v1/posts HTTP/1.1\r\nHost: x\r\n\r\n')
+    await waitFor('the first answer', () => parseResponses(connection.received()).length === 1, { intervalMs: 1 })
+    const afterOne = serverSide.listenerCount('close')
+    // Thirty requests in flight at once on the connection: a listener apiece would pass Node's ten and warn.
+    const warnings: string[] = []
+    const onWarning = (warning: Error): void => { warnings.push(warning.name) }
+    process.on('warning', onWarning)
+    let mostListeners = 0
+    const onNewListener = (event: string | symbol): void => {
+      if (event === 'close') mostListeners = Math.max(mostListeners, serverSide.listenerCount('close') + 1)
+    }
+    serverSide.on('newListener', onNewListener)
+    try {
+      connection.socket.write('GET /api/v1/posts HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(30))
+      await waitFor('the pipelined answers', () => parseResponses(connection.received()).length === 31, { intervalMs: 1 })
+      await new Promise((resolve) => { setImmediate(resolve) })
+    } finally {
+      process.off('warning', onWarning)
+      serverSide.off('newListener', onNewListener)
+    }
+    assert.deepEqual(warnings.filter((name) => name === 'MaxListenersExceededWarning'), [])
+    assert.ok(mostListeners <= afterOne + 2, `at most ${mostListeners} close listeners at once, against ${afterOne} for one request`)
+    assert.equal(serverSide.listenerCount('close'), afterOne, 'as many after 31 requests as after one')
+    assert.deepEqual(await inFlightNow(), none)
+    connection.socket.destroy()
   })
 })
 

@@ -1,0 +1,43 @@
+/**
+ * Calls back when a connection closes, with one `close` listener per socket whatever the
+ * number of callbacks.
+ *
+ * Why not a response's own `close`: a response to a pipelined request (one sent on a
+ * connection before the answer to the one ahead of it) waits in Node's queue without a socket,
+ * and if the connection dies there it never emits `close`. What was counted or waited for on
+ * it would be kept forever: the in-flight gate's count (in-flight-gate.ts: a few pipelined
+ * bursts, each reset, and every capped route answered 503 until a restart), a hash run for a
+ * client that left (`clientGoneSignal`). And why one listener: those pipelined requests each
+ * register a callback, and a listener apiece would pile up on the socket (Node warns past ten).
+ */
+import type net from 'node:net'
+
+const callbacksBySocket = new WeakMap<net.Socket, Set<() => void>>()
+
+const noop = (): void => {}
+
+/**
+ * Calls `callback` once when `socket` closes, or at once when it is destroyed already. Returns
+ * the function that cancels it (to call when what it guards ended first: a keep-alive socket
+ * would otherwise keep a callback per request it served).
+ */
+export function whenSocketCloses (socket: net.Socket, callback: () => void): () => void {
+  if (socket.destroyed) {
+    callback()
+    return noop
+  }
+  let callbacks = callbacksBySocket.get(socket)
+  if (callbacks === undefined) {
+    const created = new Set<() => void>()
+    callbacks = created
+    callbacksBySocket.set(socket, created)
+    socket.once('close', () => {
+      callbacksBySocket.delete(socket)
+      for (const call of created) call()
+      created.clear()
+    })
+  }
+  const registered = callbacks
+  registered.add(callback)
+  return () => { registered.delete(callback) }
+}

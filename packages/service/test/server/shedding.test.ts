@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import type pg from 'pg'
 import { loadConfig } from '../../src/config.js'
 import { checkConnectionLimits, openFilesLimit, startService } from '../../src/server/start.js'
-import { createTestDatabase, holdQueries, type QueryHold } from '../helpers/database.js'
+import { createTestDatabase, holdQueries, watchQueries, type QueryHold } from '../helpers/database.js'
 import { capturingLogger, registerUser, request, startTestService, testJwtSecret, testKeyEncryptionKey, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
 
 /** Polls `attempt` until `done` says its result is the one awaited; a bounded wait on a state, not a sleep. */
@@ -225,6 +225,36 @@ describe('connection limits at start', () => {
     } finally {
       await service.close()
       await db.drop()
+    }
+  })
+})
+
+describe('/readyz under a flood', () => {
+  it('is never shed, and the requests that arrive while a check runs share it: one database check at a time, not one each', async () => {
+    const service = await startTestService({})
+    try {
+      // Each check's query is slowed, so that many requests arrive while one runs.
+      const watch = watchQueries(service.db.pool, { delayMs: (text) => text === 'SELECT 1' ? 300 : 0 })
+      let statuses: number[]
+      try {
+        statuses = await Promise.all(Array.from({ length: 40 }, async () => (await request(service, 'GET', '/readyz')).status))
+      } finally {
+        watch.stop()
+      }
+      assert.deepEqual(new Set(statuses), new Set([200]))
+      const checks = watch.texts.filter((text) => text === 'SELECT 1').length
+      // Without the sharing, 40; a loaded machine may spread the requests over a few checks.
+      assert.ok(checks >= 1 && checks <= 10, `${checks} database checks for 40 requests`)
+      // A request after the check ended gets a fresh one, not the last outcome (a stopped database shows at once).
+      const next = watchQueries(service.db.pool)
+      try {
+        assert.equal((await request(service, 'GET', '/readyz')).status, 200)
+      } finally {
+        next.stop()
+      }
+      assert.deepEqual(next.texts, ['SELECT 1'])
+    } finally {
+      await service.close()
     }
   })
 })

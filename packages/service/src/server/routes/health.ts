@@ -73,6 +73,15 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
     logLevel: 'warn',
   }, async () => ({ status: 'ok' as const }))
 
+  // One readiness check at a time: the requests that arrive while one runs share its outcome, so
+  // a flood of /readyz (never shed, on the public port) costs the database and the hash pool one
+  // check at a time, not one each. A request arriving after a check ended starts a fresh one.
+  let running: Promise<ReadinessDetails> | undefined
+  const sharedReadiness = async (): Promise<ReadinessDetails> => {
+    running ??= checkReadiness(db, engine, readinessTimeoutMs, app.log).finally(() => { running = undefined })
+    return await running
+  }
+
   const ready = details
     ? Type.Object({ status: Type.Literal('ready'), hashPool: Type.Object({ threads: Type.Integer(), queued: Type.Integer() }) })
     : Type.Object({ status: Type.Literal('ready') })
@@ -83,8 +92,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       response: { 200: ready, ...errors(503) },
     },
     logLevel: 'warn',
-  }, async (request) => {
-    const found = await checkReadiness(db, engine, readinessTimeoutMs, request.log)
+  }, async () => {
+    const found = await sharedReadiness()
     return details ? { status: 'ready' as const, ...found } : { status: 'ready' as const }
   })
 }

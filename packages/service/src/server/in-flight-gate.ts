@@ -22,6 +22,12 @@
  * connection's (a pipelined request's response, still queued when the connection dies, never
  * closes: socket-close.ts).
  *
+ * A request whose body has not all come by the next turn of the event loop waits outside the
+ * count until it has: it holds a connection, not a place. Counted from its request line alone,
+ * a client that sent headers and then its body slowly, or never, kept its place until the
+ * request timeout, and as many such connections as the cap (128) refused every capped route
+ * for that long. Its body read, it is counted again (past the cap, if need be: it is admitted).
+ *
  * `app.inject()` calls Fastify's handler, not the server's: injected requests are never capped.
  */
 import http from 'node:http'
@@ -58,6 +64,21 @@ function matchedAsWritten (url: string): boolean {
   return percent === -1 || percent >= pathEnd(url)
 }
 
+/** A request the gate counts, until its response or its connection closes. */
+interface Counted {
+  readonly request: http.IncomingMessage
+  readonly ownAdmission: boolean
+  /** Out of the count while its body is still coming. */
+  parked: boolean
+  released: boolean
+}
+
+/** A request that announces a body (a length above 0, or chunks). */
+function mayHaveBody (request: http.IncomingMessage): boolean {
+  const length = request.headers['content-length']
+  return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined
+}
+
 export class InFlightGate {
   readonly #maxInFlight: number
   readonly #ownAdmissionPaths: ReadonlySet<string>
@@ -67,6 +88,8 @@ export class InFlightGate {
   #inFlight = 0
   #inFlightOwnAdmission = 0
   #refusing = true
+  /** Capped requests admitted this turn that may have a body still coming (`#parkSlowBodies`). */
+  readonly #bodiesToCheck: Counted[] = []
 
   constructor (options: InFlightGateOptions) {
     if (!Number.isInteger(options.maxInFlight) || options.maxInFlight < 1) throw new TypeError(`maxInFlight must be an integer of at least 1, not ${options.maxInFlight}`)
@@ -99,8 +122,7 @@ export class InFlightGate {
     if (!url.startsWith(apiPrefix)) {
       if (matchedAsWritten(url)) return true
     } else if (request.method === 'POST' && this.#ownAdmissionPaths.has(url.slice(0, pathEnd(url)))) {
-      this.#inFlightOwnAdmission++
-      this.#releaseOnClose(request, response, true)
+      this.#count(request, response, true)
       return true
     }
     if (this.#inFlight >= this.#maxInFlight && this.#refusing) {
@@ -108,25 +130,52 @@ export class InFlightGate {
       response.writeHead(503, this.#headers).end(this.#body)
       return false
     }
-    this.#inFlight++
-    this.#releaseOnClose(request, response, false)
+    const counted = this.#count(request, response, false)
+    if (mayHaveBody(request)) {
+      this.#bodiesToCheck.push(counted)
+      if (this.#bodiesToCheck.length === 1) setImmediate(this.#parkSlowBodies)
+    }
     return true
   }
 
-  /** Forgets the request once, on its response's `close` or its connection's, whichever comes first. */
-  #releaseOnClose (request: http.IncomingMessage, response: http.ServerResponse, ownAdmission: boolean): void {
-    let released = false
+  #add (ownAdmission: boolean, delta: number): void {
+    if (ownAdmission) this.#inFlightOwnAdmission += delta
+    else this.#inFlight += delta
+  }
+
+  /** Counts the request until its response's `close` or its connection's, whichever comes first. */
+  #count (request: http.IncomingMessage, response: http.ServerResponse, ownAdmission: boolean): Counted {
+    const counted: Counted = { request, ownAdmission, parked: false, released: false }
+    this.#add(ownAdmission, 1)
     let forgetSocket = (): void => {}
     const release = (): void => {
-      if (released) return
-      released = true
+      if (counted.released) return
+      counted.released = true
       forgetSocket()
       response.off('close', release)
-      if (ownAdmission) this.#inFlightOwnAdmission--
-      else this.#inFlight--
+      if (!counted.parked) this.#add(ownAdmission, -1)
     }
     response.once('close', release)
     forgetSocket = whenSocketCloses(request.socket, release)
+    return counted
+  }
+
+  /**
+   * A turn after their admission, the capped requests whose body has not all come yet leave the
+   * count until it has (the request's `end`, when Fastify has read it): a body in the same
+   * packets as its headers is parsed in the same turn, so only a slow one waits outside.
+   */
+  readonly #parkSlowBodies = (): void => {
+    for (const counted of this.#bodiesToCheck.splice(0)) {
+      if (counted.released || counted.request.complete) continue
+      counted.parked = true
+      this.#add(counted.ownAdmission, -1)
+      counted.request.once('end', () => {
+        if (counted.released || !counted.parked) return
+        counted.parked = false
+        this.#add(counted.ownAdmission, 1)
+      })
+    }
   }
 }
 

@@ -28,14 +28,20 @@ async function metricsText (service: TestService): Promise<string> {
 }
 
 /**
- * Keeps one capped request in flight: a POST to /api/v1/auth/refresh whose body never comes
- * (admitted and counted by the gate, then waiting in Fastify for its body). Destroy the socket to end it.
+ * Keeps one capped request in flight: a GET /api/v1/posts held at the database (admitted and
+ * counted by the gate, then waiting in its handler). `release` lets it finish.
  */
-async function holdOneInFlight (service: TestService): Promise<RawConnection> {
-  const connection = rawConnection(service.url)
-  connection.socket.write('POST /api/v1/auth/refresh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n{"refreshToken"')
+async function holdOneInFlight (service: TestService): Promise<{ release: () => Promise<void> }> {
+  const hold = holdQueries(service.db.pool, /FROM posts/, 1)
+  const answered = request(service, 'GET', '/api/v1/posts')
+  await hold.held
   await waitFor('the held request to be counted', async () => (await metricsText(service)).includes('tollbooth_api_requests_in_flight{counted="capped"} 1\n'))
-  return connection
+  return {
+    async release () {
+      hold.release()
+      assert.equal((await answered).status, 200)
+    },
+  }
 }
 
 describe('the in-flight gate, in front of Fastify', () => {
@@ -66,7 +72,7 @@ describe('the in-flight gate, in front of Fastify', () => {
       // Fastify's onResponse hook never saw it: no request of the API answered 503 in the histogram.
       assert.doesNotMatch(metrics, /tollbooth_http_request_duration_seconds_count\{[^}]*status="503"/)
     } finally {
-      held.socket.destroy()
+      await held.release()
     }
     await waitFor('the place freed', async () => (await request(service, 'GET', '/api/v1/posts')).status === 200)
   })
@@ -98,10 +104,45 @@ describe('the in-flight gate, in front of Fastify', () => {
         assert.equal(response.body.error.code, 'SERVICE_OVERLOADED', `${method} ${target}`)
       }
     } finally {
-      held.socket.destroy()
+      await held.release()
     }
     // Once free, the escaped spelling is the API route it stands for.
     await waitFor('the place freed', async () => (await nodeRequest(service.url, 'GET', '/%61pi/v1/posts')).status === 200)
+  })
+})
+
+describe('the in-flight gate and a body that comes slowly', () => {
+  let service: TestService
+  before(async () => { service = await startTestService({ config: { maxInFlight: 2, maxEventLoopDelayMs: 0 } }) })
+  after(async () => { await service.close() })
+
+  it('counts a request whose body has not come out of the cap until it has: slow senders hold connections, not places', async () => {
+    // Three times the cap of requests that send their headers and part of their body, then nothing.
+    const body = '{"refreshToken":"not-a-token-but-long-enough-to-be-read-0123456789"}'
+    const slow: RawConnection[] = []
+    for (let i = 0; i < 6; i++) {
+      const connection = rawConnection(service.url)
+      connection.socket.write(`POST /api/v1/auth/refresh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`)
+      slow.push(connection)
+      // One at a time (the service is in this process: it reads the request while the test waits).
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    try {
+      await waitFor('the slow requests out of the count', async () => (await metricsText(service)).includes('tollbooth_api_requests_in_flight{counted="capped"} 0\n'))
+      assert.deepEqual(slow.map((connection) => connection.received()), Array(6).fill(''), 'none of them refused')
+      // Served, not refused: the slow bodies are out of the count.
+      for (let i = 0; i < 5; i++) assert.equal((await request(service, 'GET', '/api/v1/posts')).status, 200)
+      assert.match(await metricsText(service), /tollbooth_api_requests_in_flight\{counted="capped"\} 0\n/)
+      // A body that comes at last is counted again and answered.
+      const [first] = slow
+      assert.ok(first !== undefined)
+      first.socket.write(body.slice(10))
+      await waitFor('the completed request answered', () => parseResponses(first.received()).length === 1)
+      assert.deepEqual(parseResponses(first.received()).map((response) => response.status), [401], first.received())
+    } finally {
+      for (const connection of slow) connection.socket.destroy()
+    }
+    await waitFor('nothing counted once they are gone', async () => (await metricsText(service)).includes('tollbooth_api_requests_in_flight{counted="capped"} 0\n'))
   })
 })
 

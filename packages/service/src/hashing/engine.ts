@@ -15,7 +15,7 @@ import type { HashExecutor, HashTask } from './executor.js'
 import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './bcrypt.js'
 import { inspectStoredHash, validatePolicy, type StoredHash } from './limits.js'
 import { refusalOutcome, TollboothPool } from './pool.js'
-import { nextMeanRunMs } from './scheduler.js'
+import { nextMeanRunMs, type HashReservation } from './scheduler.js'
 import { EventLoopExecutor } from './strategies/event-loop.js'
 import { LibuvExecutor } from './strategies/libuv.js'
 import { PiscinaDefaultExecutor } from './strategies/piscina-default.js'
@@ -25,7 +25,7 @@ import {
   hashStrategies, type CpuBudget, type HashFaultLog, type HashPolicy, type HashPoolStats, type HashRequestOptions, type HashStrategy,
   type HashTaskEvent, type HashTaskKind, type PasswordEngine, type PasswordEngineOptions, type VerifyResult,
 } from './types.js'
-import { abortSignalSchema, firstFault } from './validate.js'
+import { abortSignalSchema, firstFault, hashReservationSchema } from './validate.js'
 
 const maxThreads = 256
 const maxQueueLimit = 1_000_000
@@ -68,6 +68,7 @@ const RequestOptions = TypeCompiler.Compile(Type.Object({
   signal: Type.Optional(abortSignalSchema()),
   keepIfStarted: Type.Optional(Type.Boolean()),
   client: Type.Optional(Type.String()),
+  reservation: Type.Optional(hashReservationSchema()),
 }))
 
 function frozenPolicy (policy: HashPolicy): HashPolicy {
@@ -209,6 +210,12 @@ class Engine implements PasswordEngine {
     if (kind !== 'hash' && kind !== 'verify') throw new TypeError(`kind must be 'hash' or 'verify', got ${String(kind)}`)
     checkOptions(options)
     return this.executor.admission(kind, options)
+  }
+
+  reserve (kind: HashTaskKind, options?: HashRequestOptions): HashReservation | undefined {
+    if (kind !== 'hash' && kind !== 'verify') throw new TypeError(`kind must be 'hash' or 'verify', got ${String(kind)}`)
+    checkOptions(options)
+    return this.executor.reserve(kind, options)
   }
 
   assertAdmissible (kind: HashTaskKind, options?: HashRequestOptions): void {

@@ -9,6 +9,7 @@
  * executor trusts its input.
  */
 import type { TollboothError } from '../errors.js'
+import type { HashReservation } from './scheduler.js'
 import type { Argon2Params, BcryptParams, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind, ScryptParams } from './types.js'
 
 /** A unit of work, as sent to a worker thread (structured-clone friendly). */
@@ -51,6 +52,8 @@ export interface HashExecutor {
   runTimed (task: HashTask, options?: HashRequestOptions): Promise<TimedValue>
   /** The admission refusal `run` would reject with now, or undefined; counts nothing. */
   admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined
+  /** A place held for an admitted request until its hash is submitted; undefined without admission. */
+  reserve (kind: HashTaskKind, options?: HashRequestOptions): HashReservation | undefined
   /** Runs work that is no request (warm-up): not counted, but it teaches the mean run time. */
   runInternal (task: HashTask): Promise<TimedValue>
   /** A trivial task round trip, bypassing admission. */

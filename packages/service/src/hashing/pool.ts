@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
 import { createError, errorRegistry, type ErrorCode, type TollboothError } from '../errors.js'
 import type { HashExecutor, HashReply, HashTask, HashWorkerData, TimedValue } from './executor.js'
-import { HashScheduler, retryAfterSeconds, type Ticket } from './scheduler.js'
+import { HashScheduler, retryAfterSeconds, type HashReservation, type Ticket } from './scheduler.js'
 import { errorFields, processWarningLog, TaskCounters } from './task-counters.js'
 import type { HashFaultLog, HashPoolStats, HashRequestOptions, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'
 
@@ -37,6 +37,8 @@ export interface TollboothPoolOptions {
 }
 
 const defaultWorkerUrl = new URL('./worker.js', import.meta.url).href
+/** How long a reservation without a deadline holds at most (every request route has one). */
+const reservationWithoutDeadlineMs = 60_000
 
 type Settle = (timed: TimedValue) => void
 
@@ -106,12 +108,18 @@ export class TollboothPool implements HashExecutor {
     return this.refusal(kind, options, performance.now(), false)
   }
 
+  /** A place for an admitted request until its hash is submitted (check `admission` first): scheduler.ts `HashReservation`. */
+  reserve (kind: HashTaskKind, options: HashRequestOptions = {}): HashReservation {
+    const now = performance.now()
+    return this.scheduler.reserve(kind, deadlineAtOf(options, now) ?? now + reservationWithoutDeadlineMs)
+  }
+
   /** Why a request submitted now would be refused, or undefined; counts nothing. Internal work is only refused when closed. */
   private refusal (kind: HashTaskKind, options: HashRequestOptions, now: number, internal: boolean): TollboothError | undefined {
     if (this.closing !== undefined) return createError('HASH_POOL_CLOSED')
     if (options.signal?.aborted === true) return createError('HASH_CANCELLED', 'The request was cancelled before it was queued')
     if (internal) return undefined
-    const refusal = this.scheduler.refusal(kind, options.client ?? '', deadlineAtOf(options, now), now)
+    const refusal = this.scheduler.refusal(kind, options.client ?? '', deadlineAtOf(options, now), now, options.reservation)
     return refusal === undefined ? undefined : createError(refusal.code, refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds })
   }
 
@@ -119,6 +127,8 @@ export class TollboothPool implements HashExecutor {
     const kind: HashTaskKind = task.kind === 'hash' ? 'hash' : 'verify'
     const now = performance.now()
     const refusal = this.refusal(kind, options, now, internal)
+    // Queued or refused, the request no longer holds a place ahead of the queue.
+    options.reservation?.release()
     if (refusal !== undefined) {
       if (refusal.code !== 'HASH_POOL_CLOSED') this.recordRefused({ kind, outcome: refusalOutcome(refusal), waitMs: 0, runMs: 0 })
       return Promise.reject(refusal)

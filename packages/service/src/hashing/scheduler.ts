@@ -51,6 +51,33 @@ export interface Refusal {
   retryAfterSeconds: number
 }
 
+/**
+ * A request admitted at the door and not queued yet: a login between its admission (before its
+ * body is read) and its verify's turn in the queue, while its body arrives, its database lookup
+ * runs and it waits for its account's other checks. Admission counts it as waiting: admission
+ * reads the queue as it is, and without this every login of a burst that arrived within one
+ * database round trip saw the same empty queue, was admitted, and cost a lookup before the
+ * queue refused the excess (1,000 logins at once: 911 refused after their lookup, at 0.6 s on
+ * average, and `GET /me` waited up to 1.2 s behind those lookups for a database connection).
+ * Released when its hash is submitted (the ticket takes its place), when it starts to wait for
+ * its account's other checks (auth-service.ts: it is not about to queue, and waiting checks
+ * would count each other), when its request ends, or, at the latest, at its deadline, when it
+ * could no longer be admitted anyway.
+ */
+export class HashReservation {
+  #released = false
+  constructor (readonly kind: HashTaskKind, readonly expiresAt: number, private readonly onRelease: (reservation: HashReservation) => void) {}
+
+  get released (): boolean { return this.#released }
+
+  /** Gives its place back; again is nothing. */
+  release (): void {
+    if (this.#released) return
+    this.#released = true
+    this.onRelease(this)
+  }
+}
+
 /** Weight of the newest run time in the running mean: ~the last 10 runs matter. */
 const ewmaWeight = 0.2
 
@@ -142,6 +169,10 @@ export class HashScheduler<T extends Ticket> {
   private readonly onExpired: (ticket: T) => void
   private readonly queues: Readonly<Record<HashTaskKind, FairQueue<T>>> = { verify: new FairQueue(), hash: new FairQueue() }
   private readonly running = new Set<T>()
+  /** Reservations by kind, in the order made (their expiry order, near enough: one deadline per kind). */
+  private readonly reservations: Readonly<Record<HashTaskKind, HashReservation[]>> = { verify: [], hash: [] }
+  private readonly liveReservations: Record<HashTaskKind, number> = { verify: 0, hash: 0 }
+  private readonly releaseReservation = (reservation: HashReservation): void => { this.liveReservations[reservation.kind]-- }
   /** Recent mean run time of one hash, ms (0 until the first run). */
   meanRunMs = 0
   /**
@@ -171,28 +202,57 @@ export class HashScheduler<T extends Ticket> {
   }
 
   /**
+   * Holds a place for an admitted `kind` request until it is queued (`HashReservation`): from
+   * now on admission counts it as waiting. Check `refusal` first.
+   */
+  reserve (kind: HashTaskKind, expiresAt: number): HashReservation {
+    const reservation = new HashReservation(kind, expiresAt, this.releaseReservation)
+    this.reservations[kind].push(reservation)
+    this.liveReservations[kind]++
+    return reservation
+  }
+
+  /** Reservations of `kind` still held now (expired ones released), `own` left out. */
+  reserved (kind: HashTaskKind, now = this.now(), own?: HashReservation): number {
+    const made = this.reservations[kind]
+    let first = made[0]
+    while (first !== undefined && (first.released || first.expiresAt <= now)) {
+      made.shift()
+      first.release()
+      first = made[0]
+    }
+    return this.liveReservations[kind] - (own !== undefined && own.kind === kind && !own.released ? 1 : 0)
+  }
+
+  /**
    * Why a `kind` request of `client` with this deadline would be refused now, or undefined
    * when it would be admitted (possibly by evicting another, see `enqueue`). Counts nothing.
+   * Requests admitted and not queued yet count as waiting ahead of it (verifies before hashes),
+   * except its own reservation, `own`.
    */
-  refusal (kind: HashTaskKind, client: string, deadlineAt: number | undefined, now = this.now()): Refusal | undefined {
+  refusal (kind: HashTaskKind, client: string, deadlineAt: number | undefined, now = this.now(), own?: HashReservation): Refusal | undefined {
+    const reservedVerifies = this.reserved('verify', now, own)
+    const reservedHashes = this.reserved('hash', now, own)
+    const reservedAhead = kind === 'verify' ? reservedVerifies : reservedVerifies + reservedHashes
     if (deadlineAt !== undefined && now > deadlineAt) {
       // Spent before it got here (a slow database lookup, a busy event loop): starting it now helps no one.
       return {
         code: 'HASH_DEADLINE_EXCEEDED',
         message: `The deadline passed ${Math.round(now - deadlineAt)} ms before the request reached the hash queue`,
-        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind, client), 0),
+        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind, client, reservedAhead), 0),
       }
     }
-    if (this.idleThread()) return undefined
+    // A thread free for it even once every admitted request has taken one.
+    if (this.queuedCount === 0 && this.running.size + reservedVerifies + reservedHashes < this.threads) return undefined
     if (this.queuedCount >= this.maxQueue && this.evictionFor(kind, client) === undefined) {
       return {
         code: 'SERVICE_OVERLOADED',
         message: `The hash queue is full (${this.maxQueue} waiting)`,
-        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind, client), 0),
+        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind, client, reservedAhead), 0),
       }
     }
     if (deadlineAt !== undefined) {
-      const expectedWaitMs = this.expectedWaitMs(kind, client)
+      const expectedWaitMs = this.expectedWaitMs(kind, client, reservedAhead)
       const budgetMs = this.startBy(deadlineAt) - now
       if (expectedWaitMs > budgetMs) {
         return {
@@ -326,27 +386,28 @@ export class HashScheduler<T extends Ticket> {
    * taking the mean m, the thread that frees first takes the first in line, and so on: thread
    * free times are the running tasks' remaining times r (0 for an idle thread, never more than
    * m) sorted ascending, and the k-th in line (0-based) starts at r[k mod T] + floor(k / T)·m.
-   * A new request's k is what is served before it: verifies ahead in the turn order for a
+   * A new request's k is what is served before it: the requests admitted and not queued yet
+   * (`HashReservation`: verifies for a verify, every one for a hash), then verifies ahead in the turn order for a
    * verify; every verify and the hashes ahead for a hash (a hash can be overtaken by verifies
    * that come later; its deadline in the queue covers that). A task already past the mean (a
    * slower legacy hash, a throttled CPU) is not about to free its thread this instant: its
    * remaining time is floored at a tenth of the mean, so no one behind busy threads expects 0.
    * The model's answer is then scaled by `waitCalibration`.
    */
-  expectedWaitMs (kind: HashTaskKind, client: string): number {
-    return this.modelWaitMs(kind, client) * this.waitCalibration
+  expectedWaitMs (kind: HashTaskKind, client: string, reservedAhead = 0): number {
+    return this.modelWaitMs(kind, client, reservedAhead) * this.waitCalibration
   }
 
-  private modelWaitMs (kind: HashTaskKind, client: string): number {
+  private modelWaitMs (kind: HashTaskKind, client: string, reservedAhead = 0): number {
     const now = this.now()
     const mean = this.meanRunMs
     const remaining = new Array<number>(this.threads).fill(0)
     let i = 0
     for (const ticket of this.running) remaining[i++] = Math.max(mean * overrunFloor, mean - (now - ticket.startedAt))
     remaining.sort((a, b) => a - b)
-    const ahead = kind === 'verify'
+    const ahead = reservedAhead + (kind === 'verify'
       ? this.queues.verify.aheadOf(client)
-      : this.queues.verify.size + this.queues.hash.aheadOf(client)
+      : this.queues.verify.size + this.queues.hash.aheadOf(client))
     return (remaining[ahead % this.threads] ?? 0) + Math.floor(ahead / this.threads) * mean
   }
 }

@@ -3,6 +3,7 @@
  * HTTP or SQL: the server only sees these types and `createPasswordEngine()`.
  */
 import type { TollboothError } from '../errors.js'
+import type { HashReservation } from './scheduler.js'
 
 /** The algorithms new hashes can be made with, and stored hashes verified with: the one list. */
 export const hashAlgorithms = ['argon2id', 'bcrypt', 'scrypt'] as const
@@ -74,6 +75,11 @@ export interface HashRequestOptions {
    * backlog cannot keep the others waiting. Undefined: the service's own work.
    */
   client?: string
+  /**
+   * The place `PasswordEngine.reserve` held for this request when it was admitted: left out
+   * of its own admission checks, and given back when its hash is submitted.
+   */
+  reservation?: HashReservation
 }
 
 export interface VerifyResult {
@@ -142,6 +148,12 @@ export interface PasswordEngine {
    * database query) instead of after it. Reserves nothing: the later request is checked again.
    */
   assertAdmissible (kind: HashTaskKind, options?: HashRequestOptions): void
+  /**
+   * A place held for an admitted request (check `admission` first) until its hash is submitted
+   * (pass it as `reservation`) or it is released: admission counts it as waiting meanwhile
+   * (scheduler.ts `HashReservation`). Undefined for strategies without admission.
+   */
+  reserve (kind: HashTaskKind, options?: HashRequestOptions): HashReservation | undefined
   /** The refusal `assertAdmissible` would throw now, or undefined; counts nothing (a peek). */
   admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined
   stats (): HashPoolStats

@@ -171,6 +171,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   app.removeContentTypeParser('text/plain')
 
   app.decorateRequest('userId', '')
+  app.decorateRequest('hashReservation', null)
 
   let closing = false
   app.addHook('preClose', async () => {

@@ -6,9 +6,10 @@
  */
 import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
-import type { HashRequestOptions, HashTaskKind, PasswordEngine } from '../hashing/types.js'
+import type { HashRequestOptions, HashReservation, HashTaskKind, PasswordEngine } from '../hashing/index.js'
 import type { ClientKeys, RefusalPacer } from './pacing.js'
 import { clientGoneSignal, hashDeadlineAt, requestReceivedAt } from './request-context.js'
+import { whenSocketCloses } from './socket-close.js'
 
 export interface HashAdmissionOptions {
   engine: PasswordEngine
@@ -28,9 +29,32 @@ export function connectionKeys (request: FastifyRequest): ClientKeys {
   return request.ip === socket.remoteAddress ? { connection: socket, keys: [], sharedKeys } : { keys: [], sharedKeys }
 }
 
-/** The hash options of this request: its deadline counts from arrival, its address is its place in the turn order. */
+/**
+ * The hash options of this request: its deadline counts from arrival, its address is its place
+ * in the turn order, and its reservation, once admitted, is its own (left out of its checks).
+ */
 export function hashRequestOptions (request: FastifyRequest, reply: FastifyReply, deadlineMs: number): HashRequestOptions & { deadlineAt: number } {
-  return { deadlineAt: hashDeadlineAt(requestReceivedAt(reply), deadlineMs), client: request.ip }
+  const options = { deadlineAt: hashDeadlineAt(requestReceivedAt(reply), deadlineMs), client: request.ip }
+  const held = request.hashReservation ?? undefined
+  return held === undefined ? options : { ...options, reservation: held }
+}
+
+/**
+ * Holds the request's place from its admission until its hash is submitted (the pool releases
+ * it then) or its request ends, answered or abandoned (its connection's close included:
+ * socket-close.ts), whichever comes first.
+ */
+function holdPlace (request: FastifyRequest, reply: FastifyReply, reservation: HashReservation | undefined): void {
+  if (reservation === undefined) return
+  request.hashReservation = reservation
+  let forgetSocket = (): void => {}
+  const release = (): void => {
+    forgetSocket()
+    reply.raw.off('close', release)
+    reservation.release()
+  }
+  reply.raw.once('close', release)
+  forgetSocket = whenSocketCloses(request.raw.socket, release)
 }
 
 /**
@@ -43,9 +67,10 @@ export function hashRequestOptions (request: FastifyRequest, reply: FastifyReply
 export async function pacedHashAdmission (
   { engine, pacer, kind, deadlineMs }: HashAdmissionOptions,
   client: ClientKeys,
-  options: HashRequestOptions & { deadlineAt: number },
+  request: FastifyRequest,
   reply: FastifyReply
 ): Promise<void> {
+  const options = hashRequestOptions(request, reply, deadlineMs)
   await pacer.admit(
     client,
     () => engine.admission(kind, options),
@@ -53,11 +78,14 @@ export async function pacedHashAdmission (
     // Half the route's deadline from arrival (the hash's own deadline is a reserve earlier than the route's).
     { maxHoldMs: requestReceivedAt(reply) + deadlineMs / 2 - performance.now(), holdSignal: () => clientGoneSignal(reply) }
   )
+  // Admitted: a place from now until its hash is submitted. Admitted once (the hook, before the
+  // body) and checked again (the route, on the account's key), a request holds one place.
+  if ((request.hashReservation ?? undefined) === undefined) holdPlace(request, reply, engine.reserve(kind, options))
 }
 
 /** The onRequest hook: paced hash admission by connection and address, before the body is read. */
 export function hashAdmission (admission: HashAdmissionOptions): onRequestAsyncHookHandler {
   return async (request, reply) => {
-    await pacedHashAdmission(admission, connectionKeys(request), hashRequestOptions(request, reply, admission.deadlineMs), reply)
+    await pacedHashAdmission(admission, connectionKeys(request), request, reply)
   }
 }

@@ -5,9 +5,15 @@ import { whenSocketCloses } from './socket-close.js'
 import type { AccessClaims, AccessTokens } from './tokens.js'
 import type { SessionCheck } from './session-check.js'
 import type { LoginContext } from './auth-service.js'
+import type { HashReservation } from '../hashing/index.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /**
+     * The hash queue's place held for this request since its admission (hash-admission.ts), or
+     * null (not a hash route, or a strategy without admission).
+     */
+    hashReservation: HashReservation | null
     /** The signed-in user's id, set by `requireUser` before the body is even parsed. */
     userId: string
     /** The session (refresh family) of the request's access token, set with `userId`. */
@@ -69,7 +75,10 @@ export function hashDeadlineAt (receivedAt: number, deadlineMs: number): number 
 
 /** What the auth service needs of a request: when it arrived, its client, and a signal for when that client leaves. */
 export function requestContext (request: FastifyRequest, reply: FastifyReply): LoginContext {
-  return { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply), client: request.ip, userAgent: userAgent(request) }
+  const context: LoginContext = { signal: clientGoneSignal(reply), receivedAt: requestReceivedAt(reply), client: request.ip, userAgent: userAgent(request) }
+  const held = request.hashReservation ?? undefined
+  if (held !== undefined) context.reservation = held
+  return context
 }
 
 /** The User-Agent header as a session records it: at most 512 characters; undefined when absent. */

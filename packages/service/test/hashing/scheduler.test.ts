@@ -101,6 +101,49 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     assert.equal(order.length, 11)
   })
 
+  it('counts requests admitted and not queued yet as waiting: a burst is not admitted whole on an empty queue', () => {
+    const h = harness(2, 1000, 100)
+    // A burst of logins admitted within one round trip: each holds a place until its verify is submitted.
+    const reservations = []
+    let refused = 0
+    for (let i = 0; i < 60; i++) {
+      const deadlineAt = Date.now() + 1000
+      const refusal = h.scheduler.refusal('verify', `client-${i}`, deadlineAt)
+      if (refusal === undefined) reservations.push(h.scheduler.reserve('verify', deadlineAt))
+      else refused++
+    }
+    // 2 threads x 100 ms: a 1 s deadline fits about 20 ahead (without the places: all 60 admitted).
+    assert.ok(reservations.length >= 15 && reservations.length <= 21, `${reservations.length} admitted`)
+    assert.equal(refused, 60 - reservations.length)
+    assert.equal(h.scheduler.reserved('verify'), reservations.length)
+    // A hash waits behind the places held by verifies too.
+    assert.equal(h.scheduler.refusal('hash', 'signup', Date.now() + 1000)?.code, 'SERVICE_OVERLOADED')
+    // Its own place is left out of a request's own check: the last admitted is still admissible.
+    const last = reservations[reservations.length - 1]
+    assert.equal(h.scheduler.refusal('verify', 'last', Date.now() + 1000, Date.now(), last), undefined)
+    // Released (submitted, or its request ended): room again. Twice is once.
+    for (const reservation of reservations.slice(0, 10)) { reservation.release(); reservation.release() }
+    assert.equal(h.scheduler.reserved('verify'), reservations.length - 10)
+    assert.equal(h.scheduler.refusal('verify', 'late', Date.now() + 1000), undefined)
+    // At its deadline a place no longer counts: it could not be admitted anyway.
+    mock.timers.tick(1001)
+    assert.equal(h.scheduler.reserved('verify'), 0)
+    assert.equal(h.scheduler.refusal('verify', 'after', Date.now() + 1000), undefined)
+    assert.ok(h.scheduler.idleThread())
+  })
+
+  it('admits at once while the places held leave a thread free', () => {
+    const h = harness(2, 1000, 100)
+    const held = h.scheduler.reserve('verify', Date.now() + 1000)
+    // One thread is promised; the other is free: no deadline can refuse.
+    assert.equal(h.scheduler.refusal('verify', 'x', Date.now() + 1), undefined)
+    const second = h.scheduler.reserve('verify', Date.now() + 1000)
+    // Both promised: a 50 ms budget cannot wait for a 100 ms run to end.
+    assert.equal(h.scheduler.refusal('verify', 'y', Date.now() + 50)?.code, 'SERVICE_OVERLOADED')
+    held.release()
+    second.release()
+  })
+
   it('admits a newcomer under a deadline that refuses the flooder\'s next request', () => {
     const h = harness(2, 1000, 100)
     h.submit('busy-1', 'verify', 'flooder')

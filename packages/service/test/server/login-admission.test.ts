@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
 import { answerReserveMs, hashDeadlineAt } from '../../src/server/request-context.js'
 import { watchQueries } from '../helpers/database.js'
+import { parseResponses, rawConnection } from '../helpers/raw-http.js'
+import { waitFor } from '../helpers/wait.js'
 import { registerUser, request, seedPolicy, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
 
 const isUserLookup = (text: string): boolean => text.includes('FROM users WHERE email')
@@ -128,5 +131,44 @@ describe('a login\'s hash is due before its answer', () => {
     } finally {
       await service.close()
     }
+  })
+})
+
+describe('a burst of logins on an idle queue', () => {
+  let service: TestService
+  before(async () => {
+    // One thread, ~70 ms a verify, a 500 ms deadline: about seven logins fit, however empty the queue looks.
+    service = await startTestService({ policy: seedPolicy, threads: 1, config: { loginDeadlineMs: 500 } })
+  })
+  after(async () => { await service.close() })
+
+  it('is not admitted whole: the logins admitted and not yet queued count as waiting, so the excess is refused before its lookup', async () => {
+    // 120 connections opened first, then a login written on each in one go: the service (in
+    // this process) reads them all in one turn of its loop, as a crowd arriving together.
+    const connections = Array.from({ length: 120 }, () => rawConnection(service.url))
+    await Promise.all(connections.map(async (connection) => { await once(connection.socket, 'connect') }))
+    const accepted = async (): Promise<number> => await new Promise((resolve, reject) => { service.app.server.getConnections((err, count) => { if (err === null) resolve(count); else reject(err) }) })
+    await waitFor('the service to hold every connection', async () => await accepted() >= 120)
+    const watch = watchQueries(service.db.pool)
+    let statuses: number[]
+    try {
+      for (const connection of connections) {
+        const body = JSON.stringify({ email: uniqueEmail('burst'), password: 'not a password at all' })
+        connection.socket.write(`POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+      }
+      await waitFor('every login answered', () => connections.every((connection) => parseResponses(connection.received()).length === 1))
+      statuses = connections.map((connection) => parseResponses(connection.received())[0]?.status ?? 0)
+    } finally {
+      watch.stop()
+      for (const connection of connections) connection.socket.destroy()
+    }
+    const lookups = watch.texts.filter(isUserLookup).length
+    const answered = statuses.filter((status) => status === 401).length
+    assert.equal(answered + statuses.filter((status) => status === 503).length, 120, JSON.stringify(statuses))
+    assert.ok(answered >= 1, 'some were served')
+    // Each admitted login costs a lookup; without the places held, nearly every one of the 120
+    // saw the queue empty, was admitted and looked up before the queue refused it.
+    assert.ok(lookups <= 50, `${lookups} lookups for ${answered} logins answered`)
+    assert.equal(service.engine.stats().queued, 0)
   })
 })

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks'
 import { createError, type ErrorCode, type TollboothError } from '../../errors.js'
 import type { HashExecutor, HashReply, HashTask, TimedValue } from '../executor.js'
-import { nextMeanRunMs } from '../scheduler.js'
+import { nextMeanRunMs, type HashReservation } from '../scheduler.js'
 import { processWarningLog, TaskCounters } from '../task-counters.js'
 import type { HashFaultLog, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind } from '../types.js'
 
@@ -60,6 +60,11 @@ export abstract class CountingExecutor implements HashExecutor {
     }
     if (!internal) this.counters.record({ kind, outcome: 'error', waitMs, runMs: reply.runMs })
     throw createError(reply.code as ErrorCode, reply.message)
+  }
+
+  /** No admission, so no place to hold. */
+  reserve (_kind: HashTaskKind, _options?: HashRequestOptions): HashReservation | undefined {
+    return undefined
   }
 
   /** No admission here by design: everything is admitted while the executor is open. */

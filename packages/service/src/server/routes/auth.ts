@@ -8,7 +8,7 @@ import type { AccessTokens } from '../tokens.js'
 import type { SessionCheck } from '../session-check.js'
 import type { PasswordEngine } from '../../hashing/types.js'
 import type { RefusalPacer } from '../pacing.js'
-import { hashAdmission, hashRequestOptions, pacedHashAdmission } from '../hash-admission.js'
+import { hashAdmission, pacedHashAdmission } from '../hash-admission.js'
 
 export interface AuthRoutesOptions {
   auth: AuthService
@@ -70,7 +70,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
     // The account is a pacing key too (clients that change connection and address): known
     // only now the body is parsed, so it holds only refusals noted here.
     const account = { keys: [`account:${normaliseEmail(request.body.email)}`] }
-    await pacedHashAdmission(loginAdmission, account, hashRequestOptions(request, reply, loginDeadlineMs), reply)
+    await pacedHashAdmission(loginAdmission, account, request, reply)
     return await auth.login(request.body, requestContext(request, reply))
   })
 

@@ -109,6 +109,12 @@ function checkOptions (options: HashRequestOptions | undefined): void {
   if (fault !== undefined) throw new TypeError(`${fault.field} ${fault.message}`)
 }
 
+/** What `admission` and `reserve` take: a kind of hash task, and request options. */
+function checkKindAndOptions (kind: HashTaskKind, options: HashRequestOptions | undefined): void {
+  if (kind !== 'hash' && kind !== 'verify') throw new TypeError(`kind must be 'hash' or 'verify', got ${String(kind)}`)
+  checkOptions(options)
+}
+
 function checkRequest (password: unknown, options: HashRequestOptions | undefined): asserts password is string {
   if (typeof password !== 'string') throw new TypeError(`password must be a string, got ${typeof password}`)
   checkOptions(options)
@@ -207,14 +213,12 @@ class Engine implements PasswordEngine {
   }
 
   admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined {
-    if (kind !== 'hash' && kind !== 'verify') throw new TypeError(`kind must be 'hash' or 'verify', got ${String(kind)}`)
-    checkOptions(options)
+    checkKindAndOptions(kind, options)
     return this.executor.admission(kind, options)
   }
 
   reserve (kind: HashTaskKind, options?: HashRequestOptions): HashReservation | undefined {
-    if (kind !== 'hash' && kind !== 'verify') throw new TypeError(`kind must be 'hash' or 'verify', got ${String(kind)}`)
-    checkOptions(options)
+    checkKindAndOptions(kind, options)
     return this.executor.reserve(kind, options)
   }
 

@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fa
 import type { HashRequestOptions, HashReservation, HashTaskKind, PasswordEngine } from '../hashing/index.js'
 import type { ClientKeys, RefusalPacer } from './pacing.js'
 import { clientGoneSignal, hashDeadlineAt, requestReceivedAt } from './request-context.js'
-import { whenSocketCloses } from './socket-close.js'
+import { whenAnswerCloses } from './socket-close.js'
 
 export interface HashAdmissionOptions {
   engine: PasswordEngine
@@ -47,14 +47,7 @@ export function hashRequestOptions (request: FastifyRequest, reply: FastifyReply
 function holdPlace (request: FastifyRequest, reply: FastifyReply, reservation: HashReservation | undefined): void {
   if (reservation === undefined) return
   request.hashReservation = reservation
-  let forgetSocket = (): void => {}
-  const release = (): void => {
-    forgetSocket()
-    reply.raw.off('close', release)
-    reservation.release()
-  }
-  reply.raw.once('close', release)
-  forgetSocket = whenSocketCloses(request.raw.socket, release)
+  whenAnswerCloses(reply.raw, request.raw.socket, () => { reservation.release() })
 }
 
 /**

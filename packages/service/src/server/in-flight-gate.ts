@@ -32,7 +32,7 @@
  */
 import http from 'node:http'
 import type { FastifyServerFactory } from 'fastify'
-import { whenSocketCloses } from './socket-close.js'
+import { whenAnswerCloses } from './socket-close.js'
 
 type RequestHandler = (request: http.IncomingMessage, response: http.ServerResponse) => void
 
@@ -147,16 +147,10 @@ export class InFlightGate {
   #count (request: http.IncomingMessage, response: http.ServerResponse, ownAdmission: boolean): Counted {
     const counted: Counted = { request, ownAdmission, parked: false, released: false }
     this.#add(ownAdmission, 1)
-    let forgetSocket = (): void => {}
-    const release = (): void => {
-      if (counted.released) return
+    whenAnswerCloses(response, request.socket, () => {
       counted.released = true
-      forgetSocket()
-      response.off('close', release)
       if (!counted.parked) this.#add(ownAdmission, -1)
-    }
-    response.once('close', release)
-    forgetSocket = whenSocketCloses(request.socket, release)
+    })
     return counted
   }
 

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { createError } from '../errors.js'
-import { whenSocketCloses } from './socket-close.js'
+import { whenAnswerCloses } from './socket-close.js'
 import type { AccessClaims, AccessTokens } from './tokens.js'
 import type { SessionCheck } from './session-check.js'
 import type { LoginContext } from './auth-service.js'
@@ -31,18 +31,11 @@ declare module 'fastify' {
 export function clientGoneSignal (reply: { raw: FastifyReply['raw'], request: { raw: Pick<FastifyRequest['raw'], 'socket'> } }): AbortSignal {
   const controller = new AbortController()
   const response = reply.raw
-  let forgetSocket = (): void => {}
   const gone = (): void => {
-    forgetSocket()
-    response.off('close', gone)
-    if (!response.writableFinished && !controller.signal.aborted) controller.abort(createError('HASH_CANCELLED'))
+    if (!response.writableFinished) controller.abort(createError('HASH_CANCELLED'))
   }
-  if (response.destroyed) {
-    gone()
-    return controller.signal
-  }
-  response.once('close', gone)
-  forgetSocket = whenSocketCloses(reply.request.raw.socket, gone)
+  if (response.destroyed) gone()
+  else whenAnswerCloses(response, reply.request.raw.socket, gone)
   return controller.signal
 }
 

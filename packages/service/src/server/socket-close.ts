@@ -10,6 +10,7 @@
  * client that left (`clientGoneSignal`). And why one listener: those pipelined requests each
  * register a callback, and a listener apiece would pile up on the socket (Node warns past ten).
  */
+import type http from 'node:http'
 import type net from 'node:net'
 
 const callbacksBySocket = new WeakMap<net.Socket, Set<() => void>>()
@@ -21,7 +22,7 @@ const noop = (): void => {}
  * the function that cancels it (to call when what it guards ended first: a keep-alive socket
  * would otherwise keep a callback per request it served).
  */
-export function whenSocketCloses (socket: net.Socket, callback: () => void): () => void {
+function whenSocketCloses (socket: net.Socket, callback: () => void): () => void {
   if (socket.destroyed) {
     callback()
     return noop
@@ -40,4 +41,24 @@ export function whenSocketCloses (socket: net.Socket, callback: () => void): () 
   const registered = callbacks
   registered.add(callback)
   return () => { registered.delete(callback) }
+}
+
+/**
+ * Calls `callback` once, when `response` closes or its connection does, whichever comes first:
+ * what a request holds (a place under the cap, a hash's cancellation, a place in the hash queue)
+ * is given back even when its response is a pipelined one that never closes. The connection's
+ * callback is dropped once the response closes.
+ */
+export function whenAnswerCloses (response: http.ServerResponse, socket: net.Socket, callback: () => void): void {
+  let called = false
+  let forgetSocket = noop
+  const once = (): void => {
+    if (called) return
+    called = true
+    forgetSocket()
+    response.off('close', once)
+    callback()
+  }
+  response.once('close', once)
+  forgetSocket = whenSocketCloses(socket, once)
 }

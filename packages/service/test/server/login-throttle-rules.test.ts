@@ -12,6 +12,8 @@ import { addressKey, allowedAt, decide, delayAfterMs, liveFailures, withChecksIn
 
 const policy: LoginThrottlePolicy = { accountFreeFailures: 5, addressFreeFailures: 100, windowMs: 900_000, baseDelayMs: 1000, maxDelayMs: 900_000 }
 const t0 = Date.parse('2030-01-01T00:00:00Z')
+/** What a password check logs with, here to nowhere. */
+const silentLogging = { log: createLogger('silent'), throttled: 'throttled', failed: 'failed' }
 const count = (failures: number, lastFailureAt = t0, windowStartedAt = t0): FailureCount => ({ failures, windowStartedAt, lastFailureAt })
 
 describe('login throttle rules', () => {
@@ -129,8 +131,7 @@ describe('login throttle rules', () => {
       return { failures: { account: recorded === 0 ? undefined : count(recorded, Date.now(), Date.now()) } }
     }
     const rules = { checks, policy, now: Date.now, waitUntil: checks.now() + 60_000 }
-    const logging = { log: createLogger('silent'), throttled: 'throttled', failed: 'failed' }
-    const outcomes = Array.from({ length: 20 }, async () => await startPasswordCheck(read, keys, rules, logging).then(() => 'started', (err: { code?: string }) => String(err.code)))
+    const outcomes = Array.from({ length: 20 }, async () => await startPasswordCheck(read, keys, rules, silentLogging).then(() => 'started', (err: { code?: string }) => String(err.code)))
     await waitFor('the twenty first reads', () => reads === 20 && reading === 0, { intervalMs: 1 })
     mostReadingAtOnce = 0
     // The five failures are written, then their checks end.
@@ -155,11 +156,10 @@ describe('login throttle rules', () => {
       return { failures: { account: undefined } }
     }
     const rules = { checks, policy, now: Date.now, waitUntil: checks.now() + 20_000 }
-    const logging = { log: createLogger('silent'), throttled: 'throttled', failed: 'failed' }
     const started: string[] = []
     const checkEnds: Array<() => void> = []
     const check = async (name: string): Promise<void> => {
-      const { end } = await startPasswordCheck(read, keys, rules, logging)
+      const { end } = await startPasswordCheck(read, keys, rules, silentLogging)
       started.push(name)
       checkEnds.push(end)
     }
@@ -199,8 +199,7 @@ describe('login throttle rules', () => {
     const hashOptions = { deadlineAt: checks.now() + 20_000, reservation }
     const rules = passwordCheckRules({ checksUnderWay: checks, loginThrottle: policy, loginDeadlineMs: 20_000, engine }, hashOptions, { client: '192.0.2.50' })
     const read = async (): Promise<{ failures: { account: FailureCount | undefined } }> => ({ failures: { account: undefined } })
-    const logging = { log: createLogger('silent'), throttled: 'throttled', failed: 'failed' }
-    const started = startPasswordCheck(read, keys, rules, logging)
+    const started = startPasswordCheck(read, keys, rules, silentLogging)
     await waitFor('the check waiting, its place given back', () => reservation.released, { intervalMs: 1 })
     assert.equal(releases, 1)
     ends[0]?.()

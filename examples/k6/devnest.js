@@ -6,7 +6,8 @@
 //   BASE_URL=http://127.0.0.1:3911 VUS=10 RAMP=5s HOLD=10s k6 run examples/k6/devnest.js
 //
 // Environment: BASE_URL (http://127.0.0.1:3000), VUS (100), RAMP (30s), HOLD (60s),
-// TIMEOUT (30s), RETRIES (5: how many 503s in a row a step takes before the iteration gives up).
+// TIMEOUT (30s), RETRIES (5: how many 503s in a row a step takes before the iteration gives up),
+// ON_503 (wait: sleep out Retry-After; retry: go again at once, as the articles' VUs do).
 // Meant for the service with its defaults (2 s login and 5 s register deadlines). See README.md.
 import { check } from 'k6'
 import exec from 'k6/execution'

@@ -29,6 +29,13 @@ export function rampThenHold (phase, extra = {}) {
   }
 }
 
+/**
+ * What a VU does with a 503: `wait` out its Retry-After (a polite client, the default), or
+ * `retry` at once, as the seed articles' VUs do (a naive client: the retry storm that overload
+ * protection must survive; README, "Overload: clients that wait out Retry-After, and clients that do not").
+ */
+export const ON_503 = envChoice('ON_503', 'wait', ['wait', 'retry'])
+
 /** The longest Retry-After a VU honours, so a wild header cannot park a VU for the rest of the run. */
 const MAX_RETRY_AFTER_SECONDS = 30
 
@@ -47,6 +54,14 @@ export function envInt (name, fallback, min, max) {
     throw new Error(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`)
   }
   return value
+}
+
+/** One of `choices` from the environment, checked at start. */
+export function envChoice (name, fallback, choices) {
+  const raw = __ENV[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!choices.includes(raw)) throw new Error(`${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(raw)}`)
+  return raw
 }
 
 /** A duration from the environment ("90s", "2m", "1m30s", "500ms", or plain seconds), as k6 text. */
@@ -84,11 +99,12 @@ export function retryAfterSeconds (res) {
 }
 
 /**
- * What a well-behaved client does with the answer to a hashed request: record whether it
- * was the overload answer and, if it was, check that it is the designed one (a 503 coded
- * SERVICE_OVERLOADED or HASH_DEADLINE_EXCEEDED, with Retry-After) and sleep Retry-After
- * seconds (plus up to 0.5 s of jitter so the refused VUs do not all come back in the same
- * millisecond). Returns true when the request should be tried again.
+ * What a client does with the answer to a hashed request: record whether it was the overload
+ * answer and, if it was, check that it is the designed one (a 503 coded SERVICE_OVERLOADED or
+ * HASH_DEADLINE_EXCEEDED, with Retry-After). A polite client (ON_503=wait) then sleeps
+ * Retry-After seconds (plus up to 0.5 s of jitter so the refused VUs do not all come back in
+ * the same millisecond); a naive one (ON_503=retry) goes again at once. Returns true when the
+ * request should be tried again.
  */
 export function backOffIfOverloaded (res, name) {
   const isOverloaded = res.status === 503
@@ -99,7 +115,7 @@ export function backOffIfOverloaded (res, name) {
       r.headers['Retry-After'] !== undefined &&
       ['SERVICE_OVERLOADED', 'HASH_DEADLINE_EXCEEDED'].includes(errorCode(r)),
   }, { name })
-  sleep(retryAfterSeconds(res) + Math.random() * 0.5)
+  if (ON_503 === 'wait') sleep(retryAfterSeconds(res) + Math.random() * 0.5)
   return true
 }
 

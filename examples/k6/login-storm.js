@@ -4,11 +4,14 @@
 //
 //   k6 run examples/k6/login-storm.js
 //   BASE_URL=http://127.0.0.1:3911 VUS=10 RAMP=5s HOLD=10s ACCOUNTS=10 k6 run examples/k6/login-storm.js
+//   ON_503=retry k6 run examples/k6/login-storm.js        # naive clients: a 503 retried at once
 //
 // Environment: BASE_URL (http://127.0.0.1:3000), VUS (100), RAMP (30s), HOLD (60s),
-// ACCOUNTS (50), ACCOUNT_PREFIX (k6-storm), TIMEOUT (30s), HEALTH_RATE (2 /s).
+// ACCOUNTS (50), ACCOUNT_PREFIX (k6-storm), TIMEOUT (30s), HEALTH_RATE (2 /s),
+// ON_503 (wait: sleep out Retry-After; retry: go again at once, as the articles' VUs do).
 // Meant for the service with its defaults (2 s login deadline). See README.md.
 import { check } from 'k6'
+import exec from 'k6/execution'
 import http from 'k6/http'
 import { Counter } from 'k6/metrics'
 import { assertServiceUp, backOffIfOverloaded, BASE_URL, ensureAccounts, envInt, HOLD, postJson, RAMP, rampThenHold, seconds } from './lib.js'
@@ -20,6 +23,14 @@ const HEALTH_RATE = envInt('HEALTH_RATE', 2, 0, 1000)
 const PASSWORD = 'k6 login storm password'
 
 const loginsOk = new Counter('logins_ok')
+/**
+ * The logins that ended within the schedule (RAMP + HOLD from the storm's start). k6 lets the
+ * iterations under way at its end finish (gracefulStop), and `logins_ok` counts them too: a
+ * server that had queued 100 logins is credited with them. Comparisons of servers use this one,
+ * over RAMP + HOLD seconds, as the load lab counts (README, "Overload").
+ */
+const loginsOkInSchedule = new Counter('logins_ok_in_schedule')
+const SCHEDULE_MS = (seconds(RAMP) + seconds(HOLD)) * 1000
 
 // 200/201 are the answers we want; 503 (with Retry-After) is the service's designed answer to
 // overload, not a failure. Anything else (401, 400, 500, a timeout) counts in http_req_failed.
@@ -82,7 +93,9 @@ export function storm (data) {
   const ok = check(res, {
     'login: 200 with tokens': (r) => r.status === 200 && typeof r.json('accessToken') === 'string' && typeof r.json('refreshToken') === 'string',
   }, { name: 'login' })
-  if (ok) loginsOk.add(1)
+  if (!ok) return
+  loginsOk.add(1)
+  if (Date.now() - exec.scenario.startTime <= SCHEDULE_MS) loginsOkInSchedule.add(1)
 }
 
 export function health () {

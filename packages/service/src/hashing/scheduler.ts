@@ -176,15 +176,19 @@ export class HashScheduler<T extends Ticket> {
   /** Recent mean run time of one hash, ms (0 until the first run). */
   meanRunMs = 0
   /**
-   * Measured wait over predicted wait, recently (1: the model is right). The model knows the
-   * run time measured inside a worker, not what it cannot see: the main thread handing the
-   * next task over late on a busy machine, threads descheduled between tasks, run times
-   * drifting faster than the mean follows. Scaling predictions by what queued requests really
-   * waited (their sojourn, as CoDel watches) keeps admission honest under contention: a
-   * request is admitted only if it will start within its deadline, so few expire in the queue
-   * after waiting for nothing.
+   * Measured wait over predicted wait, recently, by kind (1: the model is right). The model
+   * knows the run time measured inside a worker, not what it cannot see: the main thread
+   * handing the next task over late on a busy machine, threads descheduled between tasks, run
+   * times drifting faster than the mean follows, and, for a hash, the verifies that arrive
+   * after it and go first. Scaling predictions by what queued requests really waited (their
+   * sojourn, as CoDel watches) keeps admission honest under contention: a request is admitted
+   * only if it will start within its deadline, so few expire in the queue after waiting for
+   * nothing. One per kind: registrations overtaken by a stream of logins wait a multiple of
+   * what the queue showed when they came (in the DevNest mix, one admitted registration in ten
+   * waited its whole 5 s for a 503), and that lesson is theirs; a shared one would lengthen
+   * every login's expected wait with it, and a login is never overtaken.
    */
-  waitCalibration = 1
+  readonly waitCalibration: Record<HashTaskKind, number> = { verify: 1, hash: 1 }
 
   constructor (options: SchedulerOptions) {
     this.threads = options.threads
@@ -373,7 +377,8 @@ export class HashScheduler<T extends Ticket> {
     const ratio = Math.min(calibrationBound, (now - ticket.enqueuedAt) / predicted)
     // Never below the model: requests ahead that left early (expired, cancelled, evicted) make
     // later ones wait less than predicted, and learning that would admit more, then expire more.
-    this.waitCalibration = Math.max(1, this.waitCalibration + calibrationWeight * (ratio - this.waitCalibration))
+    const calibration = this.waitCalibration[ticket.kind]
+    this.waitCalibration[ticket.kind] = Math.max(1, calibration + calibrationWeight * (ratio - calibration))
   }
 
   private clearTimer (ticket: T): void {
@@ -389,13 +394,14 @@ export class HashScheduler<T extends Ticket> {
    * A new request's k is what is served before it: the requests admitted and not queued yet
    * (`HashReservation`: verifies for a verify, every one for a hash), then verifies ahead in the turn order for a
    * verify; every verify and the hashes ahead for a hash (a hash can be overtaken by verifies
-   * that come later; its deadline in the queue covers that). A task already past the mean (a
-   * slower legacy hash, a throttled CPU) is not about to free its thread this instant: its
-   * remaining time is floored at a tenth of the mean, so no one behind busy threads expects 0.
-   * The model's answer is then scaled by `waitCalibration`.
+   * that come later: its kind's calibration learns by how much, and its deadline in the queue
+   * bounds the rest). A task already past the mean (a slower legacy hash, a throttled CPU) is
+   * not about to free its thread this instant: its remaining time is floored at a tenth of the
+   * mean, so no one behind busy threads expects 0. The model's answer is then scaled by its
+   * kind's `waitCalibration`.
    */
   expectedWaitMs (kind: HashTaskKind, client: string, reservedAhead = 0): number {
-    return this.modelWaitMs(kind, client, reservedAhead) * this.waitCalibration
+    return this.modelWaitMs(kind, client, reservedAhead) * this.waitCalibration[kind]
   }
 
   private modelWaitMs (kind: HashTaskKind, client: string, reservedAhead = 0): number {

@@ -245,7 +245,7 @@ describe('hash scheduler (injected clock, mock timers)', () => {
       for (const ticket of running) h.scheduler.finish(ticket, 100, true)
       running = h.scheduler.dispatch()
     }
-    assert.ok(h.scheduler.waitCalibration > 1.5, `calibration ${h.scheduler.waitCalibration.toFixed(2)}`)
+    assert.ok(h.scheduler.waitCalibration.verify > 1.5, `calibration ${h.scheduler.waitCalibration.verify.toFixed(2)}`)
     const queued = h.scheduler.queuedCount
     // The model alone: (queued + 1) slots of 100 ms; calibrated, about twice that.
     const budgetMs = (queued + 1) * 100 + 50
@@ -258,7 +258,34 @@ describe('hash scheduler (injected clock, mock timers)', () => {
       for (let k = 0; k < 2; k++) h.submit(`more-${i}-${k}`, 'verify', 'a')
       running = h.scheduler.dispatch()
     }
-    assert.ok(h.scheduler.waitCalibration < 1.3, `calibration back to ${h.scheduler.waitCalibration.toFixed(2)}`)
+    assert.ok(h.scheduler.waitCalibration.verify < 1.3, `calibration back to ${h.scheduler.waitCalibration.verify.toFixed(2)}`)
+  })
+
+  it('calibrates hashes on their own: sign-ups overtaken by a stream of logins learn it, and logins do not wait for it', () => {
+    const h = harness(1, 100, 100)
+    let running = [h.submit('first', 'verify', 'a').ticket]
+    h.dispatch()
+    for (let i = 0; i < 20; i++) h.submit(`signup-${i}`, 'hash', `s-${i}`)
+    // The machine keeps time (every run 100 ms, handed over at once), but a login arrives at
+    // every other run and goes ahead of the queued sign-ups: each waits about twice what the
+    // queue showed when it came. New sign-ups keep the queue as it was.
+    for (let i = 0; i < 60; i++) {
+      if (i % 2 === 0) h.submit(`login-${i}`, 'verify', `l-${i}`)
+      mock.timers.tick(100)
+      for (const ticket of running) h.scheduler.finish(ticket, 100, true)
+      running = h.scheduler.dispatch()
+      if (running.some((ticket) => ticket.kind === 'hash')) h.submit(`signup-more-${i}`, 'hash', `m-${i}`)
+    }
+    const { verify, hash } = h.scheduler.waitCalibration
+    assert.ok(hash > 1.5, `the sign-ups' calibration ${hash.toFixed(2)}`)
+    assert.ok(verify < 1.1, `the logins' calibration ${verify.toFixed(2)}, never overtaken`)
+    // A new sign-up behind the queue: the model alone would have it start within the budget.
+    const queued = h.scheduler.queuedCount
+    const budgetMs = (queued + 1) * 100 + 150
+    assert.equal(h.scheduler.refusal('hash', 'late', Date.now() + budgetMs)?.code, 'SERVICE_OVERLOADED',
+      `${queued} queued: the model alone would admit within ${budgetMs} ms`)
+    // A login is admitted on the model as it is: one run ahead of it at most.
+    assert.equal(h.scheduler.refusal('verify', 'late', Date.now() + 400), undefined)
   })
 
   it('drains on shutdown and clears every timer', () => {

@@ -48,6 +48,10 @@ function holdPlace (request: FastifyRequest, reply: FastifyReply, reservation: H
   if (reservation === undefined) return
   request.hashReservation = reservation
   whenAnswerCloses(reply.raw, request.raw.socket, () => { reservation.release() })
+  // A body that has not all come a turn after its headers gives the place back, as the in-flight
+  // gate parks such a request (in-flight-gate.ts): a crowd's bodies come with their headers, and
+  // a client that sends headers and then nothing must not hold places that refuse every login.
+  setImmediate(() => { if (!request.raw.complete) reservation.release() })
 }
 
 /**

@@ -171,4 +171,23 @@ describe('a burst of logins on an idle queue', () => {
     assert.ok(lookups <= 50, `${lookups} lookups for ${answered} logins answered`)
     assert.equal(service.engine.stats().queued, 0)
   })
+
+  it('holds no place for a login whose body does not come: headers alone cannot refuse the others', async () => {
+    // 20 logins' headers, no body: each admitted at the door. Holding 20 places (1.4 s of hashes
+    // on one thread against a 500 ms deadline) until their deadline refused every login meanwhile.
+    const connections = Array.from({ length: 20 }, () => rawConnection(service.url))
+    try {
+      for (const connection of connections) {
+        connection.socket.write('POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n')
+      }
+      const accepted = async (): Promise<number> => await new Promise((resolve, reject) => { service.app.server.getConnections((err, count) => { if (err === null) resolve(count); else reject(err) }) })
+      await waitFor('the service to hold every connection', async () => await accepted() >= 20)
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      const body = { email: uniqueEmail('after-headers'), password: 'not a password at all' }
+      const response = await request(service, 'POST', '/api/v1/auth/login', { body, from: '127.0.0.99' })
+      assert.equal(response.status, 401, JSON.stringify(response.body))
+    } finally {
+      for (const connection of connections) connection.socket.destroy()
+    }
+  })
 })

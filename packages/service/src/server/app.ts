@@ -163,6 +163,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   // First, so its onRequest hook runs before any that answers early (404, 405, shedding, pacing).
   installSecurityHeaders(app, answerHeaders)
   installTokenResponseHeaders(app)
+  shedding.installServingMark(app)
   const pacer = new RefusalPacer({ now: () => performance.now() })
   installErrorHandling(app, pacer)
   app.server.on('connect', (request: http.IncomingMessage, socket: Duplex) => { connectHandler(app, request, socket) })

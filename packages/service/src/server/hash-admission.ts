@@ -9,6 +9,7 @@ import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fa
 import type { HashRequestOptions, HashReservation, HashTaskKind, PasswordEngine } from '../hashing/index.js'
 import type { ClientKeys, RefusalPacer } from './pacing.js'
 import { clientGoneSignal, hashDeadlineAt, requestReceivedAt } from './request-context.js'
+import { whenBodyLate } from './late-body.js'
 import { whenAnswerCloses } from './socket-close.js'
 
 export interface HashAdmissionOptions {
@@ -48,10 +49,9 @@ function holdPlace (request: FastifyRequest, reply: FastifyReply, reservation: H
   if (reservation === undefined) return
   request.hashReservation = reservation
   whenAnswerCloses(reply.raw, request.raw.socket, () => { reservation.release() })
-  // A body that has not all come a turn after its headers gives the place back, as the in-flight
-  // gate parks such a request (in-flight-gate.ts): a crowd's bodies come with their headers, and
-  // a client that sends headers and then nothing must not hold places that refuse every login.
-  setImmediate(() => { if (!request.raw.complete) reservation.release() })
+  // A body that has not all come a turn after its headers gives the place back (late-body.ts): a
+  // client that sends headers and then nothing must not hold places that refuse every login.
+  whenBodyLate(request.raw, () => { reservation.release() })
 }
 
 /**

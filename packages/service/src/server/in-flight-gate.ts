@@ -23,15 +23,20 @@
  * closes: socket-close.ts).
  *
  * A request whose body has not all come by the next turn of the event loop waits outside the
- * count until it has: it holds a connection, not a place. Counted from its request line alone,
- * a client that sent headers and then its body slowly, or never, kept its place until the
- * request timeout, and as many such connections as the cap (128) refused every capped route
- * for that long. Its body read, it is counted again (past the cap, if need be: it is admitted).
+ * count until it has (late-body.ts): it holds a connection, not a place. Counted from its
+ * request line alone, a client that sent headers and then its body slowly, or never, kept its
+ * place until the request timeout, and as many such connections as the cap (128) refused every
+ * capped route for that long. It is counted again (past the cap, if need be: it is admitted)
+ * when Fastify starts serving it (`serving`, from a `preValidation` hook): its body read and
+ * parsed, or never read at all. Fastify runs a GET's handler without reading a body its headers
+ * announce: set aside until a body that never comes, such a request would be served uncounted,
+ * and a crowd of them would pass the cap.
  *
  * `app.inject()` calls Fastify's handler, not the server's: injected requests are never capped.
  */
 import http from 'node:http'
 import type { FastifyServerFactory } from 'fastify'
+import { whenBodyLate } from './late-body.js'
 import { whenAnswerCloses } from './socket-close.js'
 
 type RequestHandler = (request: http.IncomingMessage, response: http.ServerResponse) => void
@@ -70,6 +75,8 @@ interface Counted {
   readonly ownAdmission: boolean
   /** Out of the count while its body is still coming. */
   parked: boolean
+  /** Fastify has started serving it: counted to the end, whatever its body. */
+  serving: boolean
   released: boolean
 }
 
@@ -88,8 +95,8 @@ export class InFlightGate {
   #inFlight = 0
   #inFlightOwnAdmission = 0
   #refusing = true
-  /** Capped requests admitted this turn that may have a body still coming (`#parkSlowBodies`). */
-  readonly #bodiesToCheck: Counted[] = []
+  /** The capped requests that may have a body still coming, until Fastify serves them or they end. */
+  readonly #mayPark = new WeakMap<http.IncomingMessage, Counted>()
 
   constructor (options: InFlightGateOptions) {
     if (!Number.isInteger(options.maxInFlight) || options.maxInFlight < 1) throw new TypeError(`maxInFlight must be an integer of at least 1, not ${options.maxInFlight}`)
@@ -108,6 +115,18 @@ export class InFlightGate {
 
   /** From now on every request goes on to Fastify (still counted): at shutdown, the app answers them itself. */
   stopRefusing (): void { this.#refusing = false }
+
+  /**
+   * Fastify has started serving `request` (its body read and parsed, or not read at all): a
+   * request set aside for its body is counted again, and one not yet checked never will be.
+   */
+  serving (request: http.IncomingMessage): void {
+    const counted = this.#mayPark.get(request)
+    if (counted === undefined) return
+    this.#mayPark.delete(request)
+    counted.serving = true
+    this.#unpark(counted)
+  }
 
   /** `handler` (Fastify's) behind the gate: what the HTTP server calls for each request. */
   guard (handler: RequestHandler): RequestHandler {
@@ -132,8 +151,8 @@ export class InFlightGate {
     }
     const counted = this.#count(request, response, false)
     if (mayHaveBody(request)) {
-      this.#bodiesToCheck.push(counted)
-      if (this.#bodiesToCheck.length === 1) setImmediate(this.#parkSlowBodies)
+      this.#mayPark.set(request, counted)
+      whenBodyLate(request, () => { this.#park(counted) })
     }
     return true
   }
@@ -145,7 +164,7 @@ export class InFlightGate {
 
   /** Counts the request until its response's `close` or its connection's, whichever comes first. */
   #count (request: http.IncomingMessage, response: http.ServerResponse, ownAdmission: boolean): Counted {
-    const counted: Counted = { request, ownAdmission, parked: false, released: false }
+    const counted: Counted = { request, ownAdmission, parked: false, serving: false, released: false }
     this.#add(ownAdmission, 1)
     whenAnswerCloses(response, request.socket, () => {
       counted.released = true
@@ -155,21 +174,21 @@ export class InFlightGate {
   }
 
   /**
-   * A turn after their admission, the capped requests whose body has not all come yet leave the
-   * count until it has (the request's `end`, when Fastify has read it): a body in the same
-   * packets as its headers is parsed in the same turn, so only a slow one waits outside.
+   * Out of the count, a turn after its admission, a request whose body has not all come and that
+   * Fastify is not serving yet, until its body has (the request's `end`, when Fastify has read it)
+   * or Fastify serves it, whichever comes first.
    */
-  readonly #parkSlowBodies = (): void => {
-    for (const counted of this.#bodiesToCheck.splice(0)) {
-      if (counted.released || counted.request.complete) continue
-      counted.parked = true
-      this.#add(counted.ownAdmission, -1)
-      counted.request.once('end', () => {
-        if (counted.released || !counted.parked) return
-        counted.parked = false
-        this.#add(counted.ownAdmission, 1)
-      })
-    }
+  #park (counted: Counted): void {
+    if (counted.released || counted.serving) return
+    counted.parked = true
+    this.#add(counted.ownAdmission, -1)
+    counted.request.once('end', () => { this.#unpark(counted) })
+  }
+
+  #unpark (counted: Counted): void {
+    if (counted.released || !counted.parked) return
+    counted.parked = false
+    this.#add(counted.ownAdmission, 1)
   }
 }
 

@@ -65,6 +65,12 @@ export interface Shedding {
   readonly state: SheddingState
   /** For Fastify's `serverFactory` option: the HTTP server, the in-flight cap in front of Fastify. */
   readonly serverFactory: FastifyServerFactory
+  /**
+   * Tells the in-flight cap when Fastify starts serving a request (a `preValidation` hook on
+   * `app`, the root context): one set aside while its body came is counted again, and one whose
+   * body Fastify never reads (a GET's) is counted throughout.
+   */
+  installServingMark (app: FastifyInstance): void
   /** Adds the event-loop check to `api`, the encapsulated context of the API routes. */
   installEventLoopCheck (api: FastifyInstance): Promise<void>
   /** At shutdown: the in-flight cap refuses nothing more, so every request gets the app's own answer (SHUTTING_DOWN). */
@@ -119,6 +125,13 @@ export function createShedding (options: SheddingOptions): Shedding {
     },
     serverFactory: gatedServerFactory(gate),
     stopRefusing () { gate?.stopRefusing() },
+    installServingMark (app) {
+      if (gate === undefined) return
+      app.addHook('preValidation', (request, _reply, done) => {
+        gate.serving(request.raw)
+        done()
+      })
+    },
     async installEventLoopCheck (api) {
       if (options.maxEventLoopDelayMs <= 0 && options.maxEventLoopUtilization <= 0) return
       // The first samples cover the start itself (loading, compiling schemas, migrations): a

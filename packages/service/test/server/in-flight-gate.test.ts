@@ -144,6 +144,26 @@ describe('the in-flight gate and a body that comes slowly', () => {
     }
     await waitFor('nothing counted once they are gone', async () => (await metricsText(service)).includes('tollbooth_api_requests_in_flight{counted="capped"} 0\n'))
   })
+
+  it('counts a GET that announces a body it never sends while Fastify serves it: such requests cannot pass the cap', async () => {
+    // Fastify runs a GET's handler without reading its body: two of them, held in their handler
+    // at the database, with the body their headers announce never sent.
+    const hold = holdQueries(service.db.pool, /FROM posts/, 2)
+    const connections = [rawConnection(service.url), rawConnection(service.url)]
+    try {
+      for (const connection of connections) connection.socket.write('GET /api/v1/posts HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n')
+      await hold.held
+      // Past the turn in which a request whose body is missing is set aside.
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      assert.match(await metricsText(service), /tollbooth_api_requests_in_flight\{counted="capped"\} 2\n/)
+      const refused = await request(service, 'GET', '/api/v1/posts')
+      assert.equal(refused.status, 503, 'the cap of 2 is full')
+    } finally {
+      hold.release()
+      for (const connection of connections) connection.socket.destroy()
+    }
+    await waitFor('nothing counted once they are gone', async () => (await metricsText(service)).includes('tollbooth_api_requests_in_flight{counted="capped"} 0\n'))
+  })
 })
 
 describe('the in-flight gate and a connection that dies', () => {

@@ -89,6 +89,15 @@ export function nextMeanRunMs (meanRunMs: number, runMs: number): number {
 const calibrationWeight = 0.1
 /** The calibration never scales the model by more than this (nor below 1). */
 const calibrationBound = 4
+/**
+ * How far toward 1 a calibration moves for each request that leaves the queue with a prediction
+ * under a run (which teaches nothing). Without it, a high calibration, which admits only requests
+ * predicted to start sooner than the deadline over it, would never hear that the machine is quick
+ * again: with hashes of over a fifth of the deadline, every admitted prediction is under a run and
+ * it stuck at its bound. Under a crowd nearly every prediction is a run or more, and the fading
+ * does not show; on a machine with threads to spare, the model is right and 1 is where it goes.
+ */
+const calibrationFadeWeight = 0.02
 /** Remaining time assumed for a task already running longer than the mean, as a fraction of it. */
 const overrunFloor = 0.1
 const maxTimerMs = 2 ** 31 - 1
@@ -369,11 +378,17 @@ export class HashScheduler<T extends Ticket> {
 
   /**
    * Updates the calibration with what a ticket leaving the queue really waited. Predictions
-   * under one run are mostly the noise of a thread about to free; they teach nothing.
+   * under one run are mostly the noise of a thread about to free; they teach nothing, and the
+   * calibration fades a little toward 1 (`calibrationFadeWeight`).
    */
   private learnWait (ticket: T, now: number): void {
     const predicted = ticket.predictedWaitMs
-    if (predicted === undefined || predicted < this.meanRunMs || this.meanRunMs === 0) return
+    if (predicted === undefined || this.meanRunMs === 0) return
+    if (predicted < this.meanRunMs) {
+      const calibration = this.waitCalibration[ticket.kind]
+      this.waitCalibration[ticket.kind] = calibration - calibrationFadeWeight * (calibration - 1)
+      return
+    }
     const ratio = Math.min(calibrationBound, (now - ticket.enqueuedAt) / predicted)
     // Never below the model: requests ahead that left early (expired, cancelled, evicted) make
     // later ones wait less than predicted, and learning that would admit more, then expire more.

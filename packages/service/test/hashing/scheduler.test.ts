@@ -288,6 +288,43 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     assert.equal(h.scheduler.refusal('verify', 'late', Date.now() + 400), undefined)
   })
 
+  it('lets a calibration fade while nothing teaches it: one at its bound with slow hashes would never learn again', () => {
+    // Hashes of 1 s, a login deadline of 2 s: a login must start within 1 s.
+    const h = harness(1, 100, 1000)
+    let running = [h.submit('first', 'verify', 'a').ticket]
+    h.dispatch()
+    for (let i = 0; i < 40; i++) h.submit(`q-${i}`, 'verify', 'a')
+    // A starved main thread: a thread is handed its next task only every 4 s, for 40 runs.
+    for (let i = 0; i < 40; i++) {
+      mock.timers.tick(4000)
+      for (const ticket of running) h.scheduler.finish(ticket, 1000, true)
+      running = h.scheduler.dispatch()
+    }
+    assert.ok(h.scheduler.waitCalibration.verify > 3, `calibration ${h.scheduler.waitCalibration.verify.toFixed(2)}`)
+    // The machine is quick again. A login every 250 ms, a run every second handed over at once:
+    // with the calibration where it was, only logins predicted to start within 1 s / 4 would
+    // ever be admitted, and such predictions (under a run) teach nothing.
+    const start = (): void => { if (running.length === 0) running = h.scheduler.dispatch() }
+    for (let ms = 0; ms < 120_000; ms += 250) {
+      h.submit(`login-${ms}`, 'verify', `c-${ms}`, 2000)
+      start()
+      mock.timers.tick(250)
+      if (ms % 1000 === 750) {
+        for (const ticket of running) h.scheduler.finish(ticket, 1000, true)
+        running = []
+        start()
+      }
+    }
+    assert.ok(h.scheduler.waitCalibration.verify < 1.5, `calibration ${h.scheduler.waitCalibration.verify.toFixed(2)} two minutes later`)
+    // A login behind a run half done (0.5 s to wait, 1 s of budget) is admitted again.
+    for (const ticket of running) h.scheduler.finish(ticket, 1000, true)
+    h.scheduler.drain()
+    h.submit('half-done', 'verify', 'x')
+    h.dispatch()
+    mock.timers.tick(500)
+    assert.equal(h.scheduler.refusal('verify', 'late', Date.now() + 2000), undefined)
+  })
+
   it('drains on shutdown and clears every timer', () => {
     const h = harness(1, 10, 10)
     h.submit('busy', 'verify', 'a')

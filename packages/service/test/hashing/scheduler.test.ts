@@ -53,6 +53,22 @@ function finishAll (h: Harness, running: TestTicket[], runMs = 100): string[] {
   return h.dispatch()
 }
 
+/**
+ * One thread busy and `queued` logins behind it, then `runs` runs that each report `runMs` but
+ * are handed over only every `handOverMs` (a starved main thread); returns what is running.
+ */
+function starvedHandOver (h: Harness, { queued, runs, runMs, handOverMs }: { queued: number, runs: number, runMs: number, handOverMs: number }): TestTicket[] {
+  let running = [h.submit('first', 'verify', 'a').ticket]
+  h.dispatch()
+  for (let i = 0; i < queued; i++) h.submit(`q-${i}`, 'verify', 'a')
+  for (let i = 0; i < runs; i++) {
+    mock.timers.tick(handOverMs)
+    for (const ticket of running) h.scheduler.finish(ticket, runMs, true)
+    running = h.scheduler.dispatch()
+  }
+  return running
+}
+
 describe('hash scheduler (injected clock, mock timers)', () => {
   beforeEach(() => { mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 }) })
   afterEach(() => { mock.timers.reset() })
@@ -235,16 +251,9 @@ describe('hash scheduler (injected clock, mock timers)', () => {
 
   it('calibrates the expected wait on what queued requests really waited (a machine slower than the runs say)', () => {
     const h = harness(1, 100, 100)
-    let running = [h.submit('first', 'verify', 'a').ticket]
-    h.dispatch()
-    for (let i = 0; i < 30; i++) h.submit(`q-${i}`, 'verify', 'a')
     // Each run reports 100 ms, as measured inside its worker, but a thread is handed its next
     // task only every 200 ms (a starved main thread): requests wait twice what the model says.
-    for (let i = 0; i < 20; i++) {
-      mock.timers.tick(200)
-      for (const ticket of running) h.scheduler.finish(ticket, 100, true)
-      running = h.scheduler.dispatch()
-    }
+    let running = starvedHandOver(h, { queued: 30, runs: 20, runMs: 100, handOverMs: 200 })
     assert.ok(h.scheduler.waitCalibration.verify > 1.5, `calibration ${h.scheduler.waitCalibration.verify.toFixed(2)}`)
     const queued = h.scheduler.queuedCount
     // The model alone: (queued + 1) slots of 100 ms; calibrated, about twice that.
@@ -291,15 +300,8 @@ describe('hash scheduler (injected clock, mock timers)', () => {
   it('lets a calibration fade while nothing teaches it: one at its bound with slow hashes would never learn again', () => {
     // Hashes of 1 s, a login deadline of 2 s: a login must start within 1 s.
     const h = harness(1, 100, 1000)
-    let running = [h.submit('first', 'verify', 'a').ticket]
-    h.dispatch()
-    for (let i = 0; i < 40; i++) h.submit(`q-${i}`, 'verify', 'a')
     // A starved main thread: a thread is handed its next task only every 4 s, for 40 runs.
-    for (let i = 0; i < 40; i++) {
-      mock.timers.tick(4000)
-      for (const ticket of running) h.scheduler.finish(ticket, 1000, true)
-      running = h.scheduler.dispatch()
-    }
+    let running = starvedHandOver(h, { queued: 40, runs: 40, runMs: 1000, handOverMs: 4000 })
     assert.ok(h.scheduler.waitCalibration.verify > 3, `calibration ${h.scheduler.waitCalibration.verify.toFixed(2)}`)
     // The machine is quick again. A login every 250 ms, a run every second handed over at once:
     // with the calibration where it was, only logins predicted to start within 1 s / 4 would

@@ -178,7 +178,12 @@ export class HashScheduler<T extends Ticket> {
   private readonly onExpired: (ticket: T) => void
   private readonly queues: Readonly<Record<HashTaskKind, FairQueue<T>>> = { verify: new FairQueue(), hash: new FairQueue() }
   private readonly running = new Set<T>()
-  /** Reservations by kind, in the order made (their expiry order, near enough: one deadline per kind). */
+  /**
+   * Reservations by kind, in expiry order. Mostly the order made (one deadline per kind, counted
+   * from arrival), but a request held by pacing reserves later than those admitted after it
+   * arrived, with an earlier expiry: an expired place behind a live one would count until the
+   * live one went.
+   */
   private readonly reservations: Readonly<Record<HashTaskKind, HashReservation[]>> = { verify: [], hash: [] }
   private readonly liveReservations: Record<HashTaskKind, number> = { verify: 0, hash: 0 }
   private readonly releaseReservation = (reservation: HashReservation): void => { this.liveReservations[reservation.kind]-- }
@@ -220,7 +225,10 @@ export class HashScheduler<T extends Ticket> {
    */
   reserve (kind: HashTaskKind, expiresAt: number): HashReservation {
     const reservation = new HashReservation(kind, expiresAt, this.releaseReservation)
-    this.reservations[kind].push(reservation)
+    const made = this.reservations[kind]
+    let at = made.length
+    while (at > 0 && (made[at - 1]?.expiresAt ?? -Infinity) > expiresAt) at--
+    made.splice(at, 0, reservation)
     this.liveReservations[kind]++
     return reservation
   }

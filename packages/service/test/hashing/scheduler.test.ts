@@ -148,6 +148,20 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     assert.ok(h.scheduler.idleThread())
   })
 
+  it('stops counting a place at its expiry, whatever the order the places were made in', () => {
+    const h = harness(2, 1000, 100)
+    // A request held by pacing reserves after one that arrived later: its place expires first.
+    const later = h.scheduler.reserve('verify', Date.now() + 1000)
+    const held = h.scheduler.reserve('verify', Date.now() + 500)
+    assert.equal(h.scheduler.reserved('verify'), 2)
+    mock.timers.tick(501)
+    assert.equal(h.scheduler.reserved('verify'), 1, 'the held request\'s place is gone')
+    assert.ok(held.released)
+    mock.timers.tick(500)
+    assert.equal(h.scheduler.reserved('verify'), 0)
+    assert.ok(later.released)
+  })
+
   it('admits at once while the places held leave a thread free', () => {
     const h = harness(2, 1000, 100)
     const held = h.scheduler.reserve('verify', Date.now() + 1000)

@@ -59,14 +59,15 @@ class LabVirtualUser implements VirtualUser {
   failed = false
   retryAfterSeconds: number | null = null
 
-  constructor (readonly id: number, private readonly generator: LoadGenerator) {}
+  /** `ownConnection`: a closed model's user, on a keep-alive connection of its own; an open model's arrivals share the pool. */
+  constructor (readonly id: number, private readonly generator: LoadGenerator, private readonly ownConnection: boolean) {}
 
   unique (): string {
     return this.generator.unique()
   }
 
   async request (endpoint: string, request: LabRequest): Promise<LabResponse> {
-    const response = await this.generator.send(endpoint, request, this.intendedEpochMs ?? nowEpochMs())
+    const response = await this.generator.send(endpoint, request, this.intendedEpochMs ?? nowEpochMs(), this.ownConnection ? this.id : undefined)
     this.intendedEpochMs = null
     if (!response.ok) this.failed = true
     if (response.status === 503 && response.retryAfterSeconds !== null) this.retryAfterSeconds = response.retryAfterSeconds
@@ -139,10 +140,13 @@ export class LoadGenerator {
     }
   }
 
-  /** Sends one request of an iteration (never throws) and counts it, timed from `fromEpochMs`, in its second and segment. */
-  async send (endpoint: string, request: LabRequest, fromEpochMs: number): Promise<LabResponse> {
+  /**
+   * Sends one request of an iteration (never throws) and counts it, timed from `fromEpochMs`, in
+   * its second and segment; on `owner`'s own connection when there is one.
+   */
+  async send (endpoint: string, request: LabRequest, fromEpochMs: number, owner?: number): Promise<LabResponse> {
     this.inFlightRequests++
-    const response = await this.target.send(request).finally(() => { this.inFlightRequests-- })
+    const response = await this.target.send(request, owner).finally(() => { this.inFlightRequests-- })
     const endedAt = nowEpochMs()
     const outcome: RequestOutcome = { endpoint, status: response.status, failure: response.failure, retryAfter: response.retryAfterSeconds !== null, latencyMs: endedAt - fromEpochMs }
     this.second(endedAt).endpoints.get(endpoint).record(outcome)
@@ -198,7 +202,7 @@ export class LoadGenerator {
     const loops: Array<Promise<void>> = []
     const vuLoop = async (local: number): Promise<void> => {
       const id = local * shards + shard
-      const vu = this.closedVus.get(id) ?? new LabVirtualUser(id, this)
+      const vu = this.closedVus.get(id) ?? new LabVirtualUser(id, this, true)
       this.closedVus.set(id, vu)
       running.add(local)
       this.activeVus++
@@ -239,7 +243,7 @@ export class LoadGenerator {
         continue
       }
       segment.tally.recordSendLag(Math.max(0, nowEpochMs() - intended))
-      const vu = this.freeSlots.pop() ?? new LabVirtualUser((this.openSlots++) * shards + shard, this)
+      const vu = this.freeSlots.pop() ?? new LabVirtualUser((this.openSlots++) * shards + shard, this, false)
       const running = this.iterate(vu, intended, segment).finally(() => {
         inFlight.delete(running)
         this.freeSlots.push(vu)

@@ -30,6 +30,8 @@ fs.writeFileSync(scenarioFile, `export default {
 interface TestServer {
   url: string
   vus: Set<string>
+  /** The client ports each virtual user's requests came from. */
+  portsByVu: Map<string, Set<number>>
   requests: number
   /** Nothing is answered before this (epoch ms). */
   holdUntil: number
@@ -45,12 +47,14 @@ async function startServer (): Promise<TestServer> {
   const state: TestServer = {
     url: '',
     vus: new Set(),
+    portsByVu: new Map(),
     requests: 0,
     holdUntil: 0,
     stallAfterMs: null,
     firstRequestAt: 0,
     reset () {
       this.vus.clear()
+      this.portsByVu.clear()
       this.requests = 0
       this.holdUntil = 0
       this.stallAfterMs = null
@@ -61,7 +65,10 @@ async function startServer (): Promise<TestServer> {
   const server = http.createServer((req, res) => {
     const now = Date.now()
     state.requests++
-    state.vus.add(String(req.headers['x-vu']))
+    const vu = String(req.headers['x-vu'])
+    state.vus.add(vu)
+    const ports = state.portsByVu.get(vu) ?? new Set<number>()
+    state.portsByVu.set(vu, ports.add(req.socket.remotePort ?? 0))
     if (state.firstRequestAt === 0) state.firstRequestAt = now
     if (state.stallAfterMs !== null && now - state.firstRequestAt >= state.stallAfterMs) {
       state.stallAfterMs = null
@@ -126,6 +133,11 @@ describe('load generation', () => {
     assert.ok(inside.length >= 1 && inside.every((s) => s.vus === 4), `four VUs held inside the segment: ${JSON.stringify(seconds.map((s) => [s.t, s.vus]))}`)
     // 4 VUs with 20 ms think time: ~40 iterations each per second at most (generous bounds).
     assert.ok(segment.achieved > 20 && segment.achieved <= 4 * 2 * 50 + 4, `achieved ${segment.achieved}`)
+    // Each user on a keep-alive connection of its own, as a browser's or a k6 VU's: the service
+    // knows a client by its connection.
+    const ports = [...server.portsByVu.values()]
+    assert.deepEqual(ports.map((used) => used.size), [1, 1, 1, 1], `one connection per user: ${JSON.stringify(ports.map((used) => [...used]))}`)
+    assert.equal(new Set(ports.flatMap((used) => [...used])).size, 4, 'four connections, none shared')
   })
 
   it('open model: a stalled server shows in the latency of every arrival it delayed; a closed model hides it', async () => {

@@ -25,6 +25,13 @@
  * client's own key, and its neighbours' refusals do not hold it. Without this, one refused user
  * held every other user of the same address for a second: in the lab's `stress` scenario, whose
  * 5,000 users all come from one loopback address, every login that would be refused was held.
+ * And a new connection is held by its address a moment only (`maxNewConnectionHoldMs`, 200 ms),
+ * not the address's whole Retry-After: a user's login is the first request on its connection as
+ * often as a reconnecting client's retry is, and behind a carrier's NAT every user's first login
+ * waited a second for a neighbour's refusal (in the `stress` scenario, once each user had a
+ * connection of its own, the logins' 503s took 1 s at the median). A client that reconnects
+ * for each retry is still slowed to a few a second. A request with no connection of its own
+ * (through a trusted proxy) is paced by its address in full: that is its client's best name.
  *
  * Releases are spread: a hold lasts its time plus a random share of it (a quarter at most, by
  * default). Without the spread a crowd refused in one burst is released in one burst a
@@ -41,6 +48,8 @@ export interface PacerOptions {
   now: () => number
   /** Longest hold of one request, whatever Retry-After said (default 10 s). */
   maxHoldMs?: number
+  /** Longest hold of a connection the pacer has not seen for its address's refusals (default 200 ms; before the spread). */
+  maxNewConnectionHoldMs?: number
   /** Requests held at once; past it, refusals are answered at once (default 10,000). */
   maxHeld?: number
   /** Addresses and accounts remembered; past it, expired ones are forgotten, then the oldest (default 100,000). */
@@ -77,6 +86,7 @@ export interface AdmitOptions {
 export class RefusalPacer {
   private readonly now: () => number
   private readonly maxHoldMs: number
+  private readonly maxNewConnectionHoldMs: number
   private readonly maxHeld: number
   private readonly maxKeys: number
   private readonly releaseSpread: number
@@ -95,6 +105,7 @@ export class RefusalPacer {
   constructor (options: PacerOptions) {
     this.now = options.now
     this.maxHoldMs = options.maxHoldMs ?? 10_000
+    this.maxNewConnectionHoldMs = options.maxNewConnectionHoldMs ?? 200
     this.maxHeld = options.maxHeld ?? 10_000
     this.maxKeys = options.maxKeys ?? 100_000
     this.releaseSpread = options.releaseSpread ?? 0.25
@@ -110,10 +121,14 @@ export class RefusalPacer {
     const own = client.connection === undefined ? undefined : this.byConnection.get(client.connection)
     let notBefore = own ?? 0
     for (const key of client.keys) notBefore = Math.max(notBefore, this.byKey.get(key) ?? 0)
+    let dueMs = Math.max(0, notBefore - now)
     if (own === undefined) {
-      for (const key of client.sharedKeys ?? []) notBefore = Math.max(notBefore, this.byKey.get(key) ?? 0)
+      let sharedNotBefore = 0
+      for (const key of client.sharedKeys ?? []) sharedNotBefore = Math.max(sharedNotBefore, this.byKey.get(key) ?? 0)
+      const sharedDueMs = Math.max(0, sharedNotBefore - now)
+      dueMs = Math.max(dueMs, client.connection === undefined ? sharedDueMs : Math.min(sharedDueMs, this.maxNewConnectionHoldMs))
     }
-    return Math.min(this.maxHoldMs, Math.max(0, notBefore - now))
+    return Math.min(this.maxHoldMs, dueMs)
   }
 
   /** A refusal was answered: this client may come back in `retryAfterSeconds`. */

@@ -51,8 +51,8 @@ describe('refusal pacer (mock timers)', () => {
     assert.equal((await outcome(pacer, pacer.admit(refused, overloaded, () => { throw overloaded() }))).result, 'SERVICE_OVERLOADED')
     assert.equal(pacer.holdMs(refused), 2000, 'the refused client is paced by its own connection')
     assert.equal(pacer.holdMs(neighbour), 0, 'a neighbour on a connection of its own is not held by that refusal')
-    assert.equal(pacer.holdMs({ connection: {}, keys: [], sharedKeys: ['ip:office'] }), 2000, 'a new connection from that address is (a client that reconnects each time)')
-    assert.equal(pacer.holdMs({ keys: [], sharedKeys: ['ip:office'] }), 2000, 'and so is a request with no connection of its own (through a proxy)')
+    assert.equal(pacer.holdMs({ connection: {}, keys: [], sharedKeys: ['ip:office'] }), 200, 'a new connection from that address is, a moment (a client that reconnects each time, or a neighbour\'s first request)')
+    assert.equal(pacer.holdMs({ keys: [], sharedKeys: ['ip:office'] }), 2000, 'a request with no connection of its own (through a proxy): its whole Retry-After')
     assert.equal(pacer.holdMs({ connection: neighbour.connection, keys: ['account:x'], sharedKeys: ['ip:office'] }), 0)
     // The neighbour, straight back to be refused, is refused at once, not held; then it is paced by its own refusal.
     const back = await outcome(pacer, pacer.admit(neighbour, overloaded, () => { throw overloaded() }))
@@ -227,7 +227,7 @@ async function refusingService (t: TestContext, config: Record<string, unknown> 
 }
 
 describe('paced refusals through the service (real sockets, one busy hash thread)', () => {
-  it('holds a client that retries a 503 at once, and answers a new client at once', async (t) => {
+  it('holds a client that retries a 503 at once, one that reconnects to retry a moment, and answers a new client at once', async (t) => {
     // One thread and room for one waiting request, both taken for the whole test: every login is
     // refused. The running blocker is bcrypt cost 16, 64 cost-10 verifies (seconds on any machine),
     // so the thread is still busy when the early retry's hold ends (at most 1.25 s); a cost-14 one
@@ -243,28 +243,38 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     const queued = service.engine.verify('blocker', stored).then(() => 'verified', (err: unknown) => (isTollboothError(err) ? err.code : String(err)))
     assert.deepEqual([service.engine.stats().running, service.engine.stats().queued], [1, 1])
 
-    const login = async (from: string): Promise<{ status: number, code: string, retryAfter: number, ms: number }> => {
+    // A keep-alive client: one connection, kept; a client that reconnects: a new one each time.
+    const keepAlive = new Agent({ localAddress: '127.0.0.21', connections: 1 })
+    t.after(async () => { await keepAlive.close() })
+    const login = async (from: string, dispatcher?: Agent): Promise<{ status: number, code: string, retryAfter: number, ms: number }> => {
+      const fresh = dispatcher === undefined ? new Agent({ localAddress: from }) : undefined
       const sent = performance.now()
-      const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password }, from })
+      const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password }, dispatcher: dispatcher ?? fresh })
+      await fresh?.close()
       return { status: response.status, code: String(response.body?.error?.code), retryAfter: Number(response.headers.get('retry-after')), ms: performance.now() - sent }
     }
-    const first = await login('127.0.0.21')
+    const first = await login('127.0.0.21', keepAlive)
     assert.equal(first.status, 503)
     assert.ok(first.retryAfter >= 1)
     assert.ok(first.ms < 500, `the first refusal is answered at once (${first.ms.toFixed(0)} ms)`)
-    // The same client, straight back: held until its Retry-After.
-    const early = await login('127.0.0.21')
+    // The same client, straight back on its connection: held until its Retry-After.
+    const early = await login('127.0.0.21', keepAlive)
     assert.equal(early.status, 503)
     // Held until its Retry-After, but never more than half the 2 s login deadline.
     const expectedHoldMs = Math.min(first.retryAfter * 1000, service.config.loginDeadlineMs / 2)
     assert.ok(early.ms >= expectedHoldMs - 100, `held ${early.ms.toFixed(0)} ms for a Retry-After of ${first.retryAfter} s (${early.code}, first ${first.code})`)
+    // From the same address on a new connection (a client that reconnects to retry, or a
+    // neighbour's first request): held a moment (200 ms and a spread), not the whole Retry-After.
+    const reconnected = await login('127.0.0.21')
+    assert.equal(reconnected.status, 503)
+    assert.ok(reconnected.ms >= 150 && reconnected.ms < expectedHoldMs - 100, `a new connection from the address held ${reconnected.ms.toFixed(0)} ms`)
     // Another client is not held by the first one's refusals.
     const other = await login('127.0.0.22')
     assert.equal(other.status, 503)
     assert.ok(other.ms < 500, `another client's first refusal took ${other.ms.toFixed(0)} ms`)
-    t.diagnostic(`first ${first.ms.toFixed(0)} ms, early retry held ${early.ms.toFixed(0)} ms, other client ${other.ms.toFixed(0)} ms`)
+    t.diagnostic(`first ${first.ms.toFixed(0)} ms, early retry held ${early.ms.toFixed(0)} ms, reconnected ${reconnected.ms.toFixed(0)} ms, other client ${other.ms.toFixed(0)} ms`)
     const metrics = (await request(service, 'GET', '/metrics')).body as string
-    assert.match(metrics, /^tollbooth_refusals_held_total 1$/m)
+    assert.match(metrics, /^tollbooth_refusals_held_total 2$/m)
     assert.match(metrics, /^tollbooth_refusals_held 0$/m)
     assert.deepEqual([service.engine.stats().running, service.engine.stats().queued], [1, 1], 'the blockers still held the thread and the queue at the end')
     await service.close()

@@ -85,13 +85,17 @@ const ewmaWeight = 0.2
 export function nextMeanRunMs (meanRunMs: number, runMs: number): number {
   return meanRunMs === 0 ? runMs : meanRunMs + ewmaWeight * (runMs - meanRunMs)
 }
-/** Weight of the newest measured/predicted wait ratio in the calibration: ~the last 20 matter. */
+/** Weight of the newest measured/predicted wait ratio in its running mean: ~the last 20 matter. */
 const calibrationWeight = 0.1
+/** Weight of the newest deviation from that mean in the running mean deviation (Jacobson's RTT estimator uses 1/4). */
+const calibrationDeviationWeight = 0.25
+/** The calibration is the mean ratio plus this many mean deviations: most requests wait no longer than it says. */
+const calibrationDeviations = 2
 /** The calibration never scales the model by more than this (nor below 1). */
 const calibrationBound = 4
 /**
  * How far toward 1 a calibration moves for each request that leaves the queue with a prediction
- * under a run (which teaches nothing). Without it, a high calibration, which admits only requests
+ * and a wait both under a run (which teach nothing). Without it, a high calibration, which admits only requests
  * predicted to start sooner than the deadline over it, would never hear that the machine is quick
  * again: with hashes of over a fifth of the deadline, every admitted prediction is under a run and
  * it stuck at its bound. Under a crowd nearly every prediction is a run or more, and the fading
@@ -200,9 +204,13 @@ export class HashScheduler<T extends Ticket> {
    * nothing. One per kind: registrations overtaken by a stream of logins wait a multiple of
    * what the queue showed when they came (in the DevNest mix, one admitted registration in ten
    * waited its whole 5 s for a 503), and that lesson is theirs; a shared one would lengthen
-   * every login's expected wait with it, and a login is never overtaken.
+   * every login's expected wait with it, and a login is never overtaken. Not the mean ratio
+   * alone (`learnWait`): in the `stress` scenario, where the hash threads get what a crowd of
+   * cheap requests leaves of the cores, one admitted login in six expired with it.
    */
   readonly waitCalibration: Record<HashTaskKind, number> = { verify: 1, hash: 1 }
+  /** The running mean of measured/predicted wait ratios by kind (never below 1), and their running mean deviation. */
+  private readonly waitRatio: Record<HashTaskKind, { mean: number, deviation: number }> = { verify: { mean: 1, deviation: 0 }, hash: { mean: 1, deviation: 0 } }
 
   constructor (options: SchedulerOptions) {
     this.threads = options.threads
@@ -385,23 +393,31 @@ export class HashScheduler<T extends Ticket> {
   }
 
   /**
-   * Updates the calibration with what a ticket leaving the queue really waited. Predictions
-   * under one run are mostly the noise of a thread about to free; they teach nothing, and the
-   * calibration fades a little toward 1 (`calibrationFadeWeight`).
+   * Updates the calibration with what a ticket leaving the queue really waited. A prediction
+   * under one run whose wait was under one run too is mostly the noise of a thread about to
+   * free: it teaches nothing, and the calibration fades a little toward 1
+   * (`calibrationFadeWeight`). The calibration is the running mean of the ratios plus two running
+   * mean deviations (Jacobson's estimator of a round trip's timeout): a noisy machine, where some
+   * requests wait twice what others do, is read by its bad cases, not its average ones.
    */
   private learnWait (ticket: T, now: number): void {
     const predicted = ticket.predictedWaitMs
     if (predicted === undefined || this.meanRunMs === 0) return
-    if (predicted < this.meanRunMs) {
-      const calibration = this.waitCalibration[ticket.kind]
-      this.waitCalibration[ticket.kind] = calibration - calibrationFadeWeight * (calibration - 1)
-      return
+    const learnt = this.waitRatio[ticket.kind]
+    const waitedMs = now - ticket.enqueuedAt
+    if (predicted < this.meanRunMs && waitedMs <= this.meanRunMs) {
+      learnt.mean -= calibrationFadeWeight * (learnt.mean - 1)
+      learnt.deviation -= calibrationFadeWeight * learnt.deviation
+    } else {
+      // A short prediction that waited longer than a run (an expiry, on a starved machine) is a
+      // lesson, measured against one run: the noise of a thread about to free is smaller than that.
+      const ratio = Math.min(calibrationBound, waitedMs / Math.max(predicted, this.meanRunMs))
+      learnt.deviation += calibrationDeviationWeight * (Math.abs(ratio - learnt.mean) - learnt.deviation)
+      // Never below the model: requests ahead that left early (expired, cancelled, evicted) make
+      // later ones wait less than predicted, and learning that would admit more, then expire more.
+      learnt.mean = Math.max(1, learnt.mean + calibrationWeight * (ratio - learnt.mean))
     }
-    const ratio = Math.min(calibrationBound, (now - ticket.enqueuedAt) / predicted)
-    // Never below the model: requests ahead that left early (expired, cancelled, evicted) make
-    // later ones wait less than predicted, and learning that would admit more, then expire more.
-    const calibration = this.waitCalibration[ticket.kind]
-    this.waitCalibration[ticket.kind] = Math.max(1, calibration + calibrationWeight * (ratio - calibration))
+    this.waitCalibration[ticket.kind] = Math.min(calibrationBound, learnt.mean + calibrationDeviations * learnt.deviation)
   }
 
   private clearTimer (ticket: T): void {

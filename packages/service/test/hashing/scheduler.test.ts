@@ -341,6 +341,39 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     assert.equal(h.scheduler.refusal('verify', 'late', Date.now() + 2000), undefined)
   })
 
+  it('keeps a high calibration while admitted requests still wait longer than a run, short predictions or not', () => {
+    // Hashes of 1 s, a 2 s deadline, and the starved hand-over goes on: only logins predicted to
+    // start within a quarter of a run are admitted, and each waits seconds, then expires.
+    const h = harness(1, 100, 1000)
+    let running = starvedHandOver(h, { queued: 40, runs: 40, runMs: 1000, handOverMs: 4000 })
+    assert.ok(h.scheduler.waitCalibration.verify > 3)
+    h.scheduler.drain()
+    for (let i = 0; i < 60; i++) {
+      h.submit(`login-${i}`, 'verify', `c-${i}`, 2000)
+      mock.timers.tick(4000)
+      for (const ticket of running) h.scheduler.finish(ticket, 1000, true)
+      running = h.scheduler.dispatch()
+    }
+    assert.ok(h.scheduler.waitCalibration.verify > 3, `calibration ${h.scheduler.waitCalibration.verify.toFixed(2)} while the machine is still starved`)
+  })
+
+  it('reads a noisy machine by its bad cases: requests waiting one to three times the model raise the calibration past their mean', () => {
+    const h = harness(1, 100, 100)
+    let running = [h.submit('first', 'verify', 'a').ticket]
+    h.dispatch()
+    for (let i = 0; i < 2; i++) h.submit(`q-${i}`, 'verify', 'a')
+    // Two requests queued, one more a run: the hand-over is prompt for four runs, then three
+    // times late for four, so some requests wait their prediction and others three times it.
+    for (let i = 0; i < 80; i++) {
+      h.submit(`more-${i}`, 'verify', 'a')
+      mock.timers.tick(Math.floor(i / 4) % 2 === 0 ? 100 : 300)
+      for (const ticket of running) h.scheduler.finish(ticket, 100, true)
+      running = h.scheduler.dispatch()
+    }
+    // The mean of the ratios alone reads 2.12 here.
+    assert.ok(h.scheduler.waitCalibration.verify > 2.8, `calibration ${h.scheduler.waitCalibration.verify.toFixed(2)}, over the mean of the ratios`)
+  })
+
   it('drains on shutdown and clears every timer', () => {
     const h = harness(1, 10, 10)
     h.submit('busy', 'verify', 'a')

@@ -80,8 +80,16 @@ interface Counted {
   released: boolean
 }
 
-/** A request that announces a body (a length above 0, or chunks). */
+/** Methods whose body Fastify never reads (its `bodyless` methods, handle-request.js): their handlers run without it. */
+const bodylessMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'TRACE'])
+
+/**
+ * A request that announces a body (a length above 0, or chunks) Fastify will wait for. A GET
+ * announcing one is served without it: set aside while an `onRequest` hook waited on the
+ * database (a session check), such GETs would pass the cap before `serving` counted them again.
+ */
 function mayHaveBody (request: http.IncomingMessage): boolean {
+  if (bodylessMethods.has(request.method ?? '')) return false
   const length = request.headers['content-length']
   return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined
 }

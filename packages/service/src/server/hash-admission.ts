@@ -77,7 +77,8 @@ export async function pacedHashAdmission (
   )
   // Admitted: a place from now until its hash is submitted. Admitted once (the hook, before the
   // body) and checked again (the route, on the account's key), a request holds one place.
-  if ((request.hashReservation ?? undefined) === undefined) holdPlace(request, reply, engine.reserve(kind, options))
+  // One given back because its body came late (`holdPlace`) is taken again now the body is here.
+  if (request.hashReservation === null || request.hashReservation.released) holdPlace(request, reply, engine.reserve(kind, options))
 }
 
 /** The onRequest hook: paced hash admission by connection and address, before the body is read. */

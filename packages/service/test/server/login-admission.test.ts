@@ -134,6 +134,36 @@ describe('a login\'s hash is due before its answer', () => {
   })
 })
 
+/**
+ * `count` logins with unknown emails sent at once on connections opened first: each login's
+ * headers, then its body `bodyDelayMs` later (0: together). Returns their statuses and how many
+ * user lookups the service made meanwhile.
+ */
+async function burstOfLogins (service: TestService, count: number, bodyDelayMs: number): Promise<{ statuses: number[], lookups: number }> {
+  const connections = Array.from({ length: count }, () => rawConnection(service.url))
+  await Promise.all(connections.map(async (connection) => { await once(connection.socket, 'connect') }))
+  const accepted = async (): Promise<number> => await new Promise((resolve, reject) => { service.app.server.getConnections((err, open) => { if (err === null) resolve(open); else reject(err) }) })
+  await waitFor('the service to hold every connection', async () => await accepted() >= count)
+  const bodies = connections.map(() => JSON.stringify({ email: uniqueEmail('burst'), password: 'not a password at all' }))
+  const watch = watchQueries(service.db.pool)
+  try {
+    const heads = bodies.map((body) => `POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`)
+    if (bodyDelayMs === 0) {
+      connections.forEach((connection, i) => { connection.socket.write(`${heads[i] ?? ''}${bodies[i] ?? ''}`) })
+    } else {
+      connections.forEach((connection, i) => { connection.socket.write(heads[i] ?? '') })
+      await new Promise((resolve) => setTimeout(resolve, bodyDelayMs))
+      connections.forEach((connection, i) => { connection.socket.write(bodies[i] ?? '') })
+    }
+    await waitFor('every login answered', () => connections.every((connection) => parseResponses(connection.received()).length === 1))
+    const statuses = connections.map((connection) => parseResponses(connection.received())[0]?.status ?? 0)
+    return { statuses, lookups: watch.texts.filter(isUserLookup).length }
+  } finally {
+    watch.stop()
+    for (const connection of connections) connection.socket.destroy()
+  }
+}
+
 describe('a burst of logins on an idle queue', () => {
   let service: TestService
   before(async () => {
@@ -145,24 +175,7 @@ describe('a burst of logins on an idle queue', () => {
   it('is not admitted whole: the logins admitted and not yet queued count as waiting, so the excess is refused before its lookup', async () => {
     // 120 connections opened first, then a login written on each in one go: the service (in
     // this process) reads them all in one turn of its loop, as a crowd arriving together.
-    const connections = Array.from({ length: 120 }, () => rawConnection(service.url))
-    await Promise.all(connections.map(async (connection) => { await once(connection.socket, 'connect') }))
-    const accepted = async (): Promise<number> => await new Promise((resolve, reject) => { service.app.server.getConnections((err, count) => { if (err === null) resolve(count); else reject(err) }) })
-    await waitFor('the service to hold every connection', async () => await accepted() >= 120)
-    const watch = watchQueries(service.db.pool)
-    let statuses: number[]
-    try {
-      for (const connection of connections) {
-        const body = JSON.stringify({ email: uniqueEmail('burst'), password: 'not a password at all' })
-        connection.socket.write(`POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
-      }
-      await waitFor('every login answered', () => connections.every((connection) => parseResponses(connection.received()).length === 1))
-      statuses = connections.map((connection) => parseResponses(connection.received())[0]?.status ?? 0)
-    } finally {
-      watch.stop()
-      for (const connection of connections) connection.socket.destroy()
-    }
-    const lookups = watch.texts.filter(isUserLookup).length
+    const { statuses, lookups } = await burstOfLogins(service, 120, 0)
     const answered = statuses.filter((status) => status === 401).length
     assert.equal(answered + statuses.filter((status) => status === 503).length, 120, JSON.stringify(statuses))
     assert.ok(answered >= 1, 'some were served')
@@ -170,6 +183,16 @@ describe('a burst of logins on an idle queue', () => {
     // saw the queue empty, was admitted and looked up before the queue refused it.
     assert.ok(lookups <= 50, `${lookups} lookups for ${answered} logins answered`)
     assert.equal(service.engine.stats().queued, 0)
+  })
+
+  it('takes a place again for a login whose body came late: a burst of bodies after their headers is not admitted whole either', async () => {
+    // As above, but each login's headers go first and its body 30 ms later (as a client that
+    // sends Expect: 100-continue does): the places given back for the late bodies are taken again
+    // at the route, so the excess is still refused before its lookup (120 lookups without).
+    const { statuses, lookups } = await burstOfLogins(service, 120, 30)
+    const answered = statuses.filter((status) => status === 401).length
+    assert.equal(answered + statuses.filter((status) => status === 503).length, 120, JSON.stringify(statuses))
+    assert.ok(lookups <= 50, `${lookups} lookups for ${answered} logins answered`)
   })
 
   it('holds no place for a login whose body does not come: headers alone cannot refuse the others', async () => {

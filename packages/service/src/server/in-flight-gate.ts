@@ -84,12 +84,14 @@ interface Counted {
 const bodylessMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'TRACE'])
 
 /**
- * A request that announces a body (a length above 0, or chunks) Fastify will wait for. A GET
- * announcing one is served without it: set aside while an `onRequest` hook waited on the
- * database (a session check), such GETs would pass the cap before `serving` counted them again.
+ * A request that announces a body (a length above 0, or chunks) Fastify will wait for: never a
+ * GET's, HEAD's or TRACE's, and only with a Content-Type (without one, Fastify runs a DELETE's or
+ * an OPTIONS' handler without the body and refuses a POST's 415 at once; handle-request.js).
+ * One served without its body, set aside while an `onRequest` hook waited on the database (a
+ * session check), would pass the cap before `serving` counted it again.
  */
 function mayHaveBody (request: http.IncomingMessage): boolean {
-  if (bodylessMethods.has(request.method ?? '')) return false
+  if (bodylessMethods.has(request.method ?? '') || request.headers['content-type'] === undefined) return false
   const length = request.headers['content-length']
   return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined
 }

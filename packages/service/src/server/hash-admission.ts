@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import type { HashRequestOptions, HashReservation, HashTaskKind, PasswordEngine } from '../hashing/index.js'
 import type { ClientKeys, RefusalPacer } from './pacing.js'
+import { isFirstOnConnection } from './first-request.js'
 import { clientGoneSignal, hashDeadlineAt, requestReceivedAt } from './request-context.js'
 import { whenBodyLate } from './late-body.js'
 import { whenAnswerCloses } from './socket-close.js'
@@ -20,14 +21,14 @@ export interface HashAdmissionOptions {
 }
 
 /**
- * The keys a client is paced by before its body is read: its connection and its address (shared,
- * pacing.ts). A request that came through a trusted proxy (its address read from
- * X-Forwarded-For) is not on a connection of its own: the proxy's connections carry many clients.
+ * The keys a client is paced by: its connection, and `keys` it may share with others (pacing.ts),
+ * by default its address, the only one known before its body is read. A request that came
+ * through a trusted proxy (its address read from X-Forwarded-For) is not on a connection of its
+ * own: the proxy's connections carry many clients.
  */
-export function connectionKeys (request: FastifyRequest): ClientKeys {
-  const sharedKeys = [`ip:${request.ip}`]
+export function connectionKeys (request: FastifyRequest, keys: readonly string[] = [`ip:${request.ip}`]): ClientKeys {
   const socket = request.raw.socket
-  return request.ip === socket.remoteAddress ? { connection: socket, keys: [], sharedKeys } : { keys: [], sharedKeys }
+  return request.ip === socket.remoteAddress ? { connection: socket, firstOnConnection: isFirstOnConnection(request.raw), keys } : { keys }
 }
 
 /**

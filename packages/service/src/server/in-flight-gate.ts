@@ -36,6 +36,7 @@
  */
 import http from 'node:http'
 import type { FastifyServerFactory } from 'fastify'
+import { noteRequest } from './first-request.js'
 import { whenBodyLate } from './late-body.js'
 import { whenAnswerCloses } from './socket-close.js'
 
@@ -215,15 +216,19 @@ interface FilledServerOptions {
 
 /**
  * Fastify's `serverFactory`: the HTTP/1 server Fastify makes itself (lib/server.js,
- * getServerInstance), with `gate`, when there is one, in front of Fastify's handler. Fastify
- * leaves its server settings to a factory; they are set here as Fastify sets them, and a test
- * compares the two servers.
+ * getServerInstance), with `gate`, when there is one, in front of Fastify's handler, and each
+ * request noted for its connection (first-request.ts). Fastify leaves its server settings to a
+ * factory; they are set here as Fastify sets them, and a test compares the two servers.
  */
 export function gatedServerFactory (gate: InFlightGate | undefined): FastifyServerFactory {
   return (handler, options) => {
     const filled = options as unknown as FilledServerOptions
     if (filled.https || filled.http2) throw new TypeError('the in-flight gate makes a plain HTTP/1 server: tollbooth speaks plain HTTP (TLS goes in front of it)')
-    const server = http.createServer(filled.http ?? {}, gate === undefined ? handler : gate.guard(handler))
+    const serve = gate === undefined ? handler : gate.guard(handler)
+    const server = http.createServer(filled.http ?? {}, (request, response) => {
+      noteRequest(request)
+      serve(request, response)
+    })
     server.keepAliveTimeout = filled.keepAliveTimeout
     server.requestTimeout = filled.requestTimeout
     server.setTimeout(filled.connectionTimeout)

@@ -19,19 +19,23 @@
  * `Retry-After`, is never held by its own refusal.
  *
  * An address is shared: every user behind one NAT, an office, a mobile carrier's gateway, has
- * it. So the address paces only a request whose connection the pacer has not seen yet (a client
- * that opens a new connection each time) or that has no connection of its own (it came through
- * a proxy, whose connections carry many clients); a connection the pacer has seen is its
- * client's own key, and its neighbours' refusals do not hold it. Without this, one refused user
- * held every other user of the same address for a second: in the lab's `stress` scenario, whose
- * 5,000 users all come from one loopback address, every login that would be refused was held.
- * And a new connection is held by its address a moment only (`maxNewConnectionHoldMs`, 200 ms),
- * not the address's whole Retry-After: a user's login is the first request on its connection as
- * often as a reconnecting client's retry is, and behind a carrier's NAT every user's first login
- * waited a second for a neighbour's refusal (in the `stress` scenario, once each user had a
- * connection of its own, the logins' 503s took 1 s at the median). A client that reconnects
- * for each retry is still slowed to a few a second. A request with no connection of its own
- * (through a trusted proxy) is paced by its address in full: that is its client's best name.
+ * it; an account may be too (a family's, a team's, a load test's). So these shared keys pace
+ * only a request that is the first on its connection (a client that opens a new connection each
+ * time) or that has no connection of its own (it came through a proxy, whose connections carry
+ * many clients). From its second request on, whatever the routes of the requests before it
+ * (first-request.ts), a connection is its client's own key: the pacer knows from it whether that
+ * client waits out its `Retry-After`, and its neighbours' refusals do not hold it. Without this,
+ * one refused user held every other user of the same address for a second: in the lab's
+ * `stress` scenario, whose 5,000 users all come from one loopback address, every login that
+ * would be refused was held. (And while "new" meant new to the pacer, which sees only the
+ * hashed routes, a user's first login after dozens of reads on its connection was still held as
+ * a stranger's: the logins' 503s there took 230 ms at the median, the cheap routes' 6 ms.)
+ * A new connection is held by its shared keys a moment only (`maxNewConnectionHoldMs`, 200 ms),
+ * not their whole Retry-After: a user's login is the first request on its connection as often as
+ * a reconnecting client's retry is, and behind a carrier's NAT every user's first login waited a
+ * second for a neighbour's refusal. A client that reconnects for each retry is still slowed to a
+ * few a second. A request with no connection of its own (through a trusted proxy) is paced by
+ * its shared keys in full: they are its client's best names.
  *
  * Releases are spread: a hold lasts its time plus a random share of it (a quarter at most, by
  * default). Without the spread a crowd refused in one burst is released in one burst a
@@ -60,17 +64,22 @@ export interface PacerOptions {
   random?: () => number
 }
 
-/** Who asks: its own connection (any object, kept weakly), its own keys and the keys it shares with others. */
+/** Who asks: its own connection (any object, kept weakly) and the keys it may share with others. */
 export interface ClientKeys {
   /** The client's own connection; absent when it is not the client's own (a proxy's). */
   connection?: object | undefined
-  /** Keys that are this client's alone, whatever its connection: `account:…` of a login. */
-  keys: readonly string[]
   /**
-   * Keys every client behind the same address shares (`ip:…`): they pace a request whose
-   * connection the pacer has not seen yet, or that has no connection of its own.
+   * Whether this request is the first on its connection (first-request.ts): from its second
+   * request on, the connection is its client's own key. Absent: first until the pacer has seen
+   * the connection.
    */
-  sharedKeys?: readonly string[]
+  firstOnConnection?: boolean
+  /**
+   * Keys other clients may share: the address (`ip:…`), a login's account (`account:…`). They
+   * pace a request that is the first on its connection (at most `maxNewConnectionHoldMs`), or
+   * that has no connection of its own (in full).
+   */
+  keys: readonly string[]
 }
 
 export interface AdmitOptions {
@@ -93,7 +102,7 @@ export class RefusalPacer {
   private readonly random: () => number
   /**
    * Connections that have had a request through the pacer, each with its not-before time (0 when
-   * it was never refused): a connection in here is its client's own key.
+   * it was never refused).
    */
   private readonly byConnection = new WeakMap<object, number>()
   /** Key -> not-before time; insertion order is update order (a key is re-inserted on update). */
@@ -119,12 +128,10 @@ export class RefusalPacer {
   holdMs (client: ClientKeys): number {
     const now = this.now()
     const own = client.connection === undefined ? undefined : this.byConnection.get(client.connection)
-    let notBefore = own ?? 0
-    for (const key of client.keys) notBefore = Math.max(notBefore, this.byKey.get(key) ?? 0)
-    let dueMs = Math.max(0, notBefore - now)
-    if (own === undefined) {
+    let dueMs = Math.max(0, (own ?? 0) - now)
+    if (client.connection === undefined || (client.firstOnConnection ?? own === undefined)) {
       let sharedNotBefore = 0
-      for (const key of client.sharedKeys ?? []) sharedNotBefore = Math.max(sharedNotBefore, this.byKey.get(key) ?? 0)
+      for (const key of client.keys) sharedNotBefore = Math.max(sharedNotBefore, this.byKey.get(key) ?? 0)
       const sharedDueMs = Math.max(0, sharedNotBefore - now)
       dueMs = Math.max(dueMs, client.connection === undefined ? sharedDueMs : Math.min(sharedDueMs, this.maxNewConnectionHoldMs))
     }
@@ -135,11 +142,9 @@ export class RefusalPacer {
   noteRefusal (client: ClientKeys, retryAfterSeconds: number): void {
     const notBefore = this.now() + retryAfterSeconds * 1000
     if (client.connection !== undefined) this.byConnection.set(client.connection, notBefore)
-    for (const keys of [client.keys, client.sharedKeys ?? []]) {
-      for (const key of keys) {
-        this.byKey.delete(key)
-        this.byKey.set(key, notBefore)
-      }
+    for (const key of client.keys) {
+      this.byKey.delete(key)
+      this.byKey.set(key, notBefore)
     }
     if (this.byKey.size > this.maxKeys) this.forget()
   }

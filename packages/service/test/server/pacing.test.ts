@@ -44,21 +44,32 @@ describe('refusal pacer (mock timers)', () => {
 
   it('paces by a shared address only a connection it has not seen, or a request with no connection of its own (a NAT, a proxy)', async () => {
     const pacer = pacerAt()
-    const neighbour = { connection: {}, keys: [], sharedKeys: ['ip:office'] }
+    const neighbour = { connection: {}, keys: ['ip:office'] }
     // A neighbour behind the same address, whose connection has had a request admitted before.
     assert.equal((await outcome(pacer, pacer.admit(neighbour, () => undefined, () => {}))).result, 'admitted')
-    const refused = { connection: {}, keys: [], sharedKeys: ['ip:office'] }
+    const refused = { connection: {}, keys: ['ip:office'] }
     assert.equal((await outcome(pacer, pacer.admit(refused, overloaded, () => { throw overloaded() }))).result, 'SERVICE_OVERLOADED')
     assert.equal(pacer.holdMs(refused), 2000, 'the refused client is paced by its own connection')
     assert.equal(pacer.holdMs(neighbour), 0, 'a neighbour on a connection of its own is not held by that refusal')
-    assert.equal(pacer.holdMs({ connection: {}, keys: [], sharedKeys: ['ip:office'] }), 200, 'a new connection from that address is, a moment (a client that reconnects each time, or a neighbour\'s first request)')
-    assert.equal(pacer.holdMs({ keys: [], sharedKeys: ['ip:office'] }), 2000, 'a request with no connection of its own (through a proxy): its whole Retry-After')
-    assert.equal(pacer.holdMs({ connection: neighbour.connection, keys: ['account:x'], sharedKeys: ['ip:office'] }), 0)
+    assert.equal(pacer.holdMs({ connection: {}, keys: ['ip:office'] }), 200, 'a new connection from that address is, a moment (a client that reconnects each time, or a neighbour\'s first request)')
+    assert.equal(pacer.holdMs({ keys: ['ip:office'] }), 2000, 'a request with no connection of its own (through a proxy): its whole Retry-After')
+    assert.equal(pacer.holdMs({ connection: neighbour.connection, keys: ['account:x', 'ip:office'] }), 0)
     // The neighbour, straight back to be refused, is refused at once, not held; then it is paced by its own refusal.
     const back = await outcome(pacer, pacer.admit(neighbour, overloaded, () => { throw overloaded() }))
     assert.deepEqual(back, { result: 'SERVICE_OVERLOADED', heldNow: 0 })
     assert.equal(pacer.heldTotal, 0)
     assert.equal(pacer.holdMs(neighbour), 2000)
+  })
+
+  it('reads a connection as new by its requests, not by what the pacer saw, and paces by a shared account as by an address', () => {
+    const pacer = pacerAt()
+    // Another user of the account (a family's, a load test's) was refused.
+    pacer.noteRefusal({ connection: {}, keys: ['account:family'] }, 2)
+    // A user whose connection served reads before (never through the pacer): not held by it.
+    assert.equal(pacer.holdMs({ connection: {}, firstOnConnection: false, keys: ['account:family', 'ip:home'] }), 0)
+    // Its connection's first request, a moment; through a proxy, in full.
+    assert.equal(pacer.holdMs({ connection: {}, firstOnConnection: true, keys: ['account:family'] }), 200)
+    assert.equal(pacer.holdMs({ keys: ['account:family'] }), 2000)
   })
 
   it('holds a client that is back early until its Retry-After, then checks again: admitted if there is room', async () => {
@@ -306,6 +317,28 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     const expectedHoldMs = Math.min(aliceFirst.retryAfter * 1000, service.config.loginDeadlineMs / 2)
     assert.ok(aliceEarly.ms >= expectedHoldMs - 100, `Alice, back early, held ${aliceEarly.ms.toFixed(0)} ms`)
     t.diagnostic(`Bob back ${bobBack.ms.toFixed(0)} ms, Alice back early ${aliceEarly.ms.toFixed(0)} ms`)
+    await finish()
+  })
+
+  it('does not hold a user\'s first login for its address\'s refusals when its connection served other routes before', async (t) => {
+    const { service, login, finish } = await refusingService(t)
+    const office = '127.0.0.24'
+    const reader = new Agent({ localAddress: office, connections: 1 })
+    t.after(async () => { await reader.close() })
+    // A user who reads on a keep-alive connection; the pacer has never seen it (only hashed routes go through it).
+    const read = await request(service, 'GET', '/api/v1/posts', { dispatcher: reader })
+    assert.equal(read.status, 200)
+    // A neighbour on a new connection from the same address is refused: the address is noted.
+    const neighbour = new Agent({ localAddress: office })
+    assert.equal((await login(neighbour)).status, 503)
+    await neighbour.close()
+    // The reader's first login: refused, at once. Its connection is not new, so the address's
+    // refusal is not its own (held 200 to 250 ms as a stranger's while "new" meant new to the pacer).
+    const first = await login(reader)
+    assert.equal(first.status, 503)
+    const metrics = (await request(service, 'GET', '/metrics')).body as string
+    assert.match(metrics, /^tollbooth_refusals_held_total 0$/m, `held (${first.ms.toFixed(0)} ms)`)
+    t.diagnostic(`the reader's first login refused in ${first.ms.toFixed(0)} ms`)
     await finish()
   })
 

@@ -8,7 +8,7 @@ import type { AccessTokens } from '../tokens.js'
 import type { SessionCheck } from '../session-check.js'
 import type { PasswordEngine } from '../../hashing/types.js'
 import type { RefusalPacer } from '../pacing.js'
-import { hashAdmission, pacedHashAdmission } from '../hash-admission.js'
+import { connectionKeys, hashAdmission, pacedHashAdmission } from '../hash-admission.js'
 
 export interface AuthRoutesOptions {
   auth: AuthService
@@ -67,10 +67,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
-    // The account is a pacing key too (clients that change connection and address): known
-    // only now the body is parsed, so it holds only refusals noted here.
-    const account = { keys: [`account:${normaliseEmail(request.body.email)}`] }
-    await pacedHashAdmission(loginAdmission, account, request, reply)
+    // The account is a pacing key too (clients that change connection and address), shared like
+    // the address (pacing.ts): known only now the body is parsed, so it holds only refusals noted here.
+    await pacedHashAdmission(loginAdmission, connectionKeys(request, [`account:${normaliseEmail(request.body.email)}`]), request, reply)
     return await auth.login(request.body, requestContext(request, reply))
   })
 

@@ -26,9 +26,11 @@
  * count until it has (late-body.ts): it holds a connection, not a place. Counted from its
  * request line alone, a client that sent headers and then its body slowly, or never, kept its
  * place until the request timeout, and as many such connections as the cap (128) refused every
- * capped route for that long. It is counted again (past the cap, if need be: it is admitted)
- * when Fastify starts serving it (`serving`, from a `preValidation` hook): its body read and
- * parsed, or never read at all. Fastify runs a GET's handler without reading a body its headers
+ * capped route for that long. It is counted again when Fastify starts serving it (`serving`, from
+ * a `preValidation` hook): its body read and parsed, or never read at all. If the cap is full by
+ * then, it is refused there, as it would have been had it come then: counted again past the cap,
+ * a crowd of clients that each sent their headers and then their body a few milliseconds later
+ * would all have been served at once, however many (a review's finding). Fastify runs a GET's handler without reading a body its headers
  * announce: set aside until a body that never comes, such a request would be served uncounted,
  * and a crowd of them would pass the cap.
  *
@@ -129,14 +131,20 @@ export class InFlightGate {
 
   /**
    * Fastify has started serving `request` (its body read and parsed, or not read at all): a
-   * request set aside for its body is counted again, and one not yet checked never will be.
+   * request set aside for its body is counted again if there is room (true), or refused (false:
+   * the caller answers the refusal); one not yet checked never will be.
    */
-  serving (request: http.IncomingMessage): void {
+  serving (request: http.IncomingMessage): boolean {
     const counted = this.#mayPark.get(request)
-    if (counted === undefined) return
+    if (counted === undefined) return true
     this.#mayPark.delete(request)
     counted.serving = true
+    if (counted.parked && !counted.released && this.#inFlight >= this.#maxInFlight && this.#refusing) {
+      this.#onRefuse()
+      return false
+    }
     this.#unpark(counted)
+    return true
   }
 
   /** `handler` (Fastify's) behind the gate: what the HTTP server calls for each request. */
@@ -186,14 +194,12 @@ export class InFlightGate {
 
   /**
    * Out of the count, a turn after its admission, a request whose body has not all come and that
-   * Fastify is not serving yet, until its body has (the request's `end`, when Fastify has read it)
-   * or Fastify serves it, whichever comes first.
+   * Fastify is not serving yet, until Fastify serves it.
    */
   #park (counted: Counted): void {
     if (counted.released || counted.serving) return
     counted.parked = true
     this.#add(counted.ownAdmission, -1)
-    counted.request.once('end', () => { this.#unpark(counted) })
   }
 
   #unpark (counted: Counted): void {

@@ -67,8 +67,8 @@ export interface Shedding {
   readonly serverFactory: FastifyServerFactory
   /**
    * Tells the in-flight cap when Fastify starts serving a request (a `preValidation` hook on
-   * `app`, the root context): one set aside while its body came is counted again, and one whose
-   * body Fastify never reads (a GET's) is counted throughout.
+   * `app`, the root context): one set aside while its body came is counted again, or refused if
+   * the cap is full by then, and one whose body Fastify never reads (a GET's) is counted throughout.
    */
   installServingMark (app: FastifyInstance): void
   /** Adds the event-loop check to `api`, the encapsulated context of the API routes. */
@@ -127,9 +127,13 @@ export function createShedding (options: SheddingOptions): Shedding {
     stopRefusing () { gate?.stopRefusing() },
     installServingMark (app) {
       if (gate === undefined) return
-      app.addHook('preValidation', (request, _reply, done) => {
-        gate.serving(request.raw)
-        done()
+      app.addHook('preValidation', (request, reply, done) => {
+        if (gate.serving(request.raw)) {
+          done()
+          return
+        }
+        // Refused (its body came late, and the cap is full by now): answered here, without done().
+        void reply.code(503).headers(refusalHeaders).send(body)
       })
     },
     async installEventLoopCheck (api) {

@@ -145,6 +145,36 @@ describe('the in-flight gate and a body that comes slowly', () => {
     await waitFor('nothing counted once they are gone', async () => (await metricsText(service)).includes('tollbooth_api_requests_in_flight{counted="capped"} 0\n'))
   })
 
+  it('refuses a request whose body came late if the cap is full by then: set aside, it does not come back past the cap', async () => {
+    const body = '{"refreshToken":"not-a-token-but-long-enough-to-be-read-0123456789"}'
+    const late = rawConnection(service.url)
+    late.socket.write(`POST /api/v1/auth/refresh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`)
+    const hold = holdQueries(service.db.pool, /FROM posts/, 2)
+    const answered: Array<Promise<{ status: number }>> = []
+    try {
+      // Admitted (the service is in this process: it reads the request while the test waits), then set aside.
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      assert.equal(late.received(), '', 'admitted, not refused')
+      assert.match(await metricsText(service), /tollbooth_api_requests_in_flight\{counted="capped"\} 0\n/)
+      // The cap (2) filled meanwhile by two reads held at the database.
+      answered.push(request(service, 'GET', '/api/v1/posts'), request(service, 'GET', '/api/v1/posts'))
+      await hold.held
+      assert.match(await metricsText(service), /tollbooth_api_requests_in_flight\{counted="capped"\} 2\n/)
+      late.socket.write(body.slice(10))
+      await waitFor('the late request answered', () => parseResponses(late.received()).length === 1)
+      const [refusal] = parseResponses(late.received())
+      assert.equal(refusal?.status, 503, late.received())
+      assert.equal(refusal.headers['retry-after'], '1')
+      assert.equal(refusal.body.error.code, 'SERVICE_OVERLOADED')
+      assert.match(await metricsText(service), /tollbooth_api_requests_in_flight\{counted="capped"\} 2\n/, 'the refused request never counted past the cap')
+    } finally {
+      hold.release()
+      late.socket.destroy()
+    }
+    assert.deepEqual((await Promise.all(answered)).map((response) => response.status), [200, 200])
+    await waitFor('nothing counted once they are done', async () => (await metricsText(service)).includes('tollbooth_api_requests_in_flight{counted="capped"} 0\n'))
+  })
+
   it('counts a GET that announces a body it never sends while Fastify serves it: such requests cannot pass the cap', async () => {
     // Fastify runs a GET's handler without reading its body: two of them, held in their handler
     // at the database, with the body their headers announce never sent.

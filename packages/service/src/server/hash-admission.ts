@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import type { HashRequestOptions, HashReservation, HashTaskKind, PasswordEngine } from '../hashing/index.js'
 import type { ClientKeys, RefusalPacer } from './pacing.js'
-import { isFirstOnConnection } from './first-request.js'
+import { connectionAgeMs } from './connection-age.js'
 import { clientGoneSignal, hashDeadlineAt, requestReceivedAt } from './request-context.js'
 import { whenBodyLate } from './late-body.js'
 import { whenAnswerCloses } from './socket-close.js'
@@ -28,7 +28,7 @@ export interface HashAdmissionOptions {
  */
 export function connectionKeys (request: FastifyRequest, keys: readonly string[] = [`ip:${request.ip}`]): ClientKeys {
   const socket = request.raw.socket
-  return request.ip === socket.remoteAddress ? { connection: socket, firstOnConnection: isFirstOnConnection(request.raw), keys } : { keys }
+  return request.ip === socket.remoteAddress ? { connection: socket, connectionAgeMs: connectionAgeMs(request.raw), keys } : { keys }
 }
 
 /**

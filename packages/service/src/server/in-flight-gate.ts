@@ -23,22 +23,25 @@
  * closes: socket-close.ts).
  *
  * A request whose body has not all come by the next turn of the event loop waits outside the
- * count until it has (late-body.ts): it holds a connection, not a place. Counted from its
+ * count until Fastify serves it (late-body.ts): it holds a connection, not a place. Counted from its
  * request line alone, a client that sent headers and then its body slowly, or never, kept its
  * place until the request timeout, and as many such connections as the cap (128) refused every
  * capped route for that long. It is counted again when Fastify starts serving it (`serving`, from
  * a `preValidation` hook): its body read and parsed, or never read at all. If the cap is full by
  * then, it is refused there, as it would have been had it come then: counted again past the cap,
  * a crowd of clients that each sent their headers and then their body a few milliseconds later
- * would all have been served at once, however many (a review's finding). Fastify runs a GET's handler without reading a body its headers
- * announce: set aside until a body that never comes, such a request would be served uncounted,
- * and a crowd of them would pass the cap.
+ * would all have been served at once, however many (a review's finding). The price: a client
+ * that sends its body late (`Expect: 100-continue` included) may send all of it and be refused,
+ * while the cap stays full. One that Fastify answers before serving it (a 400 for JSON that does
+ * not parse, a 413, a 415) is never counted again. Fastify runs a GET's handler without reading
+ * a body its headers announce: set aside until a body that never comes, such a request would be
+ * served uncounted, and a crowd of them would pass the cap.
  *
  * `app.inject()` calls Fastify's handler, not the server's: injected requests are never capped.
  */
 import http from 'node:http'
 import type { FastifyServerFactory } from 'fastify'
-import { noteRequest } from './first-request.js'
+import { noteRequest } from './connection-age.js'
 import { whenBodyLate } from './late-body.js'
 import { whenAnswerCloses } from './socket-close.js'
 
@@ -223,7 +226,7 @@ interface FilledServerOptions {
 /**
  * Fastify's `serverFactory`: the HTTP/1 server Fastify makes itself (lib/server.js,
  * getServerInstance), with `gate`, when there is one, in front of Fastify's handler, and each
- * request noted for its connection (first-request.ts). Fastify leaves its server settings to a
+ * request noted for its connection's age (connection-age.ts). Fastify leaves its server settings to a
  * factory; they are set here as Fastify sets them, and a test compares the two servers.
  */
 export function gatedServerFactory (gate: InFlightGate | undefined): FastifyServerFactory {

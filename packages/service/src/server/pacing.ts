@@ -19,23 +19,24 @@
  * `Retry-After`, is never held by its own refusal.
  *
  * An address is shared: every user behind one NAT, an office, a mobile carrier's gateway, has
- * it; an account may be too (a family's, a team's, a load test's). So these shared keys pace
- * only a request that is the first on its connection (a client that opens a new connection each
- * time) or that has no connection of its own (it came through a proxy, whose connections carry
- * many clients). From its second request on, whatever the routes of the requests before it
- * (first-request.ts), a connection is its client's own key: the pacer knows from it whether that
- * client waits out its `Retry-After`, and its neighbours' refusals do not hold it. Without this,
- * one refused user held every other user of the same address for a second: in the lab's
- * `stress` scenario, whose 5,000 users all come from one loopback address, every login that
- * would be refused was held. (And while "new" meant new to the pacer, which sees only the
- * hashed routes, a user's first login after dozens of reads on its connection was still held as
- * a stranger's: the logins' 503s there took 230 ms at the median, the cheap routes' 6 ms.)
- * A new connection is held by its shared keys a moment only (`maxNewConnectionHoldMs`, 200 ms),
- * not their whole Retry-After: a user's login is the first request on its connection as often as
- * a reconnecting client's retry is, and behind a carrier's NAT every user's first login waited a
- * second for a neighbour's refusal. A client that reconnects for each retry is still slowed to a
- * few a second. A request with no connection of its own (through a trusted proxy) is paced by
- * its shared keys in full: they are its client's best names.
+ * it; an account may be too (a family's, a team's, a load test's). So these shared keys pace a
+ * request on a young connection only (a client that opens a new connection each time), and a
+ * request with no connection of its own (it came through a proxy, whose connections carry many
+ * clients). A connection is young for `maxNewConnectionHoldMs` (200 ms) from its first request,
+ * whatever its routes (connection-age.ts), and the shared keys hold its requests at most until
+ * it is no longer young: its first request a moment, never the keys' whole Retry-After. Past
+ * that, a connection is its client's own key: the pacer knows from it whether that client waits
+ * out its `Retry-After`, and its neighbours' refusals do not hold it. Without this, one refused
+ * user held every other user of the same address for a second: in the lab's `stress` scenario,
+ * whose 5,000 users all come from one loopback address, every login that would be refused was
+ * held; then, while a connection was new until the pacer had seen it (it sees only the hashed
+ * routes), a user's first login after dozens of reads on its connection was held as a
+ * stranger's (the logins' 503s took 230 ms at the median there, the cheap routes' 6 ms). And a
+ * user's login is the first request on its connection as often as a reconnecting client's retry
+ * is: behind a carrier's NAT every user's first login waited a second for a neighbour's refusal.
+ * A client that reconnects for each retry is still slowed to a few a second, whatever it sends
+ * first on each connection. A request through a trusted proxy is paced by its shared keys in
+ * full: they are its client's best names.
  *
  * Releases are spread: a hold lasts its time plus a random share of it (a quarter at most, by
  * default). Without the spread a crowd refused in one burst is released in one burst a
@@ -52,7 +53,7 @@ export interface PacerOptions {
   now: () => number
   /** Longest hold of one request, whatever Retry-After said (default 10 s). */
   maxHoldMs?: number
-  /** Longest hold of a connection the pacer has not seen for its address's refusals (default 200 ms; before the spread). */
+  /** How long a connection is young, held by its shared keys' refusals (default 200 ms from its first request; before the spread). */
   maxNewConnectionHoldMs?: number
   /** Requests held at once; past it, refusals are answered at once (default 10,000). */
   maxHeld?: number
@@ -69,15 +70,14 @@ export interface ClientKeys {
   /** The client's own connection; absent when it is not the client's own (a proxy's). */
   connection?: object | undefined
   /**
-   * Whether this request is the first on its connection (first-request.ts): from its second
-   * request on, the connection is its client's own key. Absent: first until the pacer has seen
-   * the connection.
+   * Milliseconds since the first request on its connection came (connection-age.ts). Absent: 0
+   * until the pacer has seen the connection, then old.
    */
-  firstOnConnection?: boolean
+  connectionAgeMs?: number
   /**
    * Keys other clients may share: the address (`ip:…`), a login's account (`account:…`). They
-   * pace a request that is the first on its connection (at most `maxNewConnectionHoldMs`), or
-   * that has no connection of its own (in full).
+   * pace a request on a young connection (until it is `maxNewConnectionHoldMs` old), and one
+   * with no connection of its own (in full).
    */
   keys: readonly string[]
 }
@@ -129,11 +129,13 @@ export class RefusalPacer {
     const now = this.now()
     const own = client.connection === undefined ? undefined : this.byConnection.get(client.connection)
     let dueMs = Math.max(0, (own ?? 0) - now)
-    if (client.connection === undefined || (client.firstOnConnection ?? own === undefined)) {
+    const youthLeftMs = client.connection === undefined
+      ? Infinity
+      : this.maxNewConnectionHoldMs - (client.connectionAgeMs ?? (own === undefined ? 0 : Infinity))
+    if (youthLeftMs > 0) {
       let sharedNotBefore = 0
       for (const key of client.keys) sharedNotBefore = Math.max(sharedNotBefore, this.byKey.get(key) ?? 0)
-      const sharedDueMs = Math.max(0, sharedNotBefore - now)
-      dueMs = Math.max(dueMs, client.connection === undefined ? sharedDueMs : Math.min(sharedDueMs, this.maxNewConnectionHoldMs))
+      dueMs = Math.max(dueMs, Math.min(sharedNotBefore - now, youthLeftMs))
     }
     return Math.min(this.maxHoldMs, dueMs)
   }

@@ -151,6 +151,8 @@ describe('the in-flight gate and a body that comes slowly', () => {
     late.socket.write(`POST /api/v1/auth/refresh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`)
     const hold = holdQueries(service.db.pool, /FROM posts/, 2)
     const answered: Array<Promise<{ status: number }>> = []
+    const shed = async (): Promise<number> => Number(/tollbooth_requests_shed_total\{reason="in_flight"\} (\d+)\n/.exec(await metricsText(service))?.[1])
+    const shedBefore = await shed()
     try {
       // Admitted (the service is in this process: it reads the request while the test waits), then set aside.
       await new Promise((resolve) => setTimeout(resolve, 50))
@@ -167,6 +169,7 @@ describe('the in-flight gate and a body that comes slowly', () => {
       assert.equal(refusal.headers['retry-after'], '1')
       assert.equal(refusal.body.error.code, 'SERVICE_OVERLOADED')
       assert.match(await metricsText(service), /tollbooth_api_requests_in_flight\{counted="capped"\} 2\n/, 'the refused request never counted past the cap')
+      assert.equal(await shed(), shedBefore + 1, 'counted as shed, once')
     } finally {
       hold.release()
       late.socket.destroy()

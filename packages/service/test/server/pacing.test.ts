@@ -9,7 +9,9 @@ import { Agent } from 'undici'
 import { createError, isTollboothError, type TollboothError } from '../../src/errors.js'
 import { RefusalPacer } from '../../src/server/pacing.js'
 import { slowBcryptHash } from '../helpers/policies.js'
+import { parseResponses, rawConnection } from '../helpers/raw-http.js'
 import { registerUser, request, seedPolicy, startTestService, type TestService } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
 
 const overloaded = (): TollboothError => createError('SERVICE_OVERLOADED', undefined, { retryAfterSeconds: 2 })
 
@@ -61,14 +63,16 @@ describe('refusal pacer (mock timers)', () => {
     assert.equal(pacer.holdMs(neighbour), 2000)
   })
 
-  it('reads a connection as new by its requests, not by what the pacer saw, and paces by a shared account as by an address', () => {
+  it('reads a connection as young by its age, not by what the pacer saw, and paces by a shared account as by an address', () => {
     const pacer = pacerAt()
     // Another user of the account (a family's, a load test's) was refused.
     pacer.noteRefusal({ connection: {}, keys: ['account:family'] }, 2)
-    // A user whose connection served reads before (never through the pacer): not held by it.
-    assert.equal(pacer.holdMs({ connection: {}, firstOnConnection: false, keys: ['account:family', 'ip:home'] }), 0)
-    // Its connection's first request, a moment; through a proxy, in full.
-    assert.equal(pacer.holdMs({ connection: {}, firstOnConnection: true, keys: ['account:family'] }), 200)
+    // A user whose connection served reads for seconds (never through the pacer): not held by it.
+    assert.equal(pacer.holdMs({ connection: {}, connectionAgeMs: 5000, keys: ['account:family', 'ip:home'] }), 0)
+    // A connection's first request, a moment; a later one on a young connection, what is left of
+    // the moment (a reconnecting client that sends something else first); through a proxy, in full.
+    assert.equal(pacer.holdMs({ connection: {}, connectionAgeMs: 0, keys: ['account:family'] }), 200)
+    assert.equal(pacer.holdMs({ connection: {}, connectionAgeMs: 150, keys: ['account:family'] }), 50)
     assert.equal(pacer.holdMs({ keys: ['account:family'] }), 2000)
   })
 
@@ -325,20 +329,41 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     const office = '127.0.0.24'
     const reader = new Agent({ localAddress: office, connections: 1 })
     t.after(async () => { await reader.close() })
-    // A user who reads on a keep-alive connection; the pacer has never seen it (only hashed routes go through it).
+    // A user who has read on a keep-alive connection for a while; the pacer has never seen it (only hashed routes go through it).
     const read = await request(service, 'GET', '/api/v1/posts', { dispatcher: reader })
     assert.equal(read.status, 200)
+    await new Promise((resolve) => setTimeout(resolve, 300))
     // A neighbour on a new connection from the same address is refused: the address is noted.
     const neighbour = new Agent({ localAddress: office })
     assert.equal((await login(neighbour)).status, 503)
     await neighbour.close()
-    // The reader's first login: refused, at once. Its connection is not new, so the address's
+    // The reader's first login: refused, at once. Its connection is not young, so the address's
     // refusal is not its own (held 200 to 250 ms as a stranger's while "new" meant new to the pacer).
     const first = await login(reader)
     assert.equal(first.status, 503)
     const metrics = (await request(service, 'GET', '/metrics')).body as string
     assert.match(metrics, /^tollbooth_refusals_held_total 0$/m, `held (${first.ms.toFixed(0)} ms)`)
     t.diagnostic(`the reader's first login refused in ${first.ms.toFixed(0)} ms`)
+    await finish()
+  })
+
+  it('still holds a moment a client that reconnects to retry and sends another request before its login on each connection', async (t) => {
+    const { service, login, finish } = await refusingService(t)
+    // Refused on a connection of its own: its address is noted (from 127.0.0.1, as the raw connection below).
+    const refused = new Agent({ localAddress: '127.0.0.1' })
+    assert.equal((await login(refused)).status, 503)
+    await refused.close()
+    // Back at once on a new connection, a read and then the login, pipelined: the login is not the
+    // connection's first request, but the connection is a few milliseconds old.
+    const body = JSON.stringify({ email: 'someone@example.com', password: 'whatever it is' })
+    const connection = rawConnection(service.url)
+    t.after(() => { connection.socket.destroy() })
+    connection.socket.write('GET /api/v1/posts HTTP/1.1\r\nHost: x\r\n\r\n' +
+      `POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+    await waitFor('both answered', () => parseResponses(connection.received()).length === 2)
+    assert.deepEqual(parseResponses(connection.received()).map((response) => response.status), [200, 503])
+    const metrics = (await request(service, 'GET', '/metrics')).body as string
+    assert.match(metrics, /^tollbooth_refusals_held_total 1$/m, 'the login was held for its address\'s refusal (answered at once when "new" meant "first on its connection")')
     await finish()
   })
 

@@ -67,8 +67,10 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
-    // The account is a pacing key too (clients that change connection and address), shared like
-    // the address (pacing.ts): known only now the body is parsed, so it holds only refusals noted here.
+    // The account is a pacing key too, shared like the address (pacing.ts): it holds a login on a
+    // young connection a moment (clients that change connection and address to retry one account
+    // are slowed to a few tries a second), one through a trusted proxy in full. Known only now
+    // the body is parsed, so it holds only refusals noted here.
     await pacedHashAdmission(loginAdmission, connectionKeys(request, [`account:${normaliseEmail(request.body.email)}`]), request, reply)
     return await auth.login(request.body, requestContext(request, reply))
   })

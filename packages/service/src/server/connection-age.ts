@@ -8,8 +8,10 @@
  * and was held 200 to 250 ms as a stranger's (4,171 of 4,763 refused logins in one run). Then it
  * took "new" to mean "the first request on its connection", and a client that reconnects to
  * retry could skip the hold by sending any request before its login on each connection (a
- * review's finding). Age is what neither trick changes: the HTTP server's handler notes when a
+ * review's finding). Age cannot be had for nothing: the HTTP server's handler notes when a
  * connection's first request came, whatever its route, and the pacer reads the connection's age.
+ * A client can still age a connection before its login (a request, then 200 ms idle), but that
+ * costs it the wait the hold would have, and once refused, the connection is paced on its own.
  */
 import type http from 'node:http'
 import type net from 'node:net'

@@ -24,7 +24,8 @@
  * request with no connection of its own (it came through a proxy, whose connections carry many
  * clients). A connection is young for `maxNewConnectionHoldMs` (200 ms) from its first request,
  * whatever its routes (connection-age.ts), and the shared keys hold its requests at most until
- * it is no longer young: its first request a moment, never the keys' whole Retry-After. Past
+ * it is no longer young (and the release spread, below): its first request a moment, never the
+ * keys' whole Retry-After. Past
  * that, a connection is its client's own key: the pacer knows from it whether that client waits
  * out its `Retry-After`, and its neighbours' refusals do not hold it. Without this, one refused
  * user held every other user of the same address for a second: in the lab's `stress` scenario,

@@ -358,10 +358,13 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     const body = JSON.stringify({ email: 'someone@example.com', password: 'whatever it is' })
     const connection = rawConnection(service.url)
     t.after(() => { connection.socket.destroy() })
+    const sent = performance.now()
     connection.socket.write('GET /api/v1/posts HTTP/1.1\r\nHost: x\r\n\r\n' +
       `POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
     await waitFor('both answered', () => parseResponses(connection.received()).length === 2)
+    const ms = performance.now() - sent
     assert.deepEqual(parseResponses(connection.received()).map((response) => response.status), [200, 503])
+    assert.ok(ms >= 150, `the login held a moment: answered after ${ms.toFixed(0)} ms`)
     const metrics = (await request(service, 'GET', '/metrics')).body as string
     assert.match(metrics, /^tollbooth_refusals_held_total 1$/m, 'the login was held for its address\'s refusal (answered at once when "new" meant "first on its connection")')
     await finish()

@@ -76,6 +76,23 @@ describe('refusal pacer (mock timers)', () => {
     assert.equal(pacer.holdMs({ keys: ['account:family'] }), 2000)
   })
 
+  it('teaches the shared keys only by the refusals of young connections and of requests with none of their own', async () => {
+    const pacer = pacerAt()
+    // A user refused on its keep-alive connection of some seconds: paced by it, not by its address.
+    const user = { connection: {}, connectionAgeMs: 5000, keys: ['ip:nat', 'account:family'] }
+    assert.equal((await outcome(pacer, pacer.admit(user, overloaded, () => { throw overloaded() }))).result, 'SERVICE_OVERLOADED')
+    pacer.noteRefusal(user, 2)
+    assert.equal(pacer.holdMs(user), 2000, 'its own connection is paced')
+    assert.equal(pacer.holdMs({ connection: {}, connectionAgeMs: 0, keys: ['ip:nat', 'account:family'] }), 0, 'a stranger\'s new connection is not')
+    // A client refused on a new connection (one that reconnects to retry): its address learns it.
+    const reconnecting = { connection: {}, connectionAgeMs: 0, keys: ['ip:nat'] }
+    assert.equal((await outcome(pacer, pacer.admit(reconnecting, overloaded, () => { throw overloaded() }))).result, 'SERVICE_OVERLOADED')
+    assert.equal(pacer.holdMs({ connection: {}, connectionAgeMs: 0, keys: ['ip:nat'] }), 200)
+    // Through a proxy: its address learns it.
+    pacer.noteRefusal({ keys: ['ip:proxied'] }, 2)
+    assert.equal(pacer.holdMs({ keys: ['ip:proxied'] }), 2000)
+  })
+
   it('holds a client that is back early until its Retry-After, then checks again: admitted if there is room', async () => {
     const pacer = pacerAt()
     const client = { connection: {}, keys: ['ip:a'] }
@@ -344,6 +361,25 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     const metrics = (await request(service, 'GET', '/metrics')).body as string
     assert.match(metrics, /^tollbooth_refusals_held_total 0$/m, `held (${first.ms.toFixed(0)} ms)`)
     t.diagnostic(`the reader's first login refused in ${first.ms.toFixed(0)} ms`)
+    await finish()
+  })
+
+  it('does not hold a new connection for the refusals of its address\'s older keep-alive connections (users behind one NAT)', async (t) => {
+    const { service, login, finish } = await refusingService(t)
+    const office = '127.0.0.25'
+    const colleague = new Agent({ localAddress: office, connections: 1 })
+    t.after(async () => { await colleague.close() })
+    assert.equal((await request(service, 'GET', '/api/v1/posts', { dispatcher: colleague })).status, 200)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    // A colleague refused on a connection of some time: paced by it alone.
+    assert.equal((await login(colleague)).status, 503)
+    // A newcomer's first request from the same address: refused at once, not held for the colleague.
+    const newcomer = new Agent({ localAddress: office })
+    const first = await login(newcomer)
+    await newcomer.close()
+    assert.equal(first.status, 503)
+    const metrics = (await request(service, 'GET', '/metrics')).body as string
+    assert.match(metrics, /^tollbooth_refusals_held_total 0$/m, `the newcomer was held (${first.ms.toFixed(0)} ms)`)
     await finish()
   })
 

@@ -186,7 +186,9 @@ export class RefusalPacer {
     if (client.connection !== undefined && !this.byConnection.has(client.connection)) this.byConnection.set(client.connection, 0)
     if (refusal === undefined) return
     const holdMs = Math.min(dueMs * (1 + this.releaseSpread * this.random()), this.maxHoldMs, options.maxHoldMs ?? Infinity)
-    if (holdMs > 0 && this.heldNow < this.maxHeld) {
+    // Under a millisecond (a connection a moment from the end of its youth) is no hold: a timer
+    // would wait a millisecond or more, and the metric would count it.
+    if (holdMs >= 1 && this.heldNow < this.maxHeld) {
       this.heldNow++
       this.heldTotal++
       try {

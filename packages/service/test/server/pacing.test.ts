@@ -144,6 +144,15 @@ describe('refusal pacer (mock timers)', () => {
     assert.deepEqual(back, { result: 'SERVICE_OVERLOADED', heldNow: 0 })
   })
 
+  it('does not hold, nor count as held, what is left of a connection\'s youth under a millisecond', async () => {
+    const pacer = pacerAt()
+    pacer.noteRefusal({ keys: ['ip:a'] }, 2)
+    const late = { connection: {}, connectionAgeMs: 199.5, keys: ['ip:a'] }
+    assert.equal(pacer.holdMs(late), 0.5)
+    assert.deepEqual(await outcome(pacer, pacer.admit(late, overloaded, () => { throw overloaded() })), { result: 'SERVICE_OVERLOADED', heldNow: 0 })
+    assert.equal(pacer.heldTotal, 0)
+  })
+
   it('holds no longer than the caller allows', async () => {
     const pacer = pacerAt()
     const client = { keys: ['ip:a'] }

@@ -163,7 +163,8 @@ const overloadRefusals: ReadonlySet<ErrorCode> = new Set(['SERVICE_OVERLOADED', 
 
 /**
  * `pacer`: every overload refusal that tells the client when to come back (503 + `Retry-After`)
- * is noted for its connection and address, wherever it was decided, so that coming back early is held.
+ * is noted for its connection, and for its address if it arrived on a young connection or
+ * through a trusted proxy (pacing.ts), wherever it was decided, so that coming back early is held.
  */
 export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -171,7 +172,7 @@ export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer
     // Only overload refusals pace a client: a 429 of the login throttle is about one account,
     // and must not hold other requests from the same address (an office behind one NAT).
     if (pacer !== undefined && tollboothError.statusCode === 503 && tollboothError.retryAfterSeconds !== undefined) {
-      pacer.noteRefusal(connectionKeys(request), tollboothError.retryAfterSeconds)
+      pacer.noteRefusal(connectionKeys(request, reply), tollboothError.retryAfterSeconds)
     }
     if (tollboothError.code === 'INTERNAL') {
       request.log.error({ err: error }, 'unhandled error')

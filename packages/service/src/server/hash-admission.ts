@@ -21,14 +21,16 @@ export interface HashAdmissionOptions {
 }
 
 /**
- * The keys a client is paced by: its connection, and `keys` it may share with others (pacing.ts),
- * by default its address, the only one known before its body is read. A request that came
- * through a trusted proxy (its address read from X-Forwarded-For) is not on a connection of its
- * own: the proxy's connections carry many clients.
+ * The keys a client is paced by: its connection (with its age now and when the request arrived),
+ * and `keys` it may share with others (pacing.ts), by default its address, the only one known
+ * before its body is read. A request that came through a trusted proxy (its address read from
+ * X-Forwarded-For) is not on a connection of its own: the proxy's connections carry many clients.
  */
-export function connectionKeys (request: FastifyRequest, keys: readonly string[] = [`ip:${request.ip}`]): ClientKeys {
+export function connectionKeys (request: FastifyRequest, reply: FastifyReply, keys: readonly string[] = [`ip:${request.ip}`]): ClientKeys {
   const socket = request.raw.socket
-  return request.ip === socket.remoteAddress ? { connection: socket, connectionAgeMs: connectionAgeMs(request.raw), keys } : { keys }
+  if (request.ip !== socket.remoteAddress) return { keys }
+  const ageMs = connectionAgeMs(request.raw)
+  return { connection: socket, connectionAgeMs: ageMs, arrivalAgeMs: Math.max(0, ageMs - reply.elapsedTime), keys }
 }
 
 /**
@@ -85,6 +87,6 @@ export async function pacedHashAdmission (
 /** The onRequest hook: paced hash admission by connection and address, before the body is read. */
 export function hashAdmission (admission: HashAdmissionOptions): onRequestAsyncHookHandler {
   return async (request, reply) => {
-    await pacedHashAdmission(admission, connectionKeys(request), request, reply)
+    await pacedHashAdmission(admission, connectionKeys(request, reply), request, reply)
   }
 }

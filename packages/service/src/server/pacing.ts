@@ -36,10 +36,12 @@
  * user's login is the first request on its connection as often as a reconnecting client's retry
  * is: behind a carrier's NAT every user's first login waited a second for a neighbour's refusal.
  * A client that reconnects for each retry is still slowed to a few a second, whatever it sends
- * first on each connection. And the shared keys learn only from the refusals of such requests:
- * a client refused on an older connection is paced by that connection, and says nothing of the
- * strangers behind its address or on its account: a newcomer behind an office's NAT is not held
- * for a colleague's refusal on the colleague's own connection. (Those who are held in the
+ * first on each connection. And the shared keys learn only from the refusals of such requests,
+ * judged by the connection's age when the request arrived (a connection's first login, refused
+ * after waiting in the queue, is still a new client's): a client refused on an older connection
+ * is paced by that connection, and says nothing of the strangers behind its address or on its
+ * account: a newcomer behind an office's NAT is not held for a colleague's refusal on the
+ * colleague's own connection. (Those who are held in the
  * `stress` scenario, 175 of about 4,800 refused logins a run, the p99 of the logins' 503s at 250
  * ms, are users whose first request is a login, held for other such users' refusals: from one
  * address, nothing tells them from one client reconnecting to retry.) A request through a
@@ -81,6 +83,12 @@ export interface ClientKeys {
    * until the pacer has seen the connection, then old.
    */
   connectionAgeMs?: number
+  /**
+   * The connection's age when this request arrived (its first: 0), by which its refusal is
+   * noted: a connection's first request refused after a long wait (a login that expired in the
+   * queue) is still a new client's. Absent: `connectionAgeMs`.
+   */
+  arrivalAgeMs?: number
   /**
    * Keys other clients may share: the address (`ip:…`), a login's account (`account:…`). They
    * pace a request on a young connection (until it is `maxNewConnectionHoldMs` old), and one
@@ -147,13 +155,13 @@ export class RefusalPacer {
 
   /**
    * A refusal was answered: this client may come back in `retryAfterSeconds`. Its shared keys
-   * learn it only from a young connection, or a request with no connection of its own: a client
-   * on an older connection is paced by that connection, and its refusals say nothing of the
-   * strangers its address or account also stands for.
+   * learn it only from a request that arrived on a young connection, or with no connection of
+   * its own: a client on an older connection is paced by that connection, and its refusals say
+   * nothing of the strangers its address or account also stands for.
    */
   noteRefusal (client: ClientKeys, retryAfterSeconds: number): void {
     const own = client.connection === undefined ? undefined : this.byConnection.get(client.connection)
-    this.note(client, retryAfterSeconds, this.youthLeftMs(client, own) > 0)
+    this.note(client, retryAfterSeconds, this.youthLeftMs(client, own, client.arrivalAgeMs) > 0)
   }
 
   private note (client: ClientKeys, retryAfterSeconds: number, young: boolean): void {
@@ -167,28 +175,32 @@ export class RefusalPacer {
     if (this.byKey.size > this.maxKeys) this.forget()
   }
 
-  /** How long the request's connection is still young (Infinity: it has none of its own; 0 or less: not young). */
-  private youthLeftMs (client: ClientKeys, own: number | undefined): number {
+  /**
+   * How long the request's connection is (or was, at `ageMs`) still young: Infinity when it has
+   * none of its own; 0 or less, not young.
+   */
+  private youthLeftMs (client: ClientKeys, own: number | undefined, ageMs = client.connectionAgeMs): number {
     if (client.connection === undefined) return Infinity
-    return this.maxNewConnectionHoldMs - (client.connectionAgeMs ?? (own === undefined ? 0 : Infinity))
+    return this.maxNewConnectionHoldMs - (ageMs ?? (own === undefined ? 0 : Infinity))
   }
 
   /**
    * The whole rule. `peek()` says whether the request would be refused now (counting nothing);
    * `decide()` admits it (returns) or throws its refusal, counted. A client that is early is
-   * held before `decide()`; the refusal `decide()` throws is noted for the client's keys.
+   * held before `decide()`; the refusal `decide()` throws is noted for the client's connection,
+   * and for its shared keys if the request arrived on a young connection or with none.
    */
   async admit (client: ClientKeys, peek: () => TollboothError | undefined, decide: () => void, options: AdmitOptions = {}): Promise<void> {
     const refusal = peek()
     const dueMs = refusal === undefined ? 0 : this.holdMs(client)
     // Young as it arrived (before the pacer has seen its connection, for a client that gives no age).
-    const young = this.youthLeftMs(client, client.connection === undefined ? undefined : this.byConnection.get(client.connection)) > 0
+    const young = this.youthLeftMs(client, client.connection === undefined ? undefined : this.byConnection.get(client.connection), client.arrivalAgeMs) > 0
     if (client.connection !== undefined && !this.byConnection.has(client.connection)) this.byConnection.set(client.connection, 0)
     if (refusal === undefined) return
     const holdMs = Math.min(dueMs * (1 + this.releaseSpread * this.random()), this.maxHoldMs, options.maxHoldMs ?? Infinity)
-    // Under a millisecond (a connection a moment from the end of its youth) is no hold: a timer
-    // would wait a millisecond or more, and the metric would count it.
-    if (holdMs >= 1 && this.heldNow < this.maxHeld) {
+    // Under a millisecond due (a connection a moment from the end of its youth) is no hold: a
+    // timer would wait a millisecond or more, and the metric would count it.
+    if (dueMs >= 1 && holdMs >= 1 && this.heldNow < this.maxHeld) {
       this.heldNow++
       this.heldTotal++
       try {

@@ -4,9 +4,13 @@
  * refusals into a storm.
  */
 import assert from 'node:assert/strict'
+import type http from 'node:http'
 import { afterEach, beforeEach, describe, it, mock, type TestContext } from 'node:test'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Agent } from 'undici'
 import { createError, isTollboothError, type TollboothError } from '../../src/errors.js'
+import { noteRequest } from '../../src/server/connection-age.js'
+import { connectionKeys } from '../../src/server/hash-admission.js'
 import { RefusalPacer } from '../../src/server/pacing.js'
 import { slowBcryptHash } from '../helpers/policies.js'
 import { parseResponses, rawConnection } from '../helpers/raw-http.js'
@@ -91,6 +95,16 @@ describe('refusal pacer (mock timers)', () => {
     // Through a proxy: its address learns it.
     pacer.noteRefusal({ keys: ['ip:proxied'] }, 2)
     assert.equal(pacer.holdMs({ keys: ['ip:proxied'] }), 2000)
+  })
+
+  it('notes a refusal by the age its connection had when the request arrived: a first request refused after a long wait is still a new client\'s', () => {
+    const pacer = pacerAt()
+    // A login that was its connection's first request, admitted, then expired in the queue 1.9 s later.
+    pacer.noteRefusal({ connection: {}, connectionAgeMs: 1900, arrivalAgeMs: 0, keys: ['ip:reconnects'] }, 2)
+    assert.equal(pacer.holdMs({ connection: {}, connectionAgeMs: 0, keys: ['ip:reconnects'] }), 200, 'its address learnt it')
+    // The same wait on a connection of some seconds already: its address learns nothing.
+    pacer.noteRefusal({ connection: {}, connectionAgeMs: 5900, arrivalAgeMs: 4000, keys: ['ip:keeps'] }, 2)
+    assert.equal(pacer.holdMs({ connection: {}, connectionAgeMs: 0, keys: ['ip:keeps'] }), 0)
   })
 
   it('holds a client that is back early until its Retry-After, then checks again: admitted if there is room', async () => {
@@ -455,5 +469,22 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     assert.equal(refused.status, 503)
     assert.ok(ms < 500, `answered in ${ms.toFixed(0)} ms, not held for the 429's Retry-After`)
     await blockers
+  })
+})
+
+describe('the pacing keys of a request (connection-age.ts, hash-admission.ts)', () => {
+  it('gives its connection\'s age now and when the request arrived, and no connection behind a trusted proxy', async () => {
+    const socket = { remoteAddress: '127.0.0.1' }
+    noteRequest({ socket } as unknown as http.IncomingMessage)
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    // A later request on the connection, answered 20 ms after it arrived.
+    const request = { ip: '127.0.0.1', raw: { socket } } as unknown as FastifyRequest
+    const keys = connectionKeys(request, { elapsedTime: 20 } as unknown as FastifyReply)
+    assert.equal(keys.connection, socket)
+    assert.ok((keys.connectionAgeMs ?? 0) >= 55, `age ${keys.connectionAgeMs}`)
+    assert.equal(keys.arrivalAgeMs, (keys.connectionAgeMs ?? 0) - 20)
+    assert.deepEqual(keys.keys, ['ip:127.0.0.1'])
+    const proxied = connectionKeys({ ip: '203.0.113.9', raw: { socket } } as unknown as FastifyRequest, { elapsedTime: 0 } as unknown as FastifyReply, ['account:a'])
+    assert.deepEqual(proxied, { keys: ['account:a'] })
   })
 })

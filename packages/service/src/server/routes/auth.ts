@@ -71,7 +71,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
     // young connection a moment (clients that change connection and address to retry one account
     // are slowed to a few tries a second), one through a trusted proxy in full. Known only now
     // the body is parsed, so it holds only refusals noted here.
-    await pacedHashAdmission(loginAdmission, connectionKeys(request, [`account:${normaliseEmail(request.body.email)}`]), request, reply)
+    await pacedHashAdmission(loginAdmission, connectionKeys(request, reply, [`account:${normaliseEmail(request.body.email)}`]), request, reply)
     return await auth.login(request.body, requestContext(request, reply))
   })
 

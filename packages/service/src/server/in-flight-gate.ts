@@ -23,8 +23,8 @@
  * closes: socket-close.ts).
  *
  * A request whose body has not all come by the next turn of the event loop waits outside the
- * count until Fastify serves it (late-body.ts): it holds a connection, not a place. Counted from its
- * request line alone, a client that sent headers and then its body slowly, or never, kept its
+ * count until Fastify serves it (late-body.ts): it holds a connection, not a place. Counted from
+ * its request line alone, a client that sent headers and then its body slowly, or never, kept its
  * place until the request timeout, and as many such connections as the cap (128) refused every
  * capped route for that long. It is counted again when Fastify starts serving it (`serving`, from
  * a `preValidation` hook): its body read and parsed, or never read at all. If the cap is full by
@@ -226,8 +226,8 @@ interface FilledServerOptions {
 /**
  * Fastify's `serverFactory`: the HTTP/1 server Fastify makes itself (lib/server.js,
  * getServerInstance), with `gate`, when there is one, in front of Fastify's handler, and each
- * request noted for its connection's age (connection-age.ts). Fastify leaves its server settings to a
- * factory; they are set here as Fastify sets them, and a test compares the two servers.
+ * request noted for its connection's age (connection-age.ts). Fastify leaves its server settings
+ * to a factory; they are set here as Fastify sets them, and a test compares the two servers.
  */
 export function gatedServerFactory (gate: InFlightGate | undefined): FastifyServerFactory {
   return (handler, options) => {

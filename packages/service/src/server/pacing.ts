@@ -25,9 +25,8 @@
  * clients). A connection is young for `maxNewConnectionHoldMs` (200 ms) from its first request,
  * whatever its routes (connection-age.ts), and the shared keys hold its requests at most until
  * it is no longer young (and the release spread, below): its first request a moment, never the
- * keys' whole Retry-After. Past
- * that, a connection is its client's own key: the pacer knows from it whether that client waits
- * out its `Retry-After`, and its neighbours' refusals do not hold it. Without this, one refused
+ * keys' whole Retry-After. Past that, a connection is its client's own key: the pacer knows from
+ * it whether that client waits out its `Retry-After`, and its neighbours' refusals do not hold it. Without this, one refused
  * user held every other user of the same address for a second: in the lab's `stress` scenario,
  * whose 5,000 users all come from one loopback address, every login that would be refused was
  * held; then, while a connection was new until the pacer had seen it (it sees only the hashed
@@ -41,10 +40,10 @@
  * after waiting in the queue, is still a new client's): a client refused on an older connection
  * is paced by that connection, and says nothing of the strangers behind its address or on its
  * account: a newcomer behind an office's NAT is not held for a colleague's refusal on the
- * colleague's own connection. (Those who are held in the
- * `stress` scenario, 175 of about 4,800 refused logins a run, the p99 of the logins' 503s at 250
- * ms, are users whose first request is a login, held for other such users' refusals: from one
- * address, nothing tells them from one client reconnecting to retry.) A request through a
+ * colleague's own connection. (Those who are held in the `stress` scenario, 175 of about 4,800
+ * refused logins a run, the p99 of the logins' 503s at 250 ms, are users whose first request is
+ * a login, held for other such users' refusals: from one address, nothing tells them from one
+ * client reconnecting to retry.) A request through a
  * trusted proxy is paced by its shared keys in full: they are its client's best names.
  *
  * Releases are spread: a hold lasts its time plus a random share of it (a quarter at most, by
@@ -141,8 +140,12 @@ export class RefusalPacer {
 
   /** How long a request of this client must be held before it is checked again; 0: not paced. */
   holdMs (client: ClientKeys): number {
+    return this.holdMsOf(client, this.ownNotBefore(client))
+  }
+
+  /** `holdMs` with the connection's not-before already looked up (undefined: not seen yet). */
+  private holdMsOf (client: ClientKeys, own: number | undefined): number {
     const now = this.now()
-    const own = client.connection === undefined ? undefined : this.byConnection.get(client.connection)
     let dueMs = Math.max(0, (own ?? 0) - now)
     const youthLeftMs = this.youthLeftMs(client, own)
     if (youthLeftMs > 0) {
@@ -160,8 +163,12 @@ export class RefusalPacer {
    * nothing of the strangers its address or account also stands for.
    */
   noteRefusal (client: ClientKeys, retryAfterSeconds: number): void {
-    const own = client.connection === undefined ? undefined : this.byConnection.get(client.connection)
-    this.note(client, retryAfterSeconds, this.youthLeftMs(client, own, client.arrivalAgeMs) > 0)
+    this.note(client, retryAfterSeconds, this.youthLeftMs(client, this.ownNotBefore(client), client.arrivalAgeMs) > 0)
+  }
+
+  /** The not-before of the client's connection; undefined when it has none or the pacer has not seen it. */
+  private ownNotBefore (client: ClientKeys): number | undefined {
+    return client.connection === undefined ? undefined : this.byConnection.get(client.connection)
   }
 
   private note (client: ClientKeys, retryAfterSeconds: number, young: boolean): void {
@@ -192,11 +199,12 @@ export class RefusalPacer {
    */
   async admit (client: ClientKeys, peek: () => TollboothError | undefined, decide: () => void, options: AdmitOptions = {}): Promise<void> {
     const refusal = peek()
-    const dueMs = refusal === undefined ? 0 : this.holdMs(client)
-    // Young as it arrived (before the pacer has seen its connection, for a client that gives no age).
-    const young = this.youthLeftMs(client, client.connection === undefined ? undefined : this.byConnection.get(client.connection), client.arrivalAgeMs) > 0
-    if (client.connection !== undefined && !this.byConnection.has(client.connection)) this.byConnection.set(client.connection, 0)
+    // Looked up before the connection is registered: a client that gives no age is young until the pacer has seen it.
+    const own = this.ownNotBefore(client)
+    if (client.connection !== undefined && own === undefined) this.byConnection.set(client.connection, 0)
     if (refusal === undefined) return
+    const dueMs = this.holdMsOf(client, own)
+    const young = this.youthLeftMs(client, own, client.arrivalAgeMs) > 0
     const holdMs = Math.min(dueMs * (1 + this.releaseSpread * this.random()), this.maxHoldMs, options.maxHoldMs ?? Infinity)
     // Under a millisecond due (a connection a moment from the end of its youth) is no hold: a
     // timer would wait a millisecond or more, and the metric would count it.

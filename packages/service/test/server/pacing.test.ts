@@ -281,6 +281,18 @@ async function refusingService (t: TestContext, config: Record<string, unknown> 
   return { service, login, finish }
 }
 
+/**
+ * A keep-alive connection from `address` that has served a read (never through the pacer, which
+ * sees only hashed routes) and is past its youth (200 ms from its first request).
+ */
+async function agedConnection (t: TestContext, service: TestService, address: string): Promise<Agent> {
+  const agent = new Agent({ localAddress: address, connections: 1 })
+  t.after(async () => { await agent.close() })
+  assert.equal((await request(service, 'GET', '/api/v1/posts', { dispatcher: agent })).status, 200)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  return agent
+}
+
 describe('paced refusals through the service (real sockets, one busy hash thread)', () => {
   it('holds a client that retries a 503 at once, one that reconnects to retry a moment, and answers a new client at once', async (t) => {
     // One thread and room for one waiting request, both taken for the whole test: every login is
@@ -367,12 +379,8 @@ describe('paced refusals through the service (real sockets, one busy hash thread
   it('does not hold a user\'s first login for its address\'s refusals when its connection served other routes before', async (t) => {
     const { service, login, finish } = await refusingService(t)
     const office = '127.0.0.24'
-    const reader = new Agent({ localAddress: office, connections: 1 })
-    t.after(async () => { await reader.close() })
-    // A user who has read on a keep-alive connection for a while; the pacer has never seen it (only hashed routes go through it).
-    const read = await request(service, 'GET', '/api/v1/posts', { dispatcher: reader })
-    assert.equal(read.status, 200)
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    // A user who has read on a keep-alive connection for a while; the pacer has never seen it.
+    const reader = await agedConnection(t, service, office)
     // A neighbour on a new connection from the same address is refused: the address is noted.
     const neighbour = new Agent({ localAddress: office })
     assert.equal((await login(neighbour)).status, 503)
@@ -390,10 +398,7 @@ describe('paced refusals through the service (real sockets, one busy hash thread
   it('does not hold a new connection for the refusals of its address\'s older keep-alive connections (users behind one NAT)', async (t) => {
     const { service, login, finish } = await refusingService(t)
     const office = '127.0.0.25'
-    const colleague = new Agent({ localAddress: office, connections: 1 })
-    t.after(async () => { await colleague.close() })
-    assert.equal((await request(service, 'GET', '/api/v1/posts', { dispatcher: colleague })).status, 200)
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    const colleague = await agedConnection(t, service, office)
     // A colleague refused on a connection of some time: paced by it alone.
     assert.equal((await login(colleague)).status, 503)
     // A newcomer's first request from the same address: refused at once, not held for the colleague.

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it, mock } from 'node:test'
+import * as scheduler from '../../src/hashing/scheduler.js'
 import { HashScheduler, type Ticket } from '../../src/hashing/scheduler.js'
 import type { HashTaskKind } from '../../src/hashing/types.js'
 
@@ -20,11 +21,12 @@ interface Harness {
   dispatch (): string[]
 }
 
-function harness (threads: number, maxQueue: number, meanRunMs = 100): Harness {
+function harness (threads: number, maxQueue: number, meanRunMs = 100, admissionShare?: number): Harness {
   const expired: string[] = []
   const scheduler = new HashScheduler<TestTicket>({
     threads,
     maxQueue,
+    admissionShare,
     now: () => Date.now(),
     onExpired: (ticket) => { expired.push((ticket as TestTicket).name) },
   })
@@ -128,8 +130,9 @@ describe('hash scheduler (injected clock, mock timers)', () => {
       if (refusal === undefined) reservations.push(h.scheduler.reserve('verify', deadlineAt))
       else refused++
     }
-    // 2 threads x 100 ms: a 1 s deadline fits about 20 ahead (without the places: all 60 admitted).
-    assert.ok(reservations.length >= 15 && reservations.length <= 21, `${reservations.length} admitted`)
+    // 2 threads x 100 ms, a 1 s deadline: a login must start within 0.9 s and may wait half of
+    // it (the admission share), about 9 ahead (without the places: all 60 admitted).
+    assert.ok(reservations.length >= 7 && reservations.length <= 11, `${reservations.length} admitted`)
     assert.equal(refused, 60 - reservations.length)
     assert.equal(h.scheduler.reserved('verify'), reservations.length)
     // A hash waits behind the places held by verifies too.
@@ -179,10 +182,10 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     h.submit('busy-1', 'verify', 'flooder')
     h.submit('busy-2', 'verify', 'flooder')
     h.dispatch()
-    // 2 threads x 100 ms: a 1 s deadline fits about 20 queued.
+    // 2 threads x 100 ms, a 1 s deadline: half of the 0.9 s before a start fits about 9 queued.
     let admitted = 0
     for (let i = 0; i < 40; i++) if (h.submit(`flood-${i}`, 'verify', 'flooder', 1000).refused === null) admitted++
-    assert.ok(admitted >= 15 && admitted <= 21, `the flooder got ${admitted} in`)
+    assert.ok(admitted >= 7 && admitted <= 11, `the flooder got ${admitted} in`)
     assert.equal(h.submit('flood-more', 'verify', 'flooder', 1000).refused, 'SERVICE_OVERLOADED')
     const newcomer = h.submit('newcomer', 'verify', 'newcomer', 1000)
     assert.equal(newcomer.refused, null)
@@ -228,6 +231,30 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     mock.timers.setTime(Date.now() + 100)
     assert.deepEqual(finishAll(h, [busy.ticket]), ['fresh'])
     assert.deepEqual(h.expired, ['stale'])
+  })
+
+  it('admits half a deadline of queue: what it admitted still starts in time when the threads slow to half speed', () => {
+    /** One thread of 100 ms runs, logins with a 1 s deadline until one is refused, then every run takes 200 ms. */
+    const expiredAtHalfSpeed = (admissionShare: number): { admitted: number, expired: number } => {
+      const h = harness(1, 1000, 100, admissionShare)
+      h.submit('busy', 'verify', 'busy')
+      let running = h.scheduler.dispatch()
+      let admitted = 0
+      while (h.submit(`login-${admitted}`, 'verify', `c-${admitted}`, 1000).refused === null) admitted++
+      while (running.length > 0) {
+        mock.timers.tick(200)
+        for (const ticket of running) h.scheduler.finish(ticket, 200, true)
+        running = h.scheduler.dispatch()
+      }
+      return { admitted, expired: h.expired.length }
+    }
+    // The default: a login may wait half of the 0.9 s before it must start, so 4 are admitted
+    // (starts expected at 100 to 400 ms); at half speed they start by 800 ms, all in time.
+    assert.equal(scheduler.defaultAdmissionShare, 0.5)
+    assert.deepEqual(expiredAtHalfSpeed(scheduler.defaultAdmissionShare), { admitted: 4, expired: 0 })
+    // A queue of whole deadlines admits twice as many (starts expected up to 900 ms) and serves
+    // none more in time: the rest wait their deadline out for a 503.
+    assert.deepEqual(expiredAtHalfSpeed(1), { admitted: 9, expired: 5 })
   })
 
   it('expects the k-th in line at r[k mod T] + floor(k / T) x mean, never 0 behind busy threads', () => {
@@ -332,12 +359,13 @@ describe('hash scheduler (injected clock, mock timers)', () => {
       }
     }
     assert.ok(h.scheduler.waitCalibration.verify < 1.5, `calibration ${h.scheduler.waitCalibration.verify.toFixed(2)} two minutes later`)
-    // A login behind a run half done (0.5 s to wait, 1 s of budget) is admitted again.
+    // A login behind a run three quarters done (0.25 s to wait; it may wait half of the 1 s
+    // before it must start) is admitted again.
     for (const ticket of running) h.scheduler.finish(ticket, 1000, true)
     h.scheduler.drain()
-    h.submit('half-done', 'verify', 'x')
+    h.submit('nearly-done', 'verify', 'x')
     h.dispatch()
-    mock.timers.tick(500)
+    mock.timers.tick(750)
     assert.equal(h.scheduler.refusal('verify', 'late', Date.now() + 2000), undefined)
   })
 

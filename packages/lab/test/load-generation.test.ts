@@ -12,7 +12,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { LoadSession } from '../src/load-session.js'
-import type { SecondSample } from '../src/result.js'
+import type { SecondSample, SegmentLoad } from '../src/result.js'
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-loadgen-'))
 /** Each iteration sends one GET carrying its virtual user's id. */
@@ -37,6 +37,10 @@ interface TestServer {
   holdUntil: number
   /** Stall for 1 s once, this many ms after the first request (null: never). */
   stallAfterMs: number | null
+  /** Answer every request 503 with this Retry-After, in seconds (null: 200). */
+  refuseRetryAfterSeconds: number | null
+  /** When each virtual user's requests came (epoch ms). */
+  timesByVu: Map<string, number[]>
   firstRequestAt: number
   reset (): void
   close (): Promise<void>
@@ -51,6 +55,8 @@ async function startServer (): Promise<TestServer> {
     requests: 0,
     holdUntil: 0,
     stallAfterMs: null,
+    refuseRetryAfterSeconds: null,
+    timesByVu: new Map(),
     firstRequestAt: 0,
     reset () {
       this.vus.clear()
@@ -58,6 +64,8 @@ async function startServer (): Promise<TestServer> {
       this.requests = 0
       this.holdUntil = 0
       this.stallAfterMs = null
+      this.refuseRetryAfterSeconds = null
+      this.timesByVu.clear()
       this.firstRequestAt = 0
     },
     close: async () => {},
@@ -69,6 +77,7 @@ async function startServer (): Promise<TestServer> {
     state.vus.add(vu)
     const ports = state.portsByVu.get(vu) ?? new Set<number>()
     state.portsByVu.set(vu, ports.add(req.socket.remotePort ?? 0))
+    state.timesByVu.set(vu, [...(state.timesByVu.get(vu) ?? []), now])
     if (state.firstRequestAt === 0) state.firstRequestAt = now
     if (state.stallAfterMs !== null && now - state.firstRequestAt >= state.stallAfterMs) {
       state.stallAfterMs = null
@@ -77,6 +86,11 @@ async function startServer (): Promise<TestServer> {
     const respond = (): void => {
       if (Date.now() < state.holdUntil) {
         setTimeout(respond, 10)
+        return
+      }
+      if (state.refuseRetryAfterSeconds !== null) {
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': String(state.refuseRetryAfterSeconds) })
+          .end('{"error":{"code":"SERVICE_OVERLOADED","message":"busy"}}')
         return
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
@@ -138,6 +152,25 @@ describe('load generation', () => {
     const ports = [...server.portsByVu.values()]
     assert.deepEqual(ports.map((used) => used.size), [1, 1, 1, 1], `one connection per user: ${JSON.stringify(ports.map((used) => [...used]))}`)
     assert.equal(new Set(ports.flatMap((used) => [...used])).size, 4, 'four connections, none shared')
+  })
+
+  it('closed model: a user waits out each Retry-After, to the end of a segment and across segments', async () => {
+    server.reset()
+    server.refuseRetryAfterSeconds = 1
+    const load = await session(server.url, 1, 20, [])
+    // Two segments of 1.5 s, one after the other: each user is refused at about 0, 1, 2 s (one
+    // segment's end at 1.5 s falls in its pause, which the next segment keeps).
+    const spec: SegmentLoad = { model: 'closed', startVus: 20, stages: [{ durationMs: 1500, target: 20 }], thinkTimeMs: 0, honourRetryAfter: true }
+    await load.runSegment(undefined, spec)
+    await load.runSegment(undefined, spec)
+    await load.close()
+    assert.equal(server.timesByVu.size, 20)
+    for (const [vu, times] of server.timesByVu) {
+      const gaps = times.slice(1).map((at, i) => at - (times[i] ?? 0))
+      // Date.now() on both ends: a millisecond of rounding at most.
+      assert.ok(gaps.every((gapMs) => gapMs >= 999), `user ${vu} came back before its Retry-After: gaps ${JSON.stringify(gaps)} ms`)
+      assert.ok(times.length >= 2 && times.length <= 4, `user ${vu}: ${times.length} requests in two segments of 1.5 s`)
+    }
   })
 
   it('open model: a stalled server shows in the latency of every arrival it delayed; a closed model hides it', async () => {

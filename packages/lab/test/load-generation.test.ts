@@ -39,7 +39,7 @@ interface TestServer {
   stallAfterMs: number | null
   /** Answer every request 503 with this Retry-After, in seconds (null: 200). */
   refuseRetryAfterSeconds: number | null
-  /** When each virtual user's requests came (epoch ms). */
+  /** When each virtual user's requests came (performance.now() of this process, ms). */
   timesByVu: Map<string, number[]>
   firstRequestAt: number
   reset (): void
@@ -77,7 +77,7 @@ async function startServer (): Promise<TestServer> {
     state.vus.add(vu)
     const ports = state.portsByVu.get(vu) ?? new Set<number>()
     state.portsByVu.set(vu, ports.add(req.socket.remotePort ?? 0))
-    state.timesByVu.set(vu, [...(state.timesByVu.get(vu) ?? []), now])
+    state.timesByVu.set(vu, [...(state.timesByVu.get(vu) ?? []), performance.now()])
     if (state.firstRequestAt === 0) state.firstRequestAt = now
     if (state.stallAfterMs !== null && now - state.firstRequestAt >= state.stallAfterMs) {
       state.stallAfterMs = null
@@ -155,21 +155,29 @@ describe('load generation', () => {
   })
 
   it('closed model: a user waits out each Retry-After, to the end of a segment and across segments', async () => {
-    server.reset()
-    server.refuseRetryAfterSeconds = 1
-    const load = await session(server.url, 1, 20, [])
-    // Two segments of 1.5 s, one after the other: each user is refused at about 0, 1, 2 s (one
-    // segment's end at 1.5 s falls in its pause, which the next segment keeps).
-    const spec: SegmentLoad = { model: 'closed', startVus: 20, stages: [{ durationMs: 1500, target: 20 }], thinkTimeMs: 0, honourRetryAfter: true }
-    await load.runSegment(undefined, spec)
-    await load.runSegment(undefined, spec)
-    await load.close()
-    assert.equal(server.timesByVu.size, 20)
-    for (const [vu, times] of server.timesByVu) {
-      const gaps = times.slice(1).map((at, i) => at - (times[i] ?? 0))
-      // Date.now() on both ends: a millisecond of rounding at most.
-      assert.ok(gaps.every((gapMs) => gapMs >= 999), `user ${vu} came back before its Retry-After: gaps ${JSON.stringify(gaps)} ms`)
+    /** 20 users refused with `retryAfterSeconds` through two segments of 1.5 s (the second starts at the next whole second); each user's requests, server-side times. */
+    const refusedThroughTwoSegments = async (retryAfterSeconds: number): Promise<Map<string, number[]>> => {
+      server.reset()
+      server.refuseRetryAfterSeconds = retryAfterSeconds
+      const load = await session(server.url, 1, 20, [])
+      const spec: SegmentLoad = { model: 'closed', startVus: 20, stages: [{ durationMs: 1500, target: 20 }], thinkTimeMs: 0, honourRetryAfter: true }
+      await load.runSegment(undefined, spec)
+      await load.runSegment(undefined, spec)
+      await load.close()
+      assert.equal(server.timesByVu.size, 20)
+      return new Map(server.timesByVu)
+    }
+    const gapsOf = (times: number[]): number[] => times.slice(1).map((at, i) => Math.round(at - (times[i] ?? 0)))
+    // Retry-After 1: refused at about 0 and 1 s, then (the first segment ending in the pause) 2
+    // and 3 s. Cut short at the end, a pause let a request start there, 0.5 s after the last.
+    for (const [vu, times] of await refusedThroughTwoSegments(1)) {
+      assert.ok(gapsOf(times).every((gapMs) => gapMs >= 999), `user ${vu} came back before its Retry-After: gaps ${JSON.stringify(gapsOf(times))} ms`)
       assert.ok(times.length >= 2 && times.length <= 4, `user ${vu}: ${times.length} requests in two segments of 1.5 s`)
+    }
+    // Retry-After 3: refused at 0, then at 3 s in the second segment, not when it starts at 2 s.
+    for (const [vu, times] of await refusedThroughTwoSegments(3)) {
+      assert.equal(times.length, 2, `user ${vu}: gaps ${JSON.stringify(gapsOf(times))} ms`)
+      assert.ok(gapsOf(times).every((gapMs) => gapMs >= 2999), `user ${vu} came back before its Retry-After: gaps ${JSON.stringify(gapsOf(times))} ms`)
     }
   })
 

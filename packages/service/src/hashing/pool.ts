@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
 import { createError, errorRegistry, type ErrorCode, type TollboothError } from '../errors.js'
 import type { HashExecutor, HashReply, HashTask, HashWorkerData, TimedValue } from './executor.js'
-import { HashScheduler, retryAfterSeconds, type HashReservation, type Ticket } from './scheduler.js'
+import { HashScheduler, type HashReservation, type Ticket } from './scheduler.js'
 import { errorFields, processWarningLog, TaskCounters } from './task-counters.js'
 import type { HashFaultLog, HashPoolStats, HashRequestOptions, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'
 
@@ -224,7 +224,7 @@ export class TollboothPool implements HashExecutor {
     this.detach(pending)
     this.record(pending.internal, { kind: pending.kind, outcome: 'deadline', waitMs: performance.now() - pending.enqueuedAt, runMs: 0 })
     pending.reject(createError('HASH_DEADLINE_EXCEEDED', `No hash thread became free within the ${Math.round(pending.deadlineMs ?? 0)} ms deadline`, {
-      retryAfterSeconds: retryAfterSeconds(this.scheduler.expectedWaitMs(pending.kind, pending.client), pending.deadlineMs ?? 0),
+      retryAfterSeconds: this.scheduler.retryAfterSeconds(pending.kind, pending.client, pending.deadlineMs ?? 0),
     }))
   }
 

@@ -8,7 +8,8 @@
  *   newest queued hash: queued sign-ups never delay a login nor take its place, and a login's
  *   expected wait counts only the verifies ahead of it and the hashes already running. Those
  *   running hashes are the one delay a wave of sign-ups can add: until one finishes, at most
- *   a hash's run per thread, a login waits (and is refused if that would miss its deadline).
+ *   a hash's run per thread, a login waits (and is refused if that would take more of its
+ *   deadline than admission allows).
  * - **Fair between clients.** Within a kind, clients (the caller's key: an address) take
  *   turns, round robin; a client's new request waits behind the others' first few, not
  *   behind one client's whole backlog. When the queue is full, a request from a client with
@@ -111,9 +112,9 @@ const calibrationBound = 4
 /**
  * How far toward 1 a calibration moves for each request that leaves the queue with a prediction
  * and a wait both under a run (which teach nothing). Without it, a high calibration, which admits only requests
- * predicted to start sooner than the deadline over it, would never hear that the machine is quick
- * again: with hashes of over a fifth of the deadline, every admitted prediction is under a run and
- * it stuck at its bound. Under a crowd nearly every prediction is a run or more, and the fading
+ * predicted to start sooner than its share of the deadline over it, would never hear that the
+ * machine is quick again: with hashes of over an eighth of the deadline (a half share over the
+ * bound of 4), every admitted prediction is under a run and it stuck at its bound. Under a crowd nearly every prediction is a run or more, and the fading
  * does not show; on a machine with threads to spare, the model is right and 1 is where it goes.
  */
 const calibrationFadeWeight = 0.02
@@ -216,8 +217,8 @@ export class HashScheduler<T extends Ticket> {
    * times drifting faster than the mean follows, and, for a hash, the verifies that arrive
    * after it and go first. Scaling predictions by what queued requests really waited (their
    * sojourn, as CoDel watches) keeps admission honest under contention: a request is admitted
-   * only if it will start within its deadline, so few expire in the queue after waiting for
-   * nothing. One per kind: registrations overtaken by a stream of logins wait a multiple of
+   * only if it is expected to start within its share of its deadline, so few expire in the queue
+   * after waiting for nothing. One per kind: registrations overtaken by a stream of logins wait a multiple of
    * what the queue showed when they came (in the DevNest mix, one admitted registration in ten
    * waited its whole 5 s for a 503), and that lesson is theirs; a shared one would lengthen
    * every login's expected wait with it, and a login is never overtaken. Not the mean ratio
@@ -232,6 +233,8 @@ export class HashScheduler<T extends Ticket> {
     this.threads = options.threads
     this.maxQueue = options.maxQueue
     this.admissionShare = options.admissionShare ?? defaultAdmissionShare
+    // NaN would admit everything (no comparison is true), 0 or less would refuse every wait.
+    if (!(this.admissionShare > 0 && this.admissionShare <= 1)) throw new RangeError(`admissionShare must be in (0, 1], not ${this.admissionShare}`)
     this.now = options.now
     this.onExpired = options.onExpired as (ticket: T) => void
   }
@@ -331,6 +334,15 @@ export class HashScheduler<T extends Ticket> {
       ticket.timer = setTimeout(() => { this.expire(ticket) }, Math.max(0, deadlineMs))
     }
     return evicted
+  }
+
+  /**
+   * The seconds until a `kind` request of `client` with a deadline `deadlineMs` from its arrival
+   * would be admitted, for one that could not be: its wait expected now, against the share of
+   * that deadline admission allows it (`refusal`), at least 1.
+   */
+  retryAfterSeconds (kind: HashTaskKind, client: string, deadlineMs: number): number {
+    return retryAfterSeconds(this.expectedWaitMs(kind, client), (deadlineMs - this.meanRunMs) * this.admissionShare)
   }
 
   /**
@@ -475,7 +487,7 @@ export class HashScheduler<T extends Ticket> {
   }
 }
 
-/** Whole seconds until a request with the same deadline would be admitted, at least 1. */
-export function retryAfterSeconds (expectedWaitMs: number, deadlineMs: number): number {
-  return Math.max(1, Math.ceil((expectedWaitMs - deadlineMs) / 1000))
+/** Whole seconds until a request that may wait `budgetMs` would be admitted, expecting `expectedWaitMs` now; at least 1. */
+export function retryAfterSeconds (expectedWaitMs: number, budgetMs: number): number {
+  return Math.max(1, Math.ceil((expectedWaitMs - budgetMs) / 1000))
 }

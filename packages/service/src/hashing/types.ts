@@ -46,9 +46,10 @@ export type HashStrategy = typeof hashStrategies[number]
 export interface HashRequestOptions {
   /**
    * Time budget in milliseconds, from now, for the hash to be *done*: a request
-   * that is expected to start too late to finish by then (its expected queue wait
-   * plus a mean run) is refused at once, and one still queued when it can no longer
-   * finish in time is removed from the queue. A thread that is free takes it at once,
+   * expected to wait for a thread more than the scheduler's admission share (half)
+   * of the time before it must start (the budget less a mean run) is refused at
+   * once, and one still queued when it can no longer finish in time is removed
+   * from the queue. A thread that is free takes it at once,
    * whatever the budget. Undefined: no deadline.
    */
   deadlineMs?: number

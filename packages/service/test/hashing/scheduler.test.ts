@@ -49,6 +49,27 @@ function harness (threads: number, maxQueue: number, meanRunMs = 100, admissionS
   }
 }
 
+/**
+ * A deadline (epoch ms) by which the model alone, uncalibrated, would admit a `kind` request of
+ * `client` now, with `marginMs` to spare: its wait may take the admission share of the time
+ * before it must start, a mean run before the deadline.
+ */
+function deadlineTheModelAdmits (h: Harness, kind: HashTaskKind, client: string, marginMs: number): number {
+  const modelMs = h.scheduler.expectedWaitMs(kind, client) / h.scheduler.waitCalibration[kind]
+  return Date.now() + h.scheduler.meanRunMs + (modelMs + marginMs) / h.scheduler.admissionShare
+}
+
+/** Runs `check` with `kind`'s calibration set to `value`, then puts it back. */
+function withCalibration (h: Harness, kind: HashTaskKind, value: number, check: () => void): void {
+  const learnt = h.scheduler.waitCalibration[kind]
+  h.scheduler.waitCalibration[kind] = value
+  try {
+    check()
+  } finally {
+    h.scheduler.waitCalibration[kind] = learnt
+  }
+}
+
 /** Finishes every running ticket as one run of `runMs`, then dispatches; returns what started. */
 function finishAll (h: Harness, running: TestTicket[], runMs = 100): string[] {
   for (const ticket of running) h.scheduler.finish(ticket, runMs, true)
@@ -141,8 +162,9 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     const last = reservations[reservations.length - 1]
     assert.equal(h.scheduler.refusal('verify', 'last', Date.now() + 1000, Date.now(), last), undefined)
     // Released (submitted, or its request ended): room again. Twice is once.
-    for (const reservation of reservations.slice(0, 10)) { reservation.release(); reservation.release() }
-    assert.equal(h.scheduler.reserved('verify'), reservations.length - 10)
+    for (const reservation of reservations.slice(0, 5)) { reservation.release(); reservation.release() }
+    assert.equal(h.scheduler.reserved('verify'), reservations.length - 5)
+    assert.ok(h.scheduler.reserved('verify') >= 2, 'places still held')
     assert.equal(h.scheduler.refusal('verify', 'late', Date.now() + 1000), undefined)
     // At its deadline a place no longer counts: it could not be admitted anyway.
     mock.timers.tick(1001)
@@ -233,6 +255,12 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     assert.deepEqual(h.expired, ['stale'])
   })
 
+  it('refuses an admission share outside (0, 1]: NaN would admit everything', () => {
+    for (const admissionShare of [Number.NaN, 0, -1, 1.5]) {
+      assert.throws(() => harness(1, 10, 100, admissionShare), RangeError, String(admissionShare))
+    }
+  })
+
   it('admits half a deadline of queue: what it admitted still starts in time when the threads slow to half speed', () => {
     /** One thread of 100 ms runs, logins with a 1 s deadline until one is refused, then every run takes 200 ms. */
     const expiredAtHalfSpeed = (admissionShare: number): { admitted: number, expired: number } => {
@@ -283,11 +311,14 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     h.dispatch()
     const late = h.scheduler.refusal('verify', 'a', Date.now() - 1)
     assert.equal(late?.code, 'HASH_DEADLINE_EXCEEDED')
-    for (let i = 0; i < 30; i++) h.submit(`q-${i}`, 'verify', 'a')
-    // 30 ahead at 100 ms: about 3.1 s of wait against a 1 s deadline (start by 0.9 s) -> come back in 3 s.
+    for (let i = 0; i < 25; i++) h.submit(`q-${i}`, 'verify', 'a')
+    // 25 ahead at 100 ms: 2.6 s of wait, where a 1 s deadline lets a login wait half of the 0.9 s
+    // before it must start, 0.45 s -> come back in 3 s (2 if it could wait the whole 0.9 s).
     const refusal = h.scheduler.refusal('verify', 'a', Date.now() + 1000)
     assert.equal(refusal?.code, 'SERVICE_OVERLOADED')
     assert.equal(refusal?.retryAfterSeconds, 3)
+    // The same for one that expired in the queue with that deadline (pool.ts answers it so).
+    assert.equal(h.scheduler.retryAfterSeconds('verify', 'a', 1000), 3)
   })
 
   it('calibrates the expected wait on what queued requests really waited (a machine slower than the runs say)', () => {
@@ -296,11 +327,10 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     // task only every 200 ms (a starved main thread): requests wait twice what the model says.
     let running = starvedHandOver(h, { queued: 30, runs: 20, runMs: 100, handOverMs: 200 })
     assert.ok(h.scheduler.waitCalibration.verify > 1.5, `calibration ${h.scheduler.waitCalibration.verify.toFixed(2)}`)
-    const queued = h.scheduler.queuedCount
-    // The model alone: (queued + 1) slots of 100 ms; calibrated, about twice that.
-    const budgetMs = (queued + 1) * 100 + 50
-    assert.equal(h.scheduler.refusal('verify', 'a', Date.now() + budgetMs)?.code, 'SERVICE_OVERLOADED',
-      `${queued} queued: the model alone would admit within ${budgetMs} ms`)
+    // A deadline the model alone would admit with 50 ms to spare; calibrated, the wait is about twice that.
+    const deadlineAt = deadlineTheModelAdmits(h, 'verify', 'a', 50)
+    assert.equal(h.scheduler.refusal('verify', 'a', deadlineAt)?.code, 'SERVICE_OVERLOADED', 'refused on the calibrated wait')
+    withCalibration(h, 'verify', 1, () => assert.equal(h.scheduler.refusal('verify', 'a', deadlineAt), undefined, 'the model alone admits it'))
     // When the machine is quick again, the calibration comes back down.
     for (let i = 0; i < 60 && running.length > 0; i++) {
       mock.timers.tick(100)
@@ -329,11 +359,10 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     const { verify, hash } = h.scheduler.waitCalibration
     assert.ok(hash > 1.5, `the sign-ups' calibration ${hash.toFixed(2)}`)
     assert.ok(verify < 1.1, `the logins' calibration ${verify.toFixed(2)}, never overtaken`)
-    // A new sign-up behind the queue: the model alone would have it start within the budget.
-    const queued = h.scheduler.queuedCount
-    const budgetMs = (queued + 1) * 100 + 150
-    assert.equal(h.scheduler.refusal('hash', 'late', Date.now() + budgetMs)?.code, 'SERVICE_OVERLOADED',
-      `${queued} queued: the model alone would admit within ${budgetMs} ms`)
+    // A new sign-up behind the queue, with a deadline the model alone would admit (150 ms to spare).
+    const deadlineAt = deadlineTheModelAdmits(h, 'hash', 'late', 150)
+    assert.equal(h.scheduler.refusal('hash', 'late', deadlineAt)?.code, 'SERVICE_OVERLOADED', 'refused on the sign-ups\' calibration')
+    withCalibration(h, 'hash', 1, () => assert.equal(h.scheduler.refusal('hash', 'late', deadlineAt), undefined, 'the model alone admits it'))
     // A login is admitted on the model as it is: one run ahead of it at most.
     assert.equal(h.scheduler.refusal('verify', 'late', Date.now() + 400), undefined)
   })
@@ -345,8 +374,8 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     let running = starvedHandOver(h, { queued: 40, runs: 40, runMs: 1000, handOverMs: 4000 })
     assert.ok(h.scheduler.waitCalibration.verify > 3, `calibration ${h.scheduler.waitCalibration.verify.toFixed(2)}`)
     // The machine is quick again. A login every 250 ms, a run every second handed over at once:
-    // with the calibration where it was, only logins predicted to start within 1 s / 4 would
-    // ever be admitted, and such predictions (under a run) teach nothing.
+    // with the calibration where it was, only logins predicted to start within half of 1 s / 4
+    // would ever be admitted, and such predictions (under a run) teach nothing.
     const start = (): void => { if (running.length === 0) running = h.scheduler.dispatch() }
     for (let ms = 0; ms < 120_000; ms += 250) {
       h.submit(`login-${ms}`, 'verify', `c-${ms}`, 2000)
@@ -371,7 +400,7 @@ describe('hash scheduler (injected clock, mock timers)', () => {
 
   it('keeps a high calibration while admitted requests still wait longer than a run, short predictions or not', () => {
     // Hashes of 1 s, a 2 s deadline, and the starved hand-over goes on: only logins predicted to
-    // start within a quarter of a run are admitted, and each waits seconds, then expires.
+    // start within an eighth of a run are admitted, and each waits seconds, then expires.
     const h = harness(1, 100, 1000)
     let running = starvedHandOver(h, { queued: 40, runs: 40, runMs: 1000, handOverMs: 4000 })
     assert.ok(h.scheduler.waitCalibration.verify > 3)

@@ -167,7 +167,7 @@ async function burstOfLogins (service: TestService, count: number, bodyDelayMs: 
 describe('a burst of logins on an idle queue', () => {
   let service: TestService
   before(async () => {
-    // One thread, ~70 ms a verify, a 500 ms deadline: about seven logins fit, however empty the queue looks.
+    // One thread, ~70 ms a verify, a 500 ms deadline of which a login may wait half: about three fit, however empty the queue looks.
     service = await startTestService({ policy: seedPolicy, threads: 1, config: { loginDeadlineMs: 500 } })
   })
   after(async () => { await service.close() })

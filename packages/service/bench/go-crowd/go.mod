@@ -1,0 +1,3 @@
+module tollbooth/bench/go-crowd
+
+go 1.22

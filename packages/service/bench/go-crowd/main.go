@@ -1,0 +1,340 @@
+// go-crowd: a load generator for one cheap authenticated GET, in Go, for the crowd of cheap
+// requests (issue 7) measured with a generator that takes less of the machine than the lab's.
+// On two cores shared by the service, PostgreSQL and the generator, the lab's one Node.js
+// generator thread could not send a crowd of 1.5 times the capacity of a fast host: it
+// saturated, and left arrivals unsent (bench/README, "A crowd sent from Go"). This sends the
+// same requests as `bench/scenarios/me-crowd.mjs`, closed (virtual users in a loop) or open (a
+// constant arrival rate, each latency counted from its arrival's intended time, so a stalled
+// service shows in every arrival it delayed), and probes `/healthz` from a connection of its
+// own. It prints one JSON object.
+//
+//	go run . -url http://127.0.0.1:3913 -tokens tokens.txt -mode closed -vus 64 -duration 15s
+//	go run . -url http://127.0.0.1:3913 -tokens tokens.txt -mode open -rate 18000 -ramp 3s -duration 22s
+//
+// The standard library only.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	url         string
+	path        string
+	tokensFile  string
+	mode        string
+	vus         int
+	rate        float64
+	ramp        time.Duration
+	duration    time.Duration
+	maxInFlight int
+	connections int
+	timeout     time.Duration
+	healthzRate float64
+}
+
+// recorder keeps every latency of the measured window and the outcomes of all requests.
+type recorder struct {
+	mu        sync.Mutex
+	latencies []float64 // ms, requests that got an answer within the measured window
+	status    map[int]int
+	timeouts  int
+	connErrs  int
+	okInHold  int
+}
+
+func (r *recorder) record(latency time.Duration, status int, err error, inHold bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err == nil:
+		r.status[status]++
+		if inHold {
+			r.latencies = append(r.latencies, float64(latency)/float64(time.Millisecond))
+			if status >= 200 && status < 300 {
+				r.okInHold++
+			}
+		}
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		r.timeouts++
+	default:
+		r.connErrs++
+	}
+}
+
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
+}
+
+type percentiles struct {
+	Count int     `json:"count"`
+	P50Ms float64 `json:"p50Ms"`
+	P90Ms float64 `json:"p90Ms"`
+	P99Ms float64 `json:"p99Ms"`
+	MaxMs float64 `json:"maxMs"`
+}
+
+func summarise(values []float64) percentiles {
+	if len(values) == 0 {
+		return percentiles{}
+	}
+	sorted := append([]float64(nil), values...)
+	sort.Float64s(sorted)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(sorted)))) - 1
+		if i < 0 {
+			i = 0
+		}
+		return math.Round(sorted[i]*100) / 100
+	}
+	return percentiles{Count: len(sorted), P50Ms: at(0.5), P90Ms: at(0.9), P99Ms: at(0.99), MaxMs: at(1)}
+}
+
+type result struct {
+	Mode             string         `json:"mode"`
+	HoldSeconds      float64        `json:"holdSeconds"`
+	OfferedPerSecond float64        `json:"offeredPerSecond,omitempty"`
+	ServedPerSecond  float64        `json:"servedPerSecond"`
+	Sent             int64          `json:"sent"`
+	NotSent          int64          `json:"notSent"`
+	ByStatus         map[string]int `json:"byStatus"`
+	Timeouts         int            `json:"timeouts"`
+	ConnectionErrors int            `json:"connectionErrors"`
+	Latency          percentiles    `json:"latency"`
+	Healthz          percentiles    `json:"healthz"`
+	GeneratorCores   float64        `json:"generatorCores"`
+}
+
+func readTokens(file string) ([]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var tokens []string
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 64*1024), 64*1024)
+	for scanner.Scan() {
+		if line := scanner.Text(); line != "" {
+			tokens = append(tokens, line)
+		}
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%s holds no token", file)
+	}
+	return tokens, scanner.Err()
+}
+
+func cpuSeconds() float64 {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		return 0
+	}
+	return float64(usage.Utime.Nano()+usage.Stime.Nano()) / 1e9
+}
+
+func newClient(connections int, timeout time.Duration) *http.Client {
+	transport := &http.Transport{
+		MaxConnsPerHost:     connections,
+		MaxIdleConnsPerHost: connections,
+		MaxIdleConns:        connections,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+		DialContext:         (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+	}
+	return &http.Client{Transport: transport, Timeout: timeout}
+}
+
+// send makes one GET and reads its body to the end (so the connection is reused).
+func send(client *http.Client, url, token string) (int, error) {
+	request, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	if token != "" {
+		request.Header.Set("Authorization", "Bearer "+token)
+	}
+	response, err := client.Do(request)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, response.Body)
+	response.Body.Close()
+	return response.StatusCode, err
+}
+
+// probeHealthz sends GET /healthz at random times (a Poisson process, `rate` a second) on a
+// connection of its own until `stop`, and returns the latencies in ms.
+func probeHealthz(base string, rate float64, timeout time.Duration, stop <-chan struct{}) []float64 {
+	client := newClient(1, timeout)
+	var latencies []float64
+	for {
+		wait := time.Duration(rand.ExpFloat64() / rate * float64(time.Second))
+		select {
+		case <-stop:
+			return latencies
+		case <-time.After(wait):
+		}
+		start := time.Now()
+		if status, err := send(client, base+"/healthz", ""); err == nil && status == http.StatusOK {
+			latencies = append(latencies, float64(time.Since(start))/float64(time.Millisecond))
+		} else {
+			latencies = append(latencies, float64(timeout)/float64(time.Millisecond))
+		}
+	}
+}
+
+func runClosed(o options, client *http.Client, tokens []string, rec *recorder, holdStart, end time.Time, sent *int64) {
+	var wg sync.WaitGroup
+	for vu := 0; vu < o.vus; vu++ {
+		wg.Add(1)
+		go func(vu int) {
+			defer wg.Done()
+			token := tokens[vu%len(tokens)]
+			for time.Now().Before(end) {
+				start := time.Now()
+				atomic.AddInt64(sent, 1)
+				status, err := send(client, o.url+o.path, token)
+				done := time.Now()
+				rec.record(done.Sub(start), status, err, !start.Before(holdStart) && !done.After(end))
+			}
+		}(vu)
+	}
+	wg.Wait()
+}
+
+func runOpen(o options, client *http.Client, tokens []string, rec *recorder, begin, holdStart, end time.Time, sent, notSent *int64) {
+	slots := make(chan struct{}, o.maxInFlight)
+	var wg sync.WaitGroup
+	rampSeconds := o.ramp.Seconds()
+	// The k-th arrival's offset: the ramp's rate rises linearly from 0 to `rate`, then holds.
+	offset := func(k int) time.Duration {
+		n := float64(k) + 1
+		rampArrivals := o.rate * rampSeconds / 2
+		if n <= rampArrivals && rampSeconds > 0 {
+			return time.Duration(math.Sqrt(2*n*rampSeconds/o.rate) * float64(time.Second))
+		}
+		return time.Duration((rampSeconds + (n-rampArrivals)/o.rate) * float64(time.Second))
+	}
+	for k := 0; ; k++ {
+		intended := begin.Add(offset(k))
+		if !intended.Before(end) {
+			break
+		}
+		if wait := time.Until(intended); wait > 0 {
+			time.Sleep(wait)
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			atomic.AddInt64(notSent, 1)
+			continue
+		}
+		atomic.AddInt64(sent, 1)
+		wg.Add(1)
+		go func(k int, intended time.Time) {
+			defer wg.Done()
+			defer func() { <-slots }()
+			status, err := send(client, o.url+o.path, tokens[k%len(tokens)])
+			done := time.Now()
+			rec.record(done.Sub(intended), status, err, !intended.Before(holdStart) && !done.After(end))
+		}(k, intended)
+	}
+	wg.Wait()
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.url, "url", "http://127.0.0.1:3000", "the service's base URL")
+	flag.StringVar(&o.path, "path", "/api/v1/me", "the path every request GETs")
+	flag.StringVar(&o.tokensFile, "tokens", "", "a file of access tokens, one a line (request k uses token k mod n)")
+	flag.StringVar(&o.mode, "mode", "open", "closed (virtual users in a loop) or open (a constant arrival rate)")
+	flag.IntVar(&o.vus, "vus", 64, "closed: virtual users, each on a connection")
+	flag.Float64Var(&o.rate, "rate", 1000, "open: arrivals a second once the ramp is over")
+	flag.DurationVar(&o.ramp, "ramp", 3*time.Second, "open: the rate rises from 0 over this long (not measured)")
+	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the load is held after the ramp (measured)")
+	flag.IntVar(&o.maxInFlight, "max-in-flight", 2000, "open: arrivals in flight at most; one more is counted as not sent")
+	flag.IntVar(&o.connections, "connections", 256, "open: keep-alive connections at most (closed: one per user)")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "a request's timeout")
+	flag.Float64Var(&o.healthzRate, "healthz-rate", 10, "/healthz probes a second, at random times")
+	flag.Parse()
+	tokens, err := readTokens(o.tokensFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "go-crowd:", err)
+		os.Exit(2)
+	}
+	if o.mode != "open" && o.mode != "closed" {
+		fmt.Fprintln(os.Stderr, "go-crowd: -mode is open or closed")
+		os.Exit(2)
+	}
+	connections := o.connections
+	if o.mode == "closed" {
+		connections = o.vus
+	}
+	client := newClient(connections, o.timeout)
+	rec := &recorder{status: map[int]int{}}
+	var sent, notSent int64
+
+	stop := make(chan struct{})
+	healthz := make(chan []float64, 1)
+	go func() { healthz <- probeHealthz(o.url, o.healthzRate, o.timeout, stop) }()
+	cpuBefore := cpuSeconds()
+	begin := time.Now()
+	holdStart := begin.Add(o.ramp)
+	if o.mode == "closed" {
+		holdStart = begin
+	}
+	end := holdStart.Add(o.duration)
+	if o.mode == "closed" {
+		runClosed(o, client, tokens, rec, holdStart, end, &sent)
+	} else {
+		runOpen(o, client, tokens, rec, begin, holdStart, end, &sent, &notSent)
+	}
+	elapsed := time.Since(begin).Seconds()
+	close(stop)
+	probes := <-healthz
+
+	byStatus := map[string]int{}
+	for status, n := range rec.status {
+		byStatus[fmt.Sprint(status)] = n
+	}
+	out := result{
+		Mode:             o.mode,
+		HoldSeconds:      o.duration.Seconds(),
+		ServedPerSecond:  math.Round(float64(rec.okInHold)/o.duration.Seconds()*10) / 10,
+		Sent:             sent,
+		NotSent:          notSent,
+		ByStatus:         byStatus,
+		Timeouts:         rec.timeouts,
+		ConnectionErrors: rec.connErrs,
+		Latency:          summarise(rec.latencies),
+		Healthz:          summarise(probes),
+		GeneratorCores:   math.Round((cpuSeconds()-cpuBefore)/elapsed*1000) / 1000,
+	}
+	if o.mode == "open" {
+		out.OfferedPerSecond = o.rate
+	}
+	encoder := json.NewEncoder(os.Stdout)
+	encoder.SetIndent("", "  ")
+	if err := encoder.Encode(out); err != nil {
+		fmt.Fprintln(os.Stderr, "go-crowd:", err)
+		os.Exit(1)
+	}
+}

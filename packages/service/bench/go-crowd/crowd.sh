@@ -50,7 +50,11 @@ for round in $(seq "$rounds"); do
   "$work/go-crowd" -url "$base" -tokens "$work/tokens.txt" -mode closed -vus 64 -duration 15s > "$work/before.json"
   before="$(field servedPerSecond < "$work/before.json")"
   rate="${CROWD_RATE:-$(node -e 'console.log(Math.round(process.argv[1] * 1.5))' "$before")}"
+  curl -sf "$base/metrics" > "$work/metrics-before.txt"
   "$work/go-crowd" -url "$base" -tokens "$work/tokens.txt" -mode open -rate "$rate" -ramp 3s -duration 22s > "$work/crowd.json"
+  curl -sf "$base/metrics" > "$work/metrics-after.txt"
+  # The service's side of the crowd, to stderr: refusals by reason and the process's CPU, before and after.
+  grep -hE '^(tollbooth_requests_shed_total|process_cpu_seconds_total|nodejs_eventloop_lag_p99_seconds)' "$work/metrics-before.txt" "$work/metrics-after.txt" >&2 || true
   "$work/go-crowd" -url "$base" -tokens "$work/tokens.txt" -mode closed -vus 64 -duration 15s > "$work/after.json"
   cat "$work/before.json" "$work/crowd.json" "$work/after.json" >&2
   ROUND="$round" node -e '

@@ -218,8 +218,11 @@ export class LoadGenerator {
           // clock is the loop's) let one more iteration start at the end, ignoring its
           // Retry-After: in a polite login storm, 23 to 45 logins a run held by the service's
           // pacer for their whole second, the 1 s p99 of the polite clients' 503s.
+          // Under a millisecond left is over: timers fire up to a millisecond early, and another
+          // for the rest would wait a whole turn of a busy loop (the `stress` mix's 5,000 users
+          // ran about 1 % fewer requests with it).
           const pauseLeftMs = vu.resumeAtEpochMs - nowEpochMs()
-          if (pauseLeftMs > 0) {
+          if (pauseLeftMs >= 1) {
             const segmentLeftMs = segment.endEpochMs - nowEpochMs()
             await this.sleep(Math.min(pauseLeftMs, segmentLeftMs))
             if (pauseLeftMs >= segmentLeftMs) break

@@ -213,14 +213,13 @@ export class LoadGenerator {
       this.activeVus++
       try {
         while (!this.stopping && nowEpochMs() < segment.endEpochMs && local < wanted()) {
-          // A pause that outlasts the segment ends this user's part in it, at the segment's end.
-          // Cut short there instead, a timer that fired a millisecond early (they do: libuv's
-          // clock is the loop's) let one more iteration start at the end, ignoring its
-          // Retry-After: in a polite login storm, 23 to 45 logins a run held by the service's
-          // pacer for their whole second, the 1 s p99 of the polite clients' 503s.
-          // Under a millisecond left is over: timers fire up to a millisecond early, and another
-          // for the rest would wait a whole turn of a busy loop (the `stress` mix's 5,000 users
-          // ran about 1 % fewer requests with it).
+          // The pause after the last iteration is waited out to its end; one that outlasts the
+          // segment ends this user's part in it, at the segment's end. Cut short there instead, a
+          // timer that fired a millisecond early (they do: libuv's clock is the loop's) let one
+          // more iteration start at the end, ignoring its Retry-After (in a polite login storm,
+          // 23 to 45 logins a run held by the service's pacer for their whole second). Under a
+          // millisecond left counts as over: another timer for the rest would wait a whole turn
+          // of a busy loop (the `stress` mix's 5,000 users ran about 1 % fewer requests so).
           const pauseLeftMs = vu.resumeAtEpochMs - nowEpochMs()
           if (pauseLeftMs >= 1) {
             const segmentLeftMs = segment.endEpochMs - nowEpochMs()

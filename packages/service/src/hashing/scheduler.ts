@@ -114,8 +114,9 @@ const calibrationBound = 4
  * and a wait both under a run (which teach nothing). Without it, a high calibration, which admits only requests
  * predicted to start sooner than its share of the deadline over it, would never hear that the
  * machine is quick again: with hashes of over an eighth of the deadline (a half share over the
- * bound of 4), every admitted prediction is under a run and it stuck at its bound. Under a crowd nearly every prediction is a run or more, and the fading
- * does not show; on a machine with threads to spare, the model is right and 1 is where it goes.
+ * bound of 4), every admitted prediction is under a run and it stuck at its bound. Under a crowd
+ * nearly every prediction is a run or more, and the fading does not show; on a machine with
+ * threads to spare, the model is right and 1 is where it goes.
  */
 const calibrationFadeWeight = 0.02
 /** Remaining time assumed for a task already running longer than the mean, as a fraction of it. */
@@ -218,8 +219,8 @@ export class HashScheduler<T extends Ticket> {
    * after it and go first. Scaling predictions by what queued requests really waited (their
    * sojourn, as CoDel watches) keeps admission honest under contention: a request is admitted
    * only if it is expected to start within its share of its deadline, so few expire in the queue
-   * after waiting for nothing. One per kind: registrations overtaken by a stream of logins wait a multiple of
-   * what the queue showed when they came (in the DevNest mix, one admitted registration in ten
+   * after waiting for nothing. One per kind: registrations overtaken by a stream of logins wait a
+   * multiple of what the queue showed when they came (in the DevNest mix, one admitted registration in ten
    * waited its whole 5 s for a 503), and that lesson is theirs; a shared one would lengthen
    * every login's expected wait with it, and a login is never overtaken. Not the mean ratio
    * alone (`learnWait`): in the `stress` scenario, where the hash threads get what a crowd of
@@ -302,8 +303,7 @@ export class HashScheduler<T extends Ticket> {
     }
     if (deadlineAt !== undefined) {
       const expectedWaitMs = this.expectedWaitMs(kind, client, reservedAhead)
-      // The time left before it must start, of which the wait may take its share.
-      const budgetMs = (this.startBy(deadlineAt) - now) * this.admissionShare
+      const budgetMs = this.waitBudgetMs(deadlineAt - now)
       if (expectedWaitMs > budgetMs) {
         return {
           code: 'SERVICE_OVERLOADED',
@@ -342,7 +342,15 @@ export class HashScheduler<T extends Ticket> {
    * that deadline admission allows it (`refusal`), at least 1.
    */
   retryAfterSeconds (kind: HashTaskKind, client: string, deadlineMs: number): number {
-    return retryAfterSeconds(this.expectedWaitMs(kind, client), (deadlineMs - this.meanRunMs) * this.admissionShare)
+    return retryAfterSeconds(this.expectedWaitMs(kind, client), this.waitBudgetMs(deadlineMs))
+  }
+
+  /**
+   * How long a request whose deadline is `deadlineMs` from now may be expected to wait and still
+   * be admitted: the admission share of the time before it must start (`startBy`).
+   */
+  private waitBudgetMs (deadlineMs: number): number {
+    return (deadlineMs - this.meanRunMs) * this.admissionShare
   }
 
   /**

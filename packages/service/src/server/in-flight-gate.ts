@@ -142,10 +142,7 @@ export class InFlightGate {
     if (counted === undefined) return true
     this.#mayPark.delete(request)
     counted.serving = true
-    if (counted.parked && !counted.released && this.#inFlight >= this.#maxInFlight && this.#refusing) {
-      this.#onRefuse()
-      return false
-    }
+    if (counted.parked && !counted.released && this.#refuses()) return false
     this.#unpark(counted)
     return true
   }
@@ -166,8 +163,7 @@ export class InFlightGate {
       this.#count(request, response, true)
       return true
     }
-    if (this.#inFlight >= this.#maxInFlight && this.#refusing) {
-      this.#onRefuse()
+    if (this.#refuses()) {
       response.writeHead(503, this.#headers).end(this.#body)
       return false
     }
@@ -176,6 +172,13 @@ export class InFlightGate {
       this.#mayPark.set(request, counted)
       whenBodyLate(request, () => { this.#park(counted) })
     }
+    return true
+  }
+
+  /** Whether a request is refused now (the cap is full, and the service not stopping): such a refusal is counted. */
+  #refuses (): boolean {
+    if (this.#inFlight < this.#maxInFlight || !this.#refusing) return false
+    this.#onRefuse()
     return true
   }
 

@@ -26,8 +26,8 @@
  * whatever its routes (connection-age.ts), and the shared keys hold its requests at most until
  * it is no longer young (and the release spread, below): its first request a moment, never the
  * keys' whole Retry-After. Past that, a connection is its client's own key: the pacer knows from
- * it whether that client waits out its `Retry-After`, and its neighbours' refusals do not hold it. Without this, one refused
- * user held every other user of the same address for a second: in the lab's `stress` scenario,
+ * it whether that client waits out its `Retry-After`, and its neighbours' refusals do not hold
+ * it. Without this, one refused user held every other user of the same address for a second: in the lab's `stress` scenario,
  * whose 5,000 users all come from one loopback address, every login that would be refused was
  * held; then, while a connection was new until the pacer had seen it (it sees only the hashed
  * routes), a user's first login after dozens of reads on its connection was held as a
@@ -43,8 +43,8 @@
  * colleague's own connection. (Those who are held in the `stress` scenario, 175 of about 4,800
  * refused logins a run, the p99 of the logins' 503s at 250 ms, are users whose first request is
  * a login, held for other such users' refusals: from one address, nothing tells them from one
- * client reconnecting to retry.) A request through a
- * trusted proxy is paced by its shared keys in full: they are its client's best names.
+ * client reconnecting to retry.) A request through a trusted proxy is paced by its shared keys in
+ * full: they are its client's best names.
  *
  * Releases are spread: a hold lasts its time plus a random share of it (a quarter at most, by
  * default). Without the spread a crowd refused in one burst is released in one burst a
@@ -163,7 +163,7 @@ export class RefusalPacer {
    * nothing of the strangers its address or account also stands for.
    */
   noteRefusal (client: ClientKeys, retryAfterSeconds: number): void {
-    this.note(client, retryAfterSeconds, this.youthLeftMs(client, this.ownNotBefore(client), client.arrivalAgeMs) > 0)
+    this.note(client, retryAfterSeconds, this.arrivedYoung(client, this.ownNotBefore(client)))
   }
 
   /** The not-before of the client's connection; undefined when it has none or the pacer has not seen it. */
@@ -191,6 +191,11 @@ export class RefusalPacer {
     return this.maxNewConnectionHoldMs - (ageMs ?? (own === undefined ? 0 : Infinity))
   }
 
+  /** Whether the request arrived on a young connection, or with none of its own: its refusal teaches its shared keys. */
+  private arrivedYoung (client: ClientKeys, own: number | undefined): boolean {
+    return this.youthLeftMs(client, own, client.arrivalAgeMs) > 0
+  }
+
   /**
    * The whole rule. `peek()` says whether the request would be refused now (counting nothing);
    * `decide()` admits it (returns) or throws its refusal, counted. A client that is early is
@@ -204,7 +209,7 @@ export class RefusalPacer {
     if (client.connection !== undefined && own === undefined) this.byConnection.set(client.connection, 0)
     if (refusal === undefined) return
     const dueMs = this.holdMsOf(client, own)
-    const young = this.youthLeftMs(client, own, client.arrivalAgeMs) > 0
+    const young = this.arrivedYoung(client, own)
     const holdMs = Math.min(dueMs * (1 + this.releaseSpread * this.random()), this.maxHoldMs, options.maxHoldMs ?? Infinity)
     // Under a millisecond due (a connection a moment from the end of its youth) is no hold: a
     // timer would wait a millisecond or more, and the metric would count it.

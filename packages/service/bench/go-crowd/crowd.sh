@@ -6,6 +6,8 @@
 # `npm run build`, with nothing else running (bench/README, "Before you measure").
 # CROWD_RATE=N sends the crowd at N arrivals a second instead of 1.5 C (e.g. 1.5 times the
 # lab's own measure of C, which its generator reads higher than this one's closed loop).
+# CROWD_CLIENT=net sends with net/http's client instead of the raw one (raw.go), at about three
+# times the generator's CPU a request.
 #
 #   packages/service/bench/go-crowd/crowd.sh [rounds]
 set -euo pipefail
@@ -42,25 +44,46 @@ BASE="$base" node --input-type=module -e '
   process.stdout.write(tokens.join("\n") + "\n")
 ' > "$work/tokens.txt"
 
+# CPU ticks so far, "all busy service postgresql": the machine's (/proc/stat: all, and all but
+# idle and iowait), the service's (its process, every thread, and with TOLLBOOTH_WORKERS its
+# cluster's workers), and PostgreSQL's (the postmaster that serves $work/data and its backends;
+# a backend that ended since is not counted).
+cpu_ticks () {
+  local all busy service=0 pg=0 postmaster pid
+  read -r all busy < <(awk '/^cpu /{t=0; for (i=2;i<=NF;i++) t+=$i; print t, t-$5-$6}' /proc/stat)
+  for pid in "$service_pid" $(pgrep -P "$service_pid" -x node || true); do
+    service=$((service + $(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  postmaster="$(pgrep -f -- "-D $work/data" | head -1 || true)"
+  for pid in $postmaster $( [ -n "$postmaster" ] && pgrep -P "$postmaster" ); do
+    pg=$((pg + $(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$all $busy $service $pg"
+}
+
 field () { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[process.argv[1]]))' "$1"; }
 
-echo '| round | C before | crowd offered | served | C after | served / C before | / C after | 503s | p99 | `/healthz` p99 | not sent, timeouts, connection errors | generator cores (crowd) |'
+echo '| round | C before | crowd offered | served | C after | served / C before | / C after | 503s | p99 | `/healthz` p99 | not sent, timeouts, connection errors | cores busy in the crowd: all, service, PostgreSQL, generator |'
 echo '|---|---|---|---|---|---|---|---|---|---|---|---|'
 for round in $(seq "$rounds"); do
-  "$work/go-crowd" -url "$base" -tokens "$work/tokens.txt" -mode closed -vus 64 -duration 15s > "$work/before.json"
+  "$work/go-crowd" -client "${CROWD_CLIENT:-raw}" -url "$base" -tokens "$work/tokens.txt" -mode closed -vus 64 -duration 15s > "$work/before.json"
   before="$(field servedPerSecond < "$work/before.json")"
   rate="${CROWD_RATE:-$(node -e 'console.log(Math.round(process.argv[1] * 1.5))' "$before")}"
   curl -sf "$base/metrics" > "$work/metrics-before.txt"
-  "$work/go-crowd" -url "$base" -tokens "$work/tokens.txt" -mode open -rate "$rate" -ramp 3s -duration 22s > "$work/crowd.json"
+  cpu_ticks > "$work/cpu-before.txt"
+  "$work/go-crowd" -client "${CROWD_CLIENT:-raw}" -url "$base" -tokens "$work/tokens.txt" -mode open -rate "$rate" -ramp 3s -duration 22s > "$work/crowd.json"
+  cpu_ticks > "$work/cpu-after.txt"
   curl -sf "$base/metrics" > "$work/metrics-after.txt"
   # The service's side of the crowd, to stderr: refusals by reason and the process's CPU, before and after.
   grep -hE '^(tollbooth_requests_shed_total|process_cpu_seconds_total|nodejs_eventloop_lag_p99_seconds)' "$work/metrics-before.txt" "$work/metrics-after.txt" >&2 || true
-  "$work/go-crowd" -url "$base" -tokens "$work/tokens.txt" -mode closed -vus 64 -duration 15s > "$work/after.json"
+  "$work/go-crowd" -client "${CROWD_CLIENT:-raw}" -url "$base" -tokens "$work/tokens.txt" -mode closed -vus 64 -duration 15s > "$work/after.json"
   cat "$work/before.json" "$work/crowd.json" "$work/after.json" >&2
-  ROUND="$round" node -e '
+  ROUND="$round" CORES="$(nproc)" CPU_BEFORE="$(cat "$work/cpu-before.txt")" CPU_AFTER="$(cat "$work/cpu-after.txt")" node -e '
     const fs = require("node:fs")
     const [before, crowd, after] = process.argv.slice(1).map((file) => JSON.parse(fs.readFileSync(file, "utf8")))
     const r = (x) => x.toFixed(3)
-    console.log(`| ${process.env.ROUND} | ${before.servedPerSecond} /s | ${crowd.offeredPerSecond} /s | ${crowd.servedPerSecond} /s | ${after.servedPerSecond} /s | ${r(crowd.servedPerSecond / before.servedPerSecond)} | ${r(crowd.servedPerSecond / after.servedPerSecond)} | ${crowd.byStatus["503"] ?? 0} | ${crowd.latency.p99Ms} ms | ${crowd.healthz.p99Ms} ms | ${crowd.notSent}, ${crowd.timeouts}, ${crowd.connectionErrors} | ${crowd.generatorCores} |`)
+    const [all, ...parts] = process.env.CPU_AFTER.split(" ").map((after, i) => Number(after) - Number(process.env.CPU_BEFORE.split(" ")[i]))
+    const cores = parts.map((ticks) => (ticks / all * Number(process.env.CORES)).toFixed(2))
+    console.log(`| ${process.env.ROUND} | ${before.servedPerSecond} /s | ${crowd.offeredPerSecond} /s | ${crowd.servedPerSecond} /s | ${after.servedPerSecond} /s | ${r(crowd.servedPerSecond / before.servedPerSecond)} | ${r(crowd.servedPerSecond / after.servedPerSecond)} | ${crowd.byStatus["503"] ?? 0} | ${crowd.latency.p99Ms} ms | ${crowd.healthz.p99Ms} ms | ${crowd.notSent}, ${crowd.timeouts}, ${crowd.connectionErrors} | ${cores.join(", ")}, ${crowd.generatorCores} |`)
   ' "$work/before.json" "$work/crowd.json" "$work/after.json"
 done

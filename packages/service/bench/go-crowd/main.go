@@ -8,6 +8,10 @@
 // service shows in every arrival it delayed), and probes `/healthz` from a connection of its
 // own. It prints one JSON object.
 //
+// By default it writes each request as bytes made once and reads the answers by hand (raw.go):
+// net/http's client (`-client net`) took about three times the CPU a request, which on shared
+// cores the service loses.
+//
 //	go run . -url http://127.0.0.1:3913 -tokens tokens.txt -mode closed -vus 64 -duration 15s
 //	go run . -url http://127.0.0.1:3913 -tokens tokens.txt -mode open -rate 18000 -ramp 3s -duration 22s
 //
@@ -47,11 +51,12 @@ type options struct {
 	connections int
 	timeout     time.Duration
 	healthzRate float64
+	client      string
 }
 
-// recorder keeps every latency of the measured window and the outcomes of all requests.
+// recorder keeps every latency of the measured window and the outcomes of all requests, for
+// one goroutine.
 type recorder struct {
-	mu        sync.Mutex
 	latencies []float64 // ms, requests that got an answer within the measured window
 	status    map[int]int
 	timeouts  int
@@ -60,8 +65,6 @@ type recorder struct {
 }
 
 func (r *recorder) record(latency time.Duration, status int, err error, inHold bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch {
 	case err == nil:
 		r.status[status]++
@@ -76,6 +79,20 @@ func (r *recorder) record(latency time.Duration, status int, err error, inHold b
 	default:
 		r.connErrs++
 	}
+}
+
+func merge(recorders []*recorder) *recorder {
+	all := &recorder{status: map[int]int{}}
+	for _, r := range recorders {
+		all.latencies = append(all.latencies, r.latencies...)
+		for status, n := range r.status {
+			all.status[status] += n
+		}
+		all.timeouts += r.timeouts
+		all.connErrs += r.connErrs
+		all.okInHold += r.okInHold
+	}
+	return all
 }
 
 func isTimeout(err error) bool {
@@ -201,17 +218,40 @@ func probeHealthz(base string, rate float64, timeout time.Duration, stop <-chan 
 	}
 }
 
-func runClosed(o options, client *http.Client, tokens []string, rec *recorder, holdStart, end time.Time, sent *int64) {
+// sender sends request k (token k mod n) and returns its answer's status; one per goroutine.
+type sender func(k int) (int, error)
+
+// newSenders makes each goroutine's sender: net/http's client, shared, or a raw connection of
+// its own (raw.go).
+func newSenders(o options, connections int, tokens []string) (func() sender, error) {
+	if o.client == "net" {
+		client := newClient(connections, o.timeout)
+		target := o.url + o.path
+		return func() sender {
+			return func(k int) (int, error) { return send(client, target, tokens[k%len(tokens)]) }
+		}, nil
+	}
+	requests, address, err := requestBytes(o.url, o.path, tokens)
+	if err != nil {
+		return nil, err
+	}
+	return func() sender {
+		conn := &rawConn{address: address, timeout: o.timeout}
+		return func(k int) (int, error) { return conn.do(requests[k%len(requests)]) }
+	}, nil
+}
+
+func runClosed(o options, newSender func() sender, recorders []*recorder, holdStart, end time.Time, sent *int64) {
 	var wg sync.WaitGroup
 	for vu := 0; vu < o.vus; vu++ {
 		wg.Add(1)
 		go func(vu int) {
 			defer wg.Done()
-			token := tokens[vu%len(tokens)]
+			send, rec := newSender(), recorders[vu]
 			for time.Now().Before(end) {
 				start := time.Now()
 				atomic.AddInt64(sent, 1)
-				status, err := send(client, o.url+o.path, token)
+				status, err := send(vu)
 				done := time.Now()
 				rec.record(done.Sub(start), status, err, !start.Before(holdStart) && !done.After(end))
 			}
@@ -220,9 +260,34 @@ func runClosed(o options, client *http.Client, tokens []string, rec *recorder, h
 	wg.Wait()
 }
 
-func runOpen(o options, client *http.Client, tokens []string, rec *recorder, begin, holdStart, end time.Time, sent, notSent *int64) {
-	slots := make(chan struct{}, o.maxInFlight)
+type arrival struct {
+	k        int
+	intended time.Time
+}
+
+// The dispatcher sleeps at least this long between batches of arrivals (each latency is counted
+// from its arrival's intended time, so a batch's first arrivals count the wait): a sleep per
+// arrival, 20,000 a second, cost the generator more than the requests.
+const minDispatchSleep = 200 * time.Microsecond
+
+func runOpen(o options, newSender func() sender, recorders []*recorder, begin, holdStart, end time.Time, sent, notSent *int64) {
+	// Arrivals sent and not yet answered, waiting for a connection included.
+	var inFlight int64
+	queue := make(chan arrival, o.maxInFlight)
 	var wg sync.WaitGroup
+	for worker := 0; worker < o.connections; worker++ {
+		wg.Add(1)
+		go func(rec *recorder) {
+			defer wg.Done()
+			send := newSender()
+			for a := range queue {
+				status, err := send(a.k)
+				done := time.Now()
+				atomic.AddInt64(&inFlight, -1)
+				rec.record(done.Sub(a.intended), status, err, !a.intended.Before(holdStart) && !done.After(end))
+			}
+		}(recorders[worker])
+	}
 	rampSeconds := o.ramp.Seconds()
 	// The k-th arrival's offset: the ramp's rate rises linearly from 0 to `rate`, then holds.
 	offset := func(k int) time.Duration {
@@ -239,24 +304,17 @@ func runOpen(o options, client *http.Client, tokens []string, rec *recorder, beg
 			break
 		}
 		if wait := time.Until(intended); wait > 0 {
-			time.Sleep(wait)
+			time.Sleep(max(wait, minDispatchSleep))
 		}
-		select {
-		case slots <- struct{}{}:
-		default:
+		if atomic.LoadInt64(&inFlight) >= int64(o.maxInFlight) {
 			atomic.AddInt64(notSent, 1)
 			continue
 		}
+		atomic.AddInt64(&inFlight, 1)
 		atomic.AddInt64(sent, 1)
-		wg.Add(1)
-		go func(k int, intended time.Time) {
-			defer wg.Done()
-			defer func() { <-slots }()
-			status, err := send(client, o.url+o.path, tokens[k%len(tokens)])
-			done := time.Now()
-			rec.record(done.Sub(intended), status, err, !intended.Before(holdStart) && !done.After(end))
-		}(k, intended)
+		queue <- arrival{k, intended}
 	}
+	close(queue)
 	wg.Wait()
 }
 
@@ -274,6 +332,7 @@ func main() {
 	flag.IntVar(&o.connections, "connections", 256, "open: keep-alive connections at most (closed: one per user)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "a request's timeout")
 	flag.Float64Var(&o.healthzRate, "healthz-rate", 10, "/healthz probes a second, at random times")
+	flag.StringVar(&o.client, "client", "raw", "raw (requests written once, responses read by hand: raw.go) or net (net/http's client)")
 	flag.Parse()
 	tokens, err := readTokens(o.tokensFile)
 	if err != nil {
@@ -284,12 +343,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "go-crowd: -mode is open or closed")
 		os.Exit(2)
 	}
+	if o.client != "raw" && o.client != "net" {
+		fmt.Fprintln(os.Stderr, "go-crowd: -client is raw or net")
+		os.Exit(2)
+	}
 	connections := o.connections
 	if o.mode == "closed" {
 		connections = o.vus
 	}
-	client := newClient(connections, o.timeout)
-	rec := &recorder{status: map[int]int{}}
+	newSender, err := newSenders(o, connections, tokens)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "go-crowd:", err)
+		os.Exit(2)
+	}
+	// One recorder per goroutine that sends, merged at the end: no lock shared by them all.
+	recorders := make([]*recorder, connections)
+	for i := range recorders {
+		recorders[i] = &recorder{status: map[int]int{}}
+	}
 	var sent, notSent int64
 
 	stop := make(chan struct{})
@@ -303,10 +374,11 @@ func main() {
 	}
 	end := holdStart.Add(o.duration)
 	if o.mode == "closed" {
-		runClosed(o, client, tokens, rec, holdStart, end, &sent)
+		runClosed(o, newSender, recorders, holdStart, end, &sent)
 	} else {
-		runOpen(o, client, tokens, rec, begin, holdStart, end, &sent, &notSent)
+		runOpen(o, newSender, recorders, begin, holdStart, end, &sent, &notSent)
 	}
+	rec := merge(recorders)
 	elapsed := time.Since(begin).Seconds()
 	close(stop)
 	probes := <-healthz

@@ -6,6 +6,8 @@
 # `npm run build`, with nothing else running (bench/README, "Before you measure").
 # CROWD_RATE=N sends the crowd at N arrivals a second instead of 1.5 C (e.g. 1.5 times the
 # lab's own measure of C, which its generator reads higher than this one's closed loop).
+# CROWD_CONNECTIONS=N: the crowd's keep-alive connections (256; more than the service's cap on
+# requests in flight, or the cap never refuses and the excess waits in the generator).
 # CROWD_CLIENT=net sends with net/http's client instead of the raw one (raw.go), at about three
 # times the generator's CPU a request.
 #
@@ -71,7 +73,7 @@ for round in $(seq "$rounds"); do
   rate="${CROWD_RATE:-$(node -e 'console.log(Math.round(process.argv[1] * 1.5))' "$before")}"
   curl -sf "$base/metrics" > "$work/metrics-before.txt"
   cpu_ticks > "$work/cpu-before.txt"
-  "$work/go-crowd" -client "${CROWD_CLIENT:-raw}" -url "$base" -tokens "$work/tokens.txt" -mode open -rate "$rate" -ramp 3s -duration 22s > "$work/crowd.json"
+  "$work/go-crowd" -client "${CROWD_CLIENT:-raw}" -url "$base" -tokens "$work/tokens.txt" -mode open -connections "${CROWD_CONNECTIONS:-256}" -rate "$rate" -ramp 3s -duration 22s > "$work/crowd.json"
   cpu_ticks > "$work/cpu-after.txt"
   curl -sf "$base/metrics" > "$work/metrics-after.txt"
   # The service's side of the crowd, to stderr: refusals by reason and the process's CPU, before and after.

@@ -8,8 +8,8 @@
 # lab's own measure of C, which its generator reads higher than this one's closed loop).
 # CROWD_CONNECTIONS=N: the crowd's keep-alive connections (256; more than the service's cap on
 # requests in flight, or the cap never refuses and the excess waits in the generator).
-# CROWD_CLIENT=net sends with net/http's client instead of the raw one (raw.go), at about three
-# times the generator's CPU a request.
+# CROWD_CLIENT=net sends with net/http's client instead of the raw one (raw.go), at about twice
+# the generator's CPU a request.
 #
 #   packages/service/bench/go-crowd/crowd.sh [rounds]
 set -euo pipefail
@@ -46,20 +46,22 @@ BASE="$base" node --input-type=module -e '
   process.stdout.write(tokens.join("\n") + "\n")
 ' > "$work/tokens.txt"
 
-# CPU ticks so far, "all busy service postgresql": the machine's (/proc/stat: all, and all but
-# idle and iowait), the service's (its process, every thread, and with TOLLBOOTH_WORKERS its
-# cluster's workers), and PostgreSQL's (the postmaster that serves $work/data and its backends;
-# a backend that ended since is not counted).
+# CPU ticks so far, "all busy service postgresql": the machine's (/proc/stat: user to steal, and
+# all but idle and iowait), the service's (its process, every thread, the children it has reaped,
+# and with TOLLBOOTH_WORKERS its cluster's live workers), and PostgreSQL's (the postmaster the
+# service started, the backends it has reaped, and its live ones). Over the crowd's whole run, its
+# ramp and drain included.
+ticks_of () { awk -v with_reaped="$2" '{print $14 + $15 + (with_reaped ? $16 + $17 : 0)}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 cpu_ticks () {
-  local all busy service=0 pg=0 postmaster pid
-  read -r all busy < <(awk '/^cpu /{t=0; for (i=2;i<=NF;i++) t+=$i; print t, t-$5-$6}' /proc/stat)
-  for pid in "$service_pid" $(pgrep -P "$service_pid" -x node || true); do
-    service=$((service + $(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
-  done
-  postmaster="$(pgrep -f -- "-D $work/data" | head -1 || true)"
-  for pid in $postmaster $( [ -n "$postmaster" ] && pgrep -P "$postmaster" ); do
-    pg=$((pg + $(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
-  done
+  local all busy service pg=0 postmaster pid
+  read -r all busy < <(awk '/^cpu /{t=0; for (i=2;i<=9;i++) t+=$i; print t, t-$5-$6}' /proc/stat)
+  service="$(ticks_of "$service_pid" 1)"
+  for pid in $(pgrep -P "$service_pid" -x node || true); do service=$((service + $(ticks_of "$pid" 0))); done
+  postmaster="$(pgrep -P "$service_pid" -x postgres | head -1 || true)"
+  if [ -n "$postmaster" ]; then
+    pg="$(ticks_of "$postmaster" 1)"
+    for pid in $(pgrep -P "$postmaster" || true); do pg=$((pg + $(ticks_of "$pid" 0))); done
+  fi
   echo "$all $busy $service $pg"
 }
 
@@ -80,7 +82,7 @@ for round in $(seq "$rounds"); do
   grep -hE '^(tollbooth_requests_shed_total|process_cpu_seconds_total|nodejs_eventloop_lag_p99_seconds)' "$work/metrics-before.txt" "$work/metrics-after.txt" >&2 || true
   "$work/go-crowd" -client "${CROWD_CLIENT:-raw}" -url "$base" -tokens "$work/tokens.txt" -mode closed -vus 64 -duration 15s > "$work/after.json"
   cat "$work/before.json" "$work/crowd.json" "$work/after.json" >&2
-  ROUND="$round" CORES="$(nproc)" CPU_BEFORE="$(cat "$work/cpu-before.txt")" CPU_AFTER="$(cat "$work/cpu-after.txt")" node -e '
+  ROUND="$round" CORES="$(grep -c '^cpu[0-9]' /proc/stat)" CPU_BEFORE="$(cat "$work/cpu-before.txt")" CPU_AFTER="$(cat "$work/cpu-after.txt")" node -e '
     const fs = require("node:fs")
     const [before, crowd, after] = process.argv.slice(1).map((file) => JSON.parse(fs.readFileSync(file, "utf8")))
     const r = (x) => x.toFixed(3)

@@ -29,11 +29,18 @@ func requestBytes(base, path string, tokens []string) ([][]byte, string, error) 
 	if parsed.Scheme != "http" {
 		return nil, "", fmt.Errorf("the raw client speaks plain HTTP, not %q", parsed.Scheme)
 	}
+	if parsed.Path != "" && parsed.Path != "/" {
+		return nil, "", fmt.Errorf("give -url as scheme, host and port only, and the path as -path (not %q)", parsed.Path)
+	}
+	port := parsed.Port()
+	if port == "" {
+		port = "80"
+	}
 	requests := make([][]byte, len(tokens))
 	for i, token := range tokens {
 		requests[i] = []byte("GET " + path + " HTTP/1.1\r\nHost: " + parsed.Host + "\r\nAuthorization: Bearer " + token + "\r\nUser-Agent: go-crowd\r\n\r\n")
 	}
-	return requests, parsed.Host, nil
+	return requests, net.JoinHostPort(parsed.Hostname(), port), nil
 }
 
 type rawConn struct {
@@ -98,62 +105,89 @@ func (c *rawConn) exchange(request []byte) (status int, keepAlive, started bool,
 	if _, err = c.conn.Write(request); err != nil {
 		return 0, false, false, err
 	}
-	line, err := c.reader.ReadSlice('\n')
-	if err != nil {
-		return 0, false, len(line) > 0, err
-	}
-	// "HTTP/1.1 200 OK\r\n"
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
-		return 0, false, true, errMalformed
-	}
-	status, err = strconv.Atoi(string(line[9:12]))
-	if err != nil {
-		return 0, false, true, errMalformed
-	}
-	keepAlive = line[7] == '1'
-	length, chunked := -1, false
+	var head responseHead
 	for {
-		header, err := c.reader.ReadSlice('\n')
-		if err != nil {
-			return 0, false, true, err
+		if head, started, err = c.readHead(); err != nil {
+			return 0, false, started, err
 		}
-		if len(header) <= 2 {
+		// An interim answer (100 Continue, 103 Early Hints) comes before the final one.
+		if head.status < 100 || head.status >= 200 || head.status == 101 {
 			break
-		}
-		colon := bytes.IndexByte(header, ':')
-		if colon < 0 {
-			return 0, false, true, errMalformed
-		}
-		name, value := header[:colon], bytes.TrimSpace(header[colon+1:])
-		switch {
-		case bytes.EqualFold(name, []byte("content-length")):
-			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
-				return 0, false, true, errMalformed
-			}
-		case bytes.EqualFold(name, []byte("transfer-encoding")):
-			chunked = bytes.EqualFold(value, []byte("chunked"))
-		case bytes.EqualFold(name, []byte("connection")):
-			if bytes.EqualFold(value, []byte("close")) {
-				keepAlive = false
-			} else if bytes.EqualFold(value, []byte("keep-alive")) {
-				keepAlive = true
-			}
 		}
 	}
 	switch {
-	case chunked:
+	case head.status == 204 || head.status == 304 || (head.status >= 100 && head.status < 200):
+		// No body, whatever the headers say (RFC 9112, 6.3).
+	case head.chunked:
 		err = c.discardChunked()
-	case length >= 0:
-		_, err = c.reader.Discard(length)
+	case head.length >= 0:
+		_, err = c.reader.Discard(head.length)
 	default:
 		// No length: the body runs to the connection's end.
 		_, err = io.Copy(io.Discard, c.reader)
-		keepAlive = false
+		head.keepAlive = false
 	}
 	if err != nil {
 		return 0, false, true, err
 	}
-	return status, keepAlive, true, nil
+	return head.status, head.keepAlive, true, nil
+}
+
+type responseHead struct {
+	status    int
+	keepAlive bool
+	length    int // -1: none given
+	chunked   bool
+}
+
+// readHead reads a status line and its headers; started: a byte of it came.
+func (c *rawConn) readHead() (head responseHead, started bool, err error) {
+	line, err := c.reader.ReadSlice('\n')
+	if err != nil {
+		return head, len(line) > 0, err
+	}
+	// "HTTP/1.1 200 OK\r\n"
+	if len(line) < 13 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' || (line[12] != ' ' && line[12] != '\r' && line[12] != '\n') {
+		return head, true, errMalformed
+	}
+	if head.status, err = strconv.Atoi(string(line[9:12])); err != nil {
+		return head, true, errMalformed
+	}
+	head.keepAlive = line[7] == '1'
+	head.length = -1
+	for {
+		header, err := c.reader.ReadSlice('\n')
+		if err != nil {
+			return head, true, err
+		}
+		if len(header) <= 2 {
+			return head, true, nil
+		}
+		colon := bytes.IndexByte(header, ':')
+		if colon < 0 {
+			return head, true, errMalformed
+		}
+		name, value := header[:colon], bytes.TrimSpace(header[colon+1:])
+		switch {
+		case bytes.EqualFold(name, []byte("content-length")):
+			if head.length, err = strconv.Atoi(string(value)); err != nil || head.length < 0 {
+				return head, true, errMalformed
+			}
+		case bytes.EqualFold(name, []byte("transfer-encoding")):
+			// The last coding is the one the body is framed by.
+			codings := bytes.Split(value, []byte(","))
+			head.chunked = bytes.EqualFold(bytes.TrimSpace(codings[len(codings)-1]), []byte("chunked"))
+		case bytes.EqualFold(name, []byte("connection")):
+			for _, option := range bytes.Split(value, []byte(",")) {
+				switch option = bytes.TrimSpace(option); {
+				case bytes.EqualFold(option, []byte("close")):
+					head.keepAlive = false
+				case bytes.EqualFold(option, []byte("keep-alive")):
+					head.keepAlive = true
+				}
+			}
+		}
+	}
 }
 
 func (c *rawConn) discardChunked() error {

@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { isMainThread, parentPort, workerData } from 'node:worker_threads'
-import { HttpTarget, type LabRequest, type LabResponse } from './http.js'
+import { HttpTarget, loopbackSourceAddresses, type LabRequest, type LabResponse } from './http.js'
 import type { SegmentLoad } from './result.js'
 import type { Scenario, ScenarioRef, VirtualUser } from './scenario.js'
 import { loadScenario } from './scenarios/index.js'
@@ -19,6 +19,8 @@ export interface GeneratorOptions {
   /** Keep-alive connections of this shard. */
   connections: number
   requestTimeoutMs: number
+  /** Closed model: the users' connections come from this many loopback addresses (http.ts, `loopbackSourceAddresses`); unset: 1. */
+  sourceAddresses?: number
   scenario: ScenarioRef
   /** What the scenario's setup returned. */
   data: unknown
@@ -99,7 +101,7 @@ export class LoadGenerator {
   private uniques = 0
 
   constructor (private readonly options: GeneratorOptions, private readonly scenario: Scenario<unknown>, private readonly emit: (message: GeneratorMessage) => void) {
-    this.target = new HttpTarget(options.url, { connections: options.connections, timeoutMs: options.requestTimeoutMs })
+    this.target = new HttpTarget(options.url, { connections: options.connections, timeoutMs: options.requestTimeoutMs, sourceAddresses: loopbackSourceAddresses(options.url, options.sourceAddresses ?? 1) })
     this.scheduleFlush()
   }
 

@@ -49,6 +49,23 @@ export function classifyFailure (err: unknown): TransportFailure {
   return 'other'
 }
 
+/** Source addresses at most: 127.1.0.1 to 127.1.253.232 (`loopbackSourceAddresses`). */
+export const maxSourceAddresses = 65_000
+
+/**
+ * `count` loopback addresses for a closed model's users to connect from (127.1.0.1, 127.1.0.2,
+ * ...; all of 127.0.0.0/8 is the loopback interface's on Linux, no setup needed), so the service
+ * sees as many clients' addresses as a crowd from as many machines would show it; [] for 1. Only
+ * for a target on an IPv4 loopback address: a loopback source cannot reach another host.
+ */
+export function loopbackSourceAddresses (url: string, count: number): string[] {
+  if (!Number.isInteger(count) || count < 1 || count > maxSourceAddresses) throw new RangeError(`source addresses must be a whole number from 1 to ${maxSourceAddresses}, not ${count}`)
+  if (count === 1) return []
+  const { hostname } = new URL(url)
+  if (!/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)) throw new RangeError(`several source addresses need a target on an IPv4 loopback address (127.x.y.z), not ${hostname}: they are loopback addresses`)
+  return Array.from({ length: count }, (_, k) => `127.1.${(k + 1) >> 8}.${(k + 1) & 255}`)
+}
+
 function parseRetryAfter (value: string | undefined): number | null {
   if (value === undefined) return null
   const seconds = Number(value)
@@ -143,17 +160,26 @@ export class HttpTarget {
   private readonly pool: Pool
   private readonly clientOptions: Client.Options
   private readonly owned = new Map<number, Client>()
+  private readonly sourceAddresses: readonly string[]
 
-  constructor (readonly url: string, private readonly options: { connections: number, timeoutMs: number }) {
+  /**
+   * `sourceAddresses`: owners' connections come from these local addresses, owner k's from the
+   * k-th (mod their number), as clients from as many machines would; empty: the system's choice.
+   */
+  constructor (readonly url: string, private readonly options: { connections: number, timeoutMs: number, sourceAddresses?: readonly string[] }) {
     const { connections, timeoutMs } = options
     this.clientOptions = { pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: Math.min(timeoutMs, 10_000), keepAliveTimeout: 30_000 }
     this.pool = new Pool(url, { ...this.clientOptions, connections })
+    this.sourceAddresses = options.sourceAddresses ?? []
   }
 
   private dispatcher (owner: number | undefined): Dispatcher {
     if (owner === undefined) return this.pool
     let client = this.owned.get(owner)
-    if (client === undefined) this.owned.set(owner, client = new Client(this.url, this.clientOptions))
+    if (client === undefined) {
+      const localAddress = this.sourceAddresses.length === 0 ? undefined : this.sourceAddresses[owner % this.sourceAddresses.length]
+      this.owned.set(owner, client = new Client(this.url, localAddress === undefined ? this.clientOptions : { ...this.clientOptions, localAddress }))
+    }
     return client
   }
 

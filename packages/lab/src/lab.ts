@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { LabError, validated } from './errors.js'
-import { HttpTarget } from './http.js'
+import { HttpTarget, loopbackSourceAddresses, maxSourceAddresses } from './http.js'
 import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
 import { machineFacts, startDatabase } from 'tollbooth/launcher'
 import { startLocalService, type LocalService, type ReplicaOptions } from './local-service.js'
@@ -42,6 +42,7 @@ const loadOptionsSchema = Type.Object({
   workers: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, description: 'must be a whole number from 1 to 64' })),
   honourRetryAfter: Type.Optional(Type.Boolean()),
   accounts: Type.Optional(Type.Number()),
+  sourceAddresses: Type.Optional(Type.Integer({ minimum: 1, maximum: maxSourceAddresses, description: `must be a whole number from 1 to ${maxSourceAddresses}` })),
 })
 export type LoadOptions = Static<typeof loadOptionsSchema>
 
@@ -101,8 +102,10 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
     workers: options.workers ?? 1,
     honourRetryAfter: options.honourRetryAfter ?? true,
     accounts: options.accounts ?? scenario.defaults.accounts,
+    ...(options.sourceAddresses === undefined || options.sourceAddresses === 1 ? {} : { sourceAddresses: options.sourceAddresses }),
   }
   if (wantsOpen || (!wantsClosed && scenario.defaults.model === 'open')) {
+    if (base.sourceAddresses !== undefined) throw new LabError('--source-addresses spreads a closed model\'s virtual users over addresses; an open model\'s arrivals share one pool of connections', 'sourceAddresses')
     const startRate = options.rate ?? scenario.defaults.rate
     return { ...base, model: 'open', startRate, stages: options.rateStages ?? [{ durationMs, target: startRate }], maxInFlight: options.maxInFlight ?? 2000 }
   }
@@ -196,6 +199,18 @@ async function prepare (command: LabCommand, options: LabOptions, forceModel?: '
   return { scenario, ref, load, result }
 }
 
+/** A target the users' loopback source addresses cannot reach is refused before anything starts (services the lab starts listen on 127.0.0.1). */
+function checkSourceAddresses (target: string | undefined, planned: readonly PlannedRun[]): void {
+  for (const { load } of planned) {
+    if (target === undefined || load.sourceAddresses === undefined) continue
+    try {
+      loopbackSourceAddresses(target, load.sourceAddresses)
+    } catch (err) {
+      throw new LabError((err as Error).message, 'sourceAddresses')
+    }
+  }
+}
+
 /** One run of a command: its label (unset: the service's strategy) and the service it runs against. */
 interface PlannedRun { label?: string, strategy: string, replicas?: ReplicaOptions | undefined, load: LoadSpec, clients?: ClientKind }
 
@@ -206,6 +221,7 @@ interface PlannedRun { label?: string, strategy: string, replicas?: ReplicaOptio
 async function series (command: Command, options: LabOptions, planned: PlannedRun[], skipFailedStart = false, segments?: (segment: RunSegment) => Promise<void>): Promise<LabResult> {
   const { scenario, result } = command
   const runId = randomBytes(6).toString('hex')
+  checkSourceAddresses(options.target, planned)
   const source = await serviceSource(options, command.scenario, result.warnings)
   try {
     for (const [index, plan] of planned.entries()) {

@@ -60,6 +60,8 @@ export type LoadSpec = SegmentLoad & {
   honourRetryAfter: boolean
   politeAndNaive?: boolean
   accounts: number
+  /** Closed model: the users' connections came from this many loopback addresses (`--source-addresses`); absent: one. */
+  sourceAddresses?: number
 }
 
 /** The percentiles of every LatencySummary, in the order of the CSV columns. */

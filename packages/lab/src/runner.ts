@@ -118,6 +118,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     // The most requests the load can have in flight: connections to open.
     connections: load.model === 'open' ? load.maxInFlight : Math.max(1, load.startVus, ...load.stages.map((stage) => stage.target)),
     requestTimeoutMs: load.requestTimeoutMs,
+    ...(load.sourceAddresses === undefined ? {} : { sourceAddresses: load.sourceAddresses }),
     onSecond: (sample) => {
       probe?.fill(sample)
       onSecond?.(sample, scraper?.samples.at(-1))

@@ -57,6 +57,16 @@ describe('the load lab against a real service', () => {
     assert.deepEqual(reread.runs[0]?.summary, run.summary)
   })
 
+  it('run: users spread over loopback source addresses log in from them, and the report says so', async () => {
+    const result = await labRun({ ...quiet, scenario: 'login-storm', target: service.url, load: { durationMs: 2000, vus: 4, accounts: 5, sourceAddresses: 4 } })
+    assert.equal(result.load.sourceAddresses, 4)
+    const login = result.runs[0]?.endpoints['POST /auth/login']
+    assert.ok(login !== undefined && login.ok > 0 && login.requests === login.ok, 'logins from 127.1.0.1 to 127.1.0.4 succeeded')
+    assert.match(renderText(result), /users spread over 4\s+loopback source addresses/)
+    // A target those addresses cannot reach is refused before any load.
+    await assert.rejects(labRun({ ...quiet, scenario: 'login-storm', target: 'http://localhost:9', load: { durationMs: 1000, vus: 2, sourceAddresses: 2 } }), { code: 'CONFIG_INVALID', field: 'sourceAddresses' })
+  })
+
   it('run: auth-path runs its three phases in turn on the diagnostic route', async () => {
     const result = await labRun({ ...quiet, scenario: 'auth-path', target: service.url, load: { durationMs: 1000, vus: 2, accounts: 3 } })
     const run = result.runs[0]

@@ -32,6 +32,8 @@ interface TestServer {
   vus: Set<string>
   /** The client ports each virtual user's requests came from. */
   portsByVu: Map<string, Set<number>>
+  /** The client addresses each virtual user's requests came from. */
+  addressesByVu: Map<string, Set<string>>
   requests: number
   /** Nothing is answered before this (epoch ms). */
   holdUntil: number
@@ -52,6 +54,7 @@ async function startServer (): Promise<TestServer> {
     url: '',
     vus: new Set(),
     portsByVu: new Map(),
+    addressesByVu: new Map(),
     requests: 0,
     holdUntil: 0,
     stallAfterMs: null,
@@ -61,6 +64,7 @@ async function startServer (): Promise<TestServer> {
     reset () {
       this.vus.clear()
       this.portsByVu.clear()
+      this.addressesByVu.clear()
       this.requests = 0
       this.holdUntil = 0
       this.stallAfterMs = null
@@ -77,6 +81,7 @@ async function startServer (): Promise<TestServer> {
     state.vus.add(vu)
     const ports = state.portsByVu.get(vu) ?? new Set<number>()
     state.portsByVu.set(vu, ports.add(req.socket.remotePort ?? 0))
+    state.addressesByVu.set(vu, (state.addressesByVu.get(vu) ?? new Set<string>()).add(req.socket.remoteAddress ?? ''))
     state.timesByVu.set(vu, [...(state.timesByVu.get(vu) ?? []), performance.now()])
     if (state.firstRequestAt === 0) state.firstRequestAt = now
     if (state.stallAfterMs !== null && now - state.firstRequestAt >= state.stallAfterMs) {
@@ -107,11 +112,12 @@ async function startServer (): Promise<TestServer> {
   return state
 }
 
-async function session (url: string, workers: number, connections: number, seconds: SecondSample[]): Promise<LoadSession> {
+async function session (url: string, workers: number, connections: number, seconds: SecondSample[], sourceAddresses?: number): Promise<LoadSession> {
   return await LoadSession.start({
     url,
     workers,
     connections,
+    ...(sourceAddresses === undefined ? {} : { sourceAddresses }),
     requestTimeoutMs: 10_000,
     scenario: { file: scenarioFile },
     data: undefined,
@@ -152,6 +158,22 @@ describe('load generation', () => {
     const ports = [...server.portsByVu.values()]
     assert.deepEqual(ports.map((used) => used.size), [1, 1, 1, 1], `one connection per user: ${JSON.stringify(ports.map((used) => [...used]))}`)
     assert.equal(new Set(ports.flatMap((used) => [...used])).size, 4, 'four connections, none shared')
+  })
+
+  it('closed model: users spread over loopback source addresses, each user on one, across two threads', async () => {
+    server.reset()
+    const load = await session(server.url, 2, 5, [], 3)
+    await load.runSegment(undefined, { model: 'closed', startVus: 5, stages: [{ durationMs: 1000, target: 5 }], thinkTimeMs: 20, honourRetryAfter: true })
+    await load.close()
+    const byVu = Object.fromEntries([...server.addressesByVu].map(([vu, addresses]) => [vu, [...addresses]]))
+    // User k connects from the (k mod 3)-th address, whichever thread runs it.
+    assert.deepEqual(byVu, { 0: ['127.1.0.1'], 1: ['127.1.0.2'], 2: ['127.1.0.3'], 3: ['127.1.0.1'], 4: ['127.1.0.2'] })
+    // Without the option, the system's choice: the target's own address.
+    server.reset()
+    const plain = await session(server.url, 1, 2, [])
+    await plain.runSegment(undefined, { model: 'closed', startVus: 2, stages: [{ durationMs: 500, target: 2 }], thinkTimeMs: 20, honourRetryAfter: true })
+    await plain.close()
+    assert.deepEqual(new Set([...server.addressesByVu.values()].flatMap((addresses) => [...addresses])), new Set(['127.0.0.1']))
   })
 
   it('closed model: a user waits out each Retry-After, to the end of a segment and across segments', async () => {

@@ -143,4 +143,12 @@ describe('load resolution', () => {
     assert.throws(() => resolveLoad(loginStorm, { workers: 0 }), { code: 'CONFIG_INVALID' })
     assert.throws(() => resolveLoad(loginStorm, { vus: 2.5 }), { code: 'CONFIG_INVALID' })
   })
+
+  it('spreads a closed model over source addresses, and refuses them for an open model', () => {
+    assert.equal(resolveLoad(loginStorm, { vus: 4, sourceAddresses: 3 }).sourceAddresses, 3)
+    assert.equal(resolveLoad(loginStorm, { vus: 4, sourceAddresses: 1 }).sourceAddresses, undefined, 'one address is the default: not written')
+    assert.throws(() => resolveLoad(loginStorm, { rate: 10, sourceAddresses: 3 }), { code: 'CONFIG_INVALID', field: 'sourceAddresses' })
+    assert.throws(() => resolveLoad(loginStorm, { vus: 4, sourceAddresses: 0 }), { code: 'CONFIG_INVALID' })
+    assert.throws(() => resolveLoad(loginStorm, { vus: 4, sourceAddresses: 70_000 }), { code: 'CONFIG_INVALID' })
+  })
 })

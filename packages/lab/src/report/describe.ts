@@ -42,6 +42,7 @@ function describeLoad (load: LoadSpec): Fact[] {
           ? 'each strategy with polite clients (Retry-After honoured) and naive ones (retry at once)'
           : load.honourRetryAfter ? 'Retry-After honoured' : 'Retry-After ignored',
         `${formatCount(load.accounts)} accounts`,
+        ...(load.sourceAddresses === undefined ? [] : [`users spread over ${formatCount(load.sourceAddresses)} loopback source addresses`]),
       ].join(', '),
     },
   ]

@@ -49,8 +49,13 @@ export function classifyFailure (err: unknown): TransportFailure {
   return 'other'
 }
 
-/** Source addresses at most: 127.1.0.1 to 127.1.253.232 (`loopbackSourceAddresses`). */
-export const maxSourceAddresses = 65_000
+/**
+ * Source addresses at most: 127.1.0.1 to 127.1.39.16 (`loopbackSourceAddresses`). A connection
+ * from a given address takes its port when it binds, before it connects, from a share of the
+ * ephemeral range that every other connection of the machine (to PostgreSQL, the prober's) then
+ * skips: about 14,000 of them at once with Linux's default range. One user, one connection.
+ */
+export const maxSourceAddresses = 10_000
 
 /**
  * `count` loopback addresses for a closed model's users to connect from (127.1.0.1, 127.1.0.2,

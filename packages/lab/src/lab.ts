@@ -102,17 +102,19 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
     workers: options.workers ?? 1,
     honourRetryAfter: options.honourRetryAfter ?? true,
     accounts: options.accounts ?? scenario.defaults.accounts,
-    ...(options.sourceAddresses === undefined || options.sourceAddresses === 1 ? {} : { sourceAddresses: options.sourceAddresses }),
   }
   if (wantsOpen || (!wantsClosed && scenario.defaults.model === 'open')) {
-    if (base.sourceAddresses !== undefined) throw new LabError('--source-addresses spreads a closed model\'s virtual users over addresses; an open model\'s arrivals share one pool of connections', 'sourceAddresses')
+    if ((options.sourceAddresses ?? 1) > 1) throw new LabError('--source-addresses spreads a closed model\'s virtual users over addresses; an open model\'s arrivals (and a knee\'s steps) share one pool of connections', 'sourceAddresses')
     const startRate = options.rate ?? scenario.defaults.rate
     return { ...base, model: 'open', startRate, stages: options.rateStages ?? [{ durationMs, target: startRate }], maxInFlight: options.maxInFlight ?? 2000 }
   }
   // k6: `--vus N --duration D` holds N from the start; stages ramp from 0.
   const constant = options.stages === undefined && options.vus !== undefined
   const stages = options.stages ?? (options.vus === undefined ? scenario.defaults.stages(durationMs) : [{ durationMs, target: options.vus }])
-  return { ...base, model: 'closed', startVus: constant ? (options.vus ?? 0) : 0, stages, thinkTimeMs: options.thinkTimeMs ?? scenario.defaults.thinkTimeMs }
+  const startVus = constant ? (options.vus ?? 0) : 0
+  // No more addresses than users: the result says how many the service saw.
+  const sourceAddresses = Math.min(options.sourceAddresses ?? 1, Math.max(1, startVus, ...stages.map((stage) => stage.target)))
+  return { ...base, model: 'closed', startVus, stages, thinkTimeMs: options.thinkTimeMs ?? scenario.defaults.thinkTimeMs, ...(sourceAddresses > 1 ? { sourceAddresses } : {}) }
 }
 
 /** What /metrics says about the service it came from; `settings` (the lab's own launch) win. */
@@ -199,10 +201,19 @@ async function prepare (command: LabCommand, options: LabOptions, forceModel?: '
   return { scenario, ref, load, result }
 }
 
-/** A target the users' loopback source addresses cannot reach is refused before anything starts (services the lab starts listen on 127.0.0.1). */
-function checkSourceAddresses (target: string | undefined, planned: readonly PlannedRun[]): void {
-  for (const { load } of planned) {
-    if (target === undefined || load.sourceAddresses === undefined) continue
+/**
+ * Source addresses the service would not see, or the machine has not, are refused before anything
+ * starts: a target they cannot reach (services the lab starts listen on 127.0.0.1); replicas,
+ * whose HAProxy connects to them from its own address; a system other than Linux, where 127.0.0.1
+ * may be the only loopback address.
+ */
+function checkSourceAddresses (options: LabOptions, planned: readonly PlannedRun[]): void {
+  const { target } = options
+  for (const { load, replicas = options.replicas } of planned) {
+    if (load.sourceAddresses === undefined) continue
+    if (target === undefined && replicas !== undefined) throw new LabError('--source-addresses with --replicas: HAProxy connects to the replicas from its own address, so they would see one client', 'sourceAddresses')
+    if (os.platform() !== 'linux') throw new LabError(`--source-addresses needs Linux, where all of 127.0.0.0/8 is the loopback interface's (not ${os.platform()})`, 'sourceAddresses')
+    if (target === undefined) continue
     try {
       loopbackSourceAddresses(target, load.sourceAddresses)
     } catch (err) {
@@ -221,7 +232,7 @@ interface PlannedRun { label?: string, strategy: string, replicas?: ReplicaOptio
 async function series (command: Command, options: LabOptions, planned: PlannedRun[], skipFailedStart = false, segments?: (segment: RunSegment) => Promise<void>): Promise<LabResult> {
   const { scenario, result } = command
   const runId = randomBytes(6).toString('hex')
-  checkSourceAddresses(options.target, planned)
+  checkSourceAddresses(options, planned)
   const source = await serviceSource(options, command.scenario, result.warnings)
   try {
     for (const [index, plan] of planned.entries()) {

@@ -9,6 +9,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import pg from 'pg'
 import { labKnee, labRun } from '../src/lab.js'
 import { renderText, writeReports } from '../src/report/index.js'
 import { labResultSchema, type LabResult } from '../src/result.js'
@@ -61,10 +62,21 @@ describe('the load lab against a real service', () => {
     const result = await labRun({ ...quiet, scenario: 'login-storm', target: service.url, load: { durationMs: 2000, vus: 4, accounts: 5, sourceAddresses: 4 } })
     assert.equal(result.load.sourceAddresses, 4)
     const login = result.runs[0]?.endpoints['POST /auth/login']
-    assert.ok(login !== undefined && login.ok > 0 && login.requests === login.ok, 'logins from 127.1.0.1 to 127.1.0.4 succeeded')
+    assert.ok(login !== undefined && login.ok > 0 && login.requests === login.ok, 'the logins succeeded')
+    // The service saw them come from 127.1.0.1 to 127.1.0.4: each login's session keeps its client's address.
+    const db = new pg.Client({ connectionString: service.db.url })
+    await db.connect()
+    try {
+      const { rows } = await db.query<{ address: string }>("SELECT DISTINCT address FROM sessions WHERE address LIKE '127.1.%' ORDER BY address")
+      assert.deepEqual(rows.map((row) => row.address), ['127.1.0.1', '127.1.0.2', '127.1.0.3', '127.1.0.4'])
+    } finally {
+      await db.end()
+    }
     assert.match(renderText(result), /users spread over 4\s+loopback source addresses/)
     // A target those addresses cannot reach is refused before any load.
     await assert.rejects(labRun({ ...quiet, scenario: 'login-storm', target: 'http://localhost:9', load: { durationMs: 1000, vus: 2, sourceAddresses: 2 } }), { code: 'CONFIG_INVALID', field: 'sourceAddresses' })
+    // So is a service behind HAProxy, which connects to the replicas from its own address.
+    await assert.rejects(labRun({ ...quiet, scenario: 'login-storm', replicas: { count: 2 }, load: { durationMs: 1000, vus: 2, sourceAddresses: 2 } }), { code: 'CONFIG_INVALID', field: 'sourceAddresses' })
   })
 
   it('run: auth-path runs its three phases in turn on the diagnostic route', async () => {

@@ -147,6 +147,8 @@ describe('load resolution', () => {
   it('spreads a closed model over source addresses, and refuses them for an open model', () => {
     assert.equal(resolveLoad(loginStorm, { vus: 4, sourceAddresses: 3 }).sourceAddresses, 3)
     assert.equal(resolveLoad(loginStorm, { vus: 4, sourceAddresses: 1 }).sourceAddresses, undefined, 'one address is the default: not written')
+    assert.equal(resolveLoad(loginStorm, { vus: 2, sourceAddresses: 5 }).sourceAddresses, 2, 'no more addresses than users')
+    assert.equal(resolveLoad(loginStorm, { stages: [{ durationMs: 1000, target: 3 }, { durationMs: 1000, target: 0 }], sourceAddresses: 50 }).sourceAddresses, 3, 'the peak of the stages')
     assert.throws(() => resolveLoad(loginStorm, { rate: 10, sourceAddresses: 3 }), { code: 'CONFIG_INVALID', field: 'sourceAddresses' })
     assert.throws(() => resolveLoad(loginStorm, { vus: 4, sourceAddresses: 0 }), { code: 'CONFIG_INVALID' })
     assert.throws(() => resolveLoad(loginStorm, { vus: 4, sourceAddresses: 70_000 }), { code: 'CONFIG_INVALID' })

@@ -121,6 +121,10 @@ describe('access tokens other services verify (EdDSA, the default)', () => {
       noKid: forge({ alg: 'EdDSA', typ: 'JWT' }, claims(token), await storedPrivateKey(service.db, String(kid))),
       expired: forge({ alg: 'EdDSA', typ: 'JWT', kid }, claims(token, -120), await storedPrivateKey(service.db, String(kid))),
       otherIssuer: forge({ alg: 'EdDSA', typ: 'JWT', kid }, { ...claims(token), iss: 'someone-else' }, await storedPrivateKey(service.db, String(kid))),
+      // Headers that are no JSON object: refused before JSON.parse (tokenKid).
+      garbage: 'x.y.z',
+      headerAnArray: `${Buffer.from(JSON.stringify(['EdDSA', kid])).toString('base64url')}.${payload}.${signature}`,
+      headerNotJson: `${Buffer.from(`{${String(kid)}`).toString('base64url')}.${payload}.${signature}`,
     }
     for (const [what, candidate] of Object.entries(forged)) {
       assert.deepEqual(await me(service, candidate), { status: 401, code: 'AUTH_TOKEN_INVALID' }, what)
@@ -128,6 +132,10 @@ describe('access tokens other services verify (EdDSA, the default)', () => {
     // The same key signing a well-formed token passes: the refusals above are about what was altered.
     const good = forge({ alg: 'EdDSA', typ: 'JWT', kid }, claims(token), await storedPrivateKey(service.db, String(kid)))
     assert.equal((await me(service, good)).status, 200)
+    // So does a header with whitespace before its object, valid JSON (RFC 8259).
+    const spacedInput = `${Buffer.from(` \n{"alg":"EdDSA","typ":"JWT","kid":${JSON.stringify(kid)}}`).toString('base64url')}.${b64url(claims(token))}`
+    const spaced = `${spacedInput}.${cryptoSign(null, Buffer.from(spacedInput), await storedPrivateKey(service.db, String(kid))).toString('base64url')}`
+    assert.equal((await me(service, spaced)).status, 200)
   })
 
   it('requires exp, iat, iss, sub, aud and sid, ours, with iat not ahead and a lifetime no longer than configured', async () => {

@@ -14,6 +14,8 @@ import { hashAlgorithms, hashStrategies, type HashAlgorithm, type HashPolicy, ty
 
 /** `cluster` is not an executor: it forks one process per CPU, each with a plain Piscina pool. */
 export const serviceStrategies = [...hashStrategies, 'cluster'] as const
+export const databaseStatementKinds = ['named', 'unnamed'] as const
+export type DatabaseStatements = typeof databaseStatementKinds[number]
 export type ServiceStrategy = HashStrategy | 'cluster'
 
 /** The hash settings arrive flat (one variable each) and leave grouped as a HashPolicy. */
@@ -51,6 +53,8 @@ interface FlatConfig {
   databasePoolSize: number
   /** The deadline on getting a pooled connection (waiting or connecting). */
   databaseAcquireTimeoutMs: number
+  /** `named`: queries with parameters go as named prepared statements (src/db/prepared-client.ts). */
+  databaseStatements: DatabaseStatements
   hashAlgorithm: HashAlgorithm
   bcryptCost: number
   argon2MemoryKiB: number
@@ -152,6 +156,7 @@ export const settings: readonly Setting[] = [
   { key: 'dataDir', env: 'TOLLBOOTH_DATA_DIR', flag: 'data-dir', kind: 'string', defaultValue: './.tollbooth', description: 'Folder for the embedded database and the keys made for it (the key-encryption key; with HS256, the JWT secret). Nothing is written there with DATABASE_URL.' },
   { key: 'databasePoolSize', env: 'TOLLBOOTH_DB_POOL_SIZE', flag: 'db-pool-size', kind: 'int', defaultValue: '10', min: 1, max: 200, description: 'Connections in the PostgreSQL client pool.' },
   { key: 'databaseAcquireTimeoutMs', env: 'TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS', flag: 'db-acquire-timeout-ms', kind: 'int', defaultValue: '1000', min: 10, max: 60000, description: 'How long a request may wait for a database connection (behind busy ones, or connecting a new one) before it is answered 503: SERVICE_OVERLOADED when every connection is busy, DATABASE_UNAVAILABLE when the database does not answer.' },
+  { key: 'databaseStatements', env: 'TOLLBOOTH_DB_STATEMENTS', flag: 'db-statements', kind: 'enum', choices: databaseStatementKinds, defaultValue: 'named', description: '`named`: each query with parameters goes as a named prepared statement, parsed and planned once per database connection (about half of PostgreSQL\'s CPU for a cheap request). `unnamed`: parsed and planned at every call, as pg does; for a connection pooler in transaction mode that does not keep named statements (PgBouncer before 1.21, or without max_prepared_statements).' },
   { key: 'hashAlgorithm', env: 'TOLLBOOTH_HASH_ALGORITHM', flag: 'hash-algorithm', kind: 'enum', choices: hashAlgorithms, defaultValue: 'argon2id', description: 'Algorithm for new password hashes; stored hashes of the others keep verifying and are re-hashed on login.' },
   { key: 'bcryptCost', env: 'TOLLBOOTH_BCRYPT_COST', flag: 'bcrypt-cost', kind: 'int', defaultValue: '10', min: 4, max: 16, description: 'bcrypt cost (log2 rounds).' },
   { key: 'argon2MemoryKiB', env: 'TOLLBOOTH_ARGON2_MEMORY_KIB', flag: 'argon2-memory-kib', kind: 'int', defaultValue: '19456', min: 1024, max: 262144, description: 'argon2id memory in KiB (OWASP: 19456).' },

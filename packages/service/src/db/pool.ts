@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import pg from 'pg'
 import { databaseUnavailable, isConnectionFailure, poolSaturated } from './errors.js'
 import { processWarningLog, ThrottledFaultLog, type WarnLog } from './fault-log.js'
+import { PreparingClient } from './prepared-client.js'
 
 export type Queryable = pg.Pool | pg.PoolClient
 
@@ -37,6 +38,8 @@ export interface DatabasePoolOptions {
   log?: WarnLog
   /** At most one fault line of each kind per this interval. */
   faultLogIntervalMs?: number
+  /** Queries with parameters go as named prepared statements (prepared-client.ts); default true. */
+  preparedStatements?: boolean
 }
 
 type ConnectCallback = (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void
@@ -74,6 +77,7 @@ export class DatabasePool extends pg.Pool {
       connectionTimeoutMillis: acquireTimeoutMs,
       idleTimeoutMillis: 30_000,
       application_name: 'tollbooth',
+      Client: options.preparedStatements === false ? pg.Client : PreparingClient,
     })
     this.acquireTimeoutMs = acquireTimeoutMs
     this.rollbackTimeoutMs = options.rollbackTimeoutMs ?? defaultRollbackTimeoutMs

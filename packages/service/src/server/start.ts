@@ -149,6 +149,7 @@ export async function startService (config: Config, options: StartServiceOptions
       : await startDatabase(config, log)
     db = createDatabasePool(database.url, config.databasePoolSize, {
       acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+      preparedStatements: config.databaseStatements === 'named',
       log: log.child({ component: 'database' }),
     })
     engine = await createPasswordEngine({

@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { isMainThread, parentPort, workerData } from 'node:worker_threads'
-import { HttpTarget, loopbackSourceAddresses, type LabRequest, type LabResponse } from './http.js'
+import { HttpTarget, loopbackSourceAddresses, type HttpClientKind, type LabRequest, type LabResponse } from './http.js'
 import type { SegmentLoad } from './result.js'
 import type { Scenario, ScenarioRef, VirtualUser } from './scenario.js'
 import { loadScenario } from './scenarios/index.js'
@@ -21,6 +21,8 @@ export interface GeneratorOptions {
   requestTimeoutMs: number
   /** Closed model: the users' connections come from this many loopback addresses (http.ts, `loopbackSourceAddresses`); unset: 1. */
   sourceAddresses?: number
+  /** The HTTP client of the load: `raw` (the default) for plain-http targets, else undici. */
+  httpClient?: HttpClientKind
   scenario: ScenarioRef
   /** What the scenario's setup returned. */
   data: unknown
@@ -101,7 +103,7 @@ export class LoadGenerator {
   private uniques = 0
 
   constructor (private readonly options: GeneratorOptions, private readonly scenario: Scenario<unknown>, private readonly emit: (message: GeneratorMessage) => void) {
-    this.target = new HttpTarget(options.url, { connections: options.connections, timeoutMs: options.requestTimeoutMs, sourceAddresses: loopbackSourceAddresses(options.url, options.sourceAddresses ?? 1) })
+    this.target = new HttpTarget(options.url, { connections: options.connections, timeoutMs: options.requestTimeoutMs, sourceAddresses: loopbackSourceAddresses(options.url, options.sourceAddresses ?? 1), client: options.httpClient ?? 'raw' })
     this.scheduleFlush()
   }
 

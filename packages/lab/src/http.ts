@@ -4,6 +4,8 @@
  * report can count (timeout, connection, other) instead of an exception.
  */
 import { Client, Pool, type Dispatcher } from 'undici'
+import { RawHttpPool, rawEndpoint } from './raw-http.js'
+import { toLabResponse } from './response.js'
 import type { TransportFailure } from './stats.js'
 
 export interface LabRequest {
@@ -71,14 +73,6 @@ export function loopbackSourceAddresses (url: string, count: number): string[] {
   return Array.from({ length: count }, (_, k) => `127.1.${(k + 1) >> 8}.${(k + 1) & 255}`)
 }
 
-function parseRetryAfter (value: string | undefined): number | null {
-  if (value === undefined) return null
-  const seconds = Number(value)
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? null : Math.max(0, (date - Date.now()) / 1000)
-}
-
 /**
  * One response, collected by undici's low-level dispatch handler: the status, the two headers the
  * lab reads (found in the raw header list, no header object built) and the body's chunks when it
@@ -91,7 +85,7 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
   private status = 0
   private retryAfter: string | undefined
   private readonly chunks: Buffer[] = []
-  private json = false
+  private contentType = ''
   private keepBody = false
 
   constructor (private readonly readText: boolean, private readonly resolve: (response: LabResponse) => void) {}
@@ -109,8 +103,8 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
       if (name.length === 12 && name.toString('latin1').toLowerCase() === 'content-type') contentType = value.toString('latin1')
       else if (name.length === 11 && name.toString('latin1').toLowerCase() === 'retry-after') this.retryAfter ??= value.toString('latin1')
     }
-    this.json = contentType.includes('application/json')
-    this.keepBody = this.readText || this.json
+    this.contentType = contentType
+    this.keepBody = this.readText || contentType.includes('application/json')
     return true
   }
 
@@ -120,32 +114,24 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
   }
 
   onComplete (): void {
-    const status = this.status
-    const retryAfterSeconds = parseRetryAfter(this.retryAfter)
-    const ok = status >= 200 && status < 300
-    if (!this.keepBody) {
-      this.resolve({ status, failure: null, ok, body: undefined, retryAfterSeconds, detail: null })
-      return
-    }
-    const raw = this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8')
-    if (!this.json) {
-      this.resolve({ status, failure: null, ok, body: undefined, text: raw, retryAfterSeconds, detail: null })
-      return
-    }
-    let body: unknown
-    try {
-      body = raw === '' ? undefined : JSON.parse(raw)
-    } catch {
-      this.resolve({ status, failure: null, ok: false, body: undefined, retryAfterSeconds: null, detail: 'invalid JSON body' })
-      return
-    }
-    this.resolve({ status, failure: null, ok, body, retryAfterSeconds, detail: null })
+    const raw = !this.keepBody ? undefined : this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8')
+    this.resolve(toLabResponse(this.status, this.contentType, this.retryAfter, raw, this.readText))
   }
 
   onError (err: Error): void {
     const error = err as { code?: string, message?: string }
     this.resolve({ status: null, failure: classifyFailure(err), ok: false, body: undefined, retryAfterSeconds: null, detail: error.code ?? error.message ?? String(err) })
   }
+}
+
+/** Which HTTP client sends a target's requests: the lab's own (raw-http.ts, plain http only) or undici. */
+export const httpClients = ['raw', 'undici'] as const
+export type HttpClientKind = typeof httpClients[number]
+
+interface Transport {
+  send (request: LabRequest, owner?: number): Promise<LabResponse>
+  close (): Promise<void>
+  destroy (): Promise<void>
 }
 
 /**
@@ -162,27 +148,55 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
  * the stress scenario, the logins' 503s waited 0.9 s at the median).
  */
 export class HttpTarget {
-  private readonly pool: Pool
-  private readonly clientOptions: Client.Options
-  private readonly owned = new Map<number, Client>()
-  private readonly sourceAddresses: readonly string[]
+  private readonly transport: Transport
 
   /**
    * `sourceAddresses`: owners' connections come from these local addresses, owner k's from the
    * k-th (mod their number), as clients from as many machines would; empty: the system's choice.
+   * `client`: `raw` sends with the lab's own client when the URL is plain http (undici for any
+   * other); `undici` (the default) with undici.
    */
-  constructor (readonly url: string, private readonly options: { connections: number, timeoutMs: number, sourceAddresses?: readonly string[] }) {
-    const { connections, timeoutMs } = options
+  constructor (readonly url: string, options: { connections: number, timeoutMs: number, sourceAddresses?: readonly string[], client?: HttpClientKind }) {
+    const sourceAddresses = options.sourceAddresses ?? []
+    const localAddressOf = (owner: number): string | undefined => sourceAddresses.length === 0 ? undefined : sourceAddresses[owner % sourceAddresses.length]
+    const endpoint = options.client === 'raw' ? rawEndpoint(url) : undefined
+    this.transport = endpoint === undefined
+      ? new UndiciTransport(url, options.connections, options.timeoutMs, localAddressOf)
+      : new RawHttpPool(endpoint, { connections: options.connections, timeoutMs: options.timeoutMs, localAddressOf })
+  }
+
+  /** Never rejects: a request that got no response resolves with its `failure`. `owner`: sent on that owner's own connection. */
+  async send (request: LabRequest, owner?: number): Promise<LabResponse> {
+    return await this.transport.send(request, owner)
+  }
+
+  /** Waits for requests under way, then closes the connections. */
+  async close (): Promise<void> {
+    await this.transport.close()
+  }
+
+  /** Fails requests under way and closes the connections at once. */
+  async destroy (): Promise<void> {
+    await this.transport.destroy()
+  }
+}
+
+/** undici: a Pool for requests without an owner, a Client of its own for each owner. */
+class UndiciTransport implements Transport {
+  private readonly pool: Pool
+  private readonly clientOptions: Client.Options
+  private readonly owned = new Map<number, Client>()
+
+  constructor (private readonly url: string, connections: number, timeoutMs: number, private readonly localAddressOf: (owner: number) => string | undefined) {
     this.clientOptions = { pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: Math.min(timeoutMs, 10_000), keepAliveTimeout: 30_000 }
     this.pool = new Pool(url, { ...this.clientOptions, connections })
-    this.sourceAddresses = options.sourceAddresses ?? []
   }
 
   private dispatcher (owner: number | undefined): Dispatcher {
     if (owner === undefined) return this.pool
     let client = this.owned.get(owner)
     if (client === undefined) {
-      const localAddress = this.sourceAddresses.length === 0 ? undefined : this.sourceAddresses[owner % this.sourceAddresses.length]
+      const localAddress = this.localAddressOf(owner)
       this.owned.set(owner, client = new Client(this.url, localAddress === undefined ? this.clientOptions : { ...this.clientOptions, localAddress }))
     }
     return client

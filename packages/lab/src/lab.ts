@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { LabError, validated } from './errors.js'
-import { HttpTarget, loopbackSourceAddresses, maxSourceAddresses } from './http.js'
+import { HttpTarget, httpClients, loopbackSourceAddresses, maxSourceAddresses } from './http.js'
 import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
 import { machineFacts, startDatabase } from 'tollbooth/launcher'
 import { startLocalService, type LocalService, type ReplicaOptions } from './local-service.js'
@@ -43,6 +43,7 @@ const loadOptionsSchema = Type.Object({
   honourRetryAfter: Type.Optional(Type.Boolean()),
   accounts: Type.Optional(Type.Number()),
   sourceAddresses: Type.Optional(Type.Integer({ minimum: 1, maximum: maxSourceAddresses, description: `must be a whole number from 1 to ${maxSourceAddresses}` })),
+  httpClient: Type.Optional(Type.Union(httpClients.map((client) => Type.Literal(client)), { description: `must be one of ${httpClients.join(', ')}` })),
 })
 export type LoadOptions = Static<typeof loadOptionsSchema>
 
@@ -100,6 +101,7 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
     healthzProbeRate: options.healthzProbeRate ?? 10,
     healthzProbeTimes: 'random' as const,
     workers: options.workers ?? 1,
+    httpClient: options.httpClient ?? 'raw',
     honourRetryAfter: options.honourRetryAfter ?? true,
     accounts: options.accounts ?? scenario.defaults.accounts,
   }

@@ -3,6 +3,8 @@
  * Field by field, with units: docs/reference/lab-result.md.
  */
 
+import type { HttpClientKind } from './http.js'
+
 export const labResultSchema = 'tollbooth-lab-result/1'
 
 export type LabCommand = 'run' | 'knee' | 'compare'
@@ -57,6 +59,8 @@ export type LoadSpec = SegmentLoad & {
   /** When the probes went: at random times (a Poisson process at `healthzProbeRate`); absent in results from before, whose probes went on a steady tick from the run's start. */
   healthzProbeTimes?: 'random'
   workers: number
+  /** The generator's HTTP client (`--http-client`): the lab's own (raw-http.ts) or undici; absent in results from before the lab had its own, which used undici. */
+  httpClient?: HttpClientKind
   honourRetryAfter: boolean
   politeAndNaive?: boolean
   accounts: number

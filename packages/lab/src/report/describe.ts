@@ -38,6 +38,7 @@ function describeLoad (load: LoadSpec): Fact[] {
         `request timeout ${formatDuration(load.requestTimeoutMs)}`,
         load.healthzProbeRate > 0 ? `/healthz probed ${formatRate(load.healthzProbeRate).replace(/\.0$/, '')}/s${load.healthzProbeTimes === 'random' ? ' at random times' : ''}` : '/healthz not probed',
         `${load.workers} generator worker${load.workers === 1 ? '' : 's'}`,
+        `HTTP client ${load.httpClient ?? 'undici'}`,
         load.politeAndNaive === true
           ? 'each strategy with polite clients (Retry-After honoured) and naive ones (retry at once)'
           : load.honourRetryAfter ? 'Retry-After honoured' : 'Retry-After ignored',

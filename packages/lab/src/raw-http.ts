@@ -1,0 +1,455 @@
+/**
+ * The load generator's own HTTP/1.1 client for plain-http targets: each request written as one
+ * string on a keep-alive connection, each answer read by hand (status line, the few headers the
+ * lab reads, a body by length, in chunks, or to the connection's end). It does what the lab
+ * needs and nothing else: no redirects, no retries, no pipelining, no TLS.
+ *
+ * Why not undici, which the lab uses everywhere else: the generator shares the machine's cores
+ * with the service it measures, and its CPU is taken from the service's. undici's dispatch cost
+ * the generator about 36 µs a request; at 1.5 times the capacity of a cheap route (20,000
+ * arrivals a second on two cores) that was a whole core, and the lab measured its own
+ * saturation instead of the service (bench/README, "The lab's own generator"). This client
+ * costs about a third of that (`--http-client undici` keeps undici, to compare).
+ *
+ * A request is given up, as a timeout, when its connection has been silent for `timeoutMs`
+ * (nothing written or read: the socket's inactivity timer, which Node refreshes on I/O), so a
+ * server that trickles its answer is waited for as undici's body timeout would.
+ */
+import net from 'node:net'
+import type { LabRequest, LabResponse } from './http.js'
+import { toLabResponse } from './response.js'
+import type { TransportFailure } from './stats.js'
+
+const headEnd = Buffer.from('\r\n\r\n')
+const lineEnd = Buffer.from('\r\n')
+/** A response head longer than this is refused (Node's own server allows 16 KiB of request head). */
+const maxHeadBytes = 64 * 1024
+const headerNamePattern = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+const badValuePattern = /[\r\n\0]/
+/** Headers the client writes itself: a scenario that sets them is refused. */
+const framingHeaders: ReadonlySet<string> = new Set(['host', 'content-length', 'transfer-encoding', 'connection'])
+const methodsWithPayload: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
+
+export interface RawEndpoint {
+  host: string
+  port: number
+  /** The Host header: the URL's host, port included. */
+  hostHeader: string
+  localAddress?: string
+}
+
+/** The endpoint of a plain-http URL; undefined for any other scheme. */
+export function rawEndpoint (url: string, localAddress?: string): RawEndpoint | undefined {
+  const parsed = new URL(url)
+  if (parsed.protocol !== 'http:') return undefined
+  const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname
+  return { host, port: parsed.port === '' ? 80 : Number(parsed.port), hostHeader: parsed.host, ...(localAddress === undefined ? {} : { localAddress }) }
+}
+
+/** The request as written on the wire, or why it cannot be. */
+export function requestText (request: LabRequest, hostHeader: string): { text: string } | { invalid: string } {
+  if (!request.path.startsWith('/') || /[\s]/.test(request.path)) return { invalid: `invalid request path: ${JSON.stringify(request.path)}` }
+  let text = `${request.method} ${request.path} HTTP/1.1\r\nhost: ${hostHeader}\r\n`
+  if (request.headers !== undefined) {
+    for (const [name, value] of Object.entries(request.headers)) {
+      const lower = name.toLowerCase()
+      if (!headerNamePattern.test(name) || badValuePattern.test(value)) return { invalid: `invalid header: ${JSON.stringify(name)}` }
+      if (framingHeaders.has(lower)) return { invalid: `the client writes the ${lower} header itself` }
+      // The token and a JSON body set these two below, as undici's client was given them.
+      if ((lower === 'authorization' && request.token !== undefined) || (lower === 'content-type' && request.body !== undefined)) continue
+      text += `${name}: ${value}\r\n`
+    }
+  }
+  if (request.token !== undefined) {
+    if (badValuePattern.test(request.token)) return { invalid: 'invalid token: it has a line break' }
+    text += `authorization: Bearer ${request.token}\r\n`
+  }
+  if (request.body !== undefined) {
+    const json = JSON.stringify(request.body)
+    return { text: `${text}content-type: application/json\r\ncontent-length: ${Buffer.byteLength(json)}\r\n\r\n${json}` }
+  }
+  return { text: methodsWithPayload.has(request.method) ? `${text}content-length: 0\r\n\r\n` : `${text}\r\n` }
+}
+
+type Resolve = (response: LabResponse) => void
+
+function failed (failure: TransportFailure, detail: string): LabResponse {
+  return { status: null, failure, ok: false, body: undefined, retryAfterSeconds: null, detail }
+}
+
+/** Where the reading of an answer is. */
+type ReadState =
+  | 'head'
+  /** `remaining` bytes of body left. */
+  | 'length'
+  /** A chunk's size line next. */
+  | 'chunk-size'
+  /** `remaining` bytes of the chunk, then its CRLF. */
+  | 'chunk-data'
+  /** Trailer lines, up to an empty one. */
+  | 'trailer'
+  /** The body runs to the connection's end. */
+  | 'to-end'
+
+class ProtocolError extends Error {}
+
+/**
+ * One keep-alive connection, one request at a time. Connected at its first request and again
+ * after the server closed it; its socket's inactivity timer is the request's timeout.
+ */
+export class RawConnection {
+  private socket: net.Socket | undefined
+  private resolve: Resolve | undefined
+  private readText = false
+  private buffered: Buffer | undefined
+  private state: ReadState = 'head'
+  private remaining = 0
+  private status = 0
+  private contentType = ''
+  private retryAfter: string | undefined
+  private keepAlive = true
+  private keepBody = false
+  private chunks: Buffer[] = []
+
+  constructor (private readonly endpoint: RawEndpoint, private readonly timeoutMs: number) {}
+
+  get busy (): boolean { return this.resolve !== undefined }
+
+  /** Writes `text` and resolves with its answer or failure; never rejects. One request at a time. */
+  send (text: string, readText: boolean, resolve: Resolve): void {
+    if (this.resolve !== undefined) throw new Error('RawConnection: a request is already under way')
+    this.resolve = resolve
+    this.readText = readText
+    this.startHead()
+    // A connection the server has ended, whose close has not been seen yet, is not written to.
+    if (this.socket !== undefined && !this.socket.writable) this.drop()
+    this.socket ??= this.connect()
+    // Before the connection is up, the socket keeps what is written and sends it once connected.
+    this.socket.write(text)
+  }
+
+  /** Fails a request under way and closes the connection. */
+  destroy (detail = 'the client was closed'): void {
+    this.finish(failed('connection', detail))
+    this.drop()
+  }
+
+  private connect (): net.Socket {
+    const { host, port, localAddress } = this.endpoint
+    const socket = net.connect({ host, port, ...(localAddress === undefined ? {} : { localAddress }), noDelay: true })
+    socket.setTimeout(this.timeoutMs)
+    let error: (Error & { code?: string }) | undefined
+    socket.on('data', (chunk: Buffer) => { this.onData(socket, chunk) })
+    socket.on('timeout', () => {
+      if (this.socket !== socket || this.resolve === undefined) return
+      // Not connected yet: a connection failure, as undici's connect timeout is.
+      this.finish(socket.connecting ? failed('connection', `not connected in ${this.timeoutMs} ms`) : failed('timeout', `no answer for ${this.timeoutMs} ms`))
+      this.drop()
+    })
+    socket.on('error', (err: Error & { code?: string }) => { error = err })
+    socket.on('close', () => {
+      if (this.socket !== socket) return
+      this.socket = undefined
+      if (this.resolve === undefined) return
+      if (this.state === 'to-end' && error === undefined) {
+        this.complete()
+        return
+      }
+      this.finish(failed('connection', error?.code ?? error?.message ?? 'other side closed'))
+    })
+    return socket
+  }
+
+  private drop (): void {
+    const socket = this.socket
+    this.socket = undefined
+    this.buffered = undefined
+    socket?.destroy()
+  }
+
+  private startHead (): void {
+    this.state = 'head'
+    this.status = 0
+    this.contentType = ''
+    this.retryAfter = undefined
+    this.keepAlive = true
+    this.keepBody = false
+    this.chunks = []
+  }
+
+  private onData (socket: net.Socket, chunk: Buffer): void {
+    if (this.socket !== socket) return
+    if (this.resolve === undefined) {
+      // Bytes nobody asked for: the connection can no longer be trusted.
+      this.drop()
+      return
+    }
+    this.buffered = this.buffered === undefined ? chunk : Buffer.concat([this.buffered, chunk])
+    try {
+      this.read()
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) throw err
+      this.finish(failed('other', `invalid HTTP response: ${err.message}`))
+      this.drop()
+    }
+  }
+
+  /** Reads what is buffered as far as it goes. */
+  private read (): void {
+    while (this.buffered !== undefined && this.resolve !== undefined) {
+      const buffer: Buffer = this.buffered
+      switch (this.state) {
+        case 'head': {
+          const end = buffer.indexOf(headEnd)
+          if (end === -1) {
+            if (buffer.length > maxHeadBytes) throw new ProtocolError('a head over 64 KiB')
+            return
+          }
+          this.take(end + 4)
+          this.readHead(buffer.toString('latin1', 0, end))
+          break
+        }
+        case 'length':
+          this.bodyBytes(buffer)
+          if (this.remaining === 0) this.complete()
+          break
+        case 'chunk-size': {
+          const end = buffer.indexOf(lineEnd)
+          if (end === -1) {
+            if (buffer.length > 1024) throw new ProtocolError('a chunk size line over 1 KiB')
+            return
+          }
+          const sizeText = buffer.toString('latin1', 0, end).split(';')[0]!.trim()
+          if (!/^[0-9a-fA-F]{1,12}$/.test(sizeText)) throw new ProtocolError(`chunk size ${JSON.stringify(sizeText)}`)
+          this.take(end + 2)
+          this.remaining = Number.parseInt(sizeText, 16)
+          this.state = this.remaining === 0 ? 'trailer' : 'chunk-data'
+          break
+        }
+        case 'chunk-data': {
+          if (this.remaining > 0) {
+            this.bodyBytes(buffer)
+            break
+          }
+          if (buffer.length < 2) return
+          if (buffer[0] !== 0x0d || buffer[1] !== 0x0a) throw new ProtocolError('no line end after a chunk')
+          this.take(2)
+          this.state = 'chunk-size'
+          break
+        }
+        case 'trailer': {
+          const end = buffer.indexOf(lineEnd)
+          if (end === -1) {
+            if (buffer.length > maxHeadBytes) throw new ProtocolError('trailers over 64 KiB')
+            return
+          }
+          this.take(end + 2)
+          if (end === 0) this.complete()
+          break
+        }
+        case 'to-end':
+          this.body(buffer)
+          this.take(buffer.length)
+          break
+      }
+    }
+  }
+
+  /** Drops the first `n` buffered bytes. */
+  private take (n: number): void {
+    const buffer = this.buffered
+    if (buffer === undefined) return
+    this.buffered = n >= buffer.length ? undefined : buffer.subarray(n)
+  }
+
+  private body (bytes: Buffer): void {
+    if (this.keepBody && bytes.length > 0) this.chunks.push(bytes)
+  }
+
+  /** Reads up to `remaining` bytes of body from the front of `buffer` (the buffered bytes). */
+  private bodyBytes (buffer: Buffer): void {
+    const n = Math.min(this.remaining, buffer.length)
+    this.body(buffer.subarray(0, n))
+    this.take(n)
+    this.remaining -= n
+  }
+
+  private readHead (head: string): void {
+    const firstLineEnd = head.indexOf('\r\n')
+    const statusLine = firstLineEnd === -1 ? head : head.slice(0, firstLineEnd)
+    const match = /^HTTP\/1\.([01]) (\d{3})(?: |$)/.exec(statusLine)
+    if (match === null) throw new ProtocolError(`status line ${JSON.stringify(statusLine.slice(0, 80))}`)
+    const status = Number(match[2])
+    let keepAlive = match[1] === '1'
+    let contentLength: number | undefined
+    let chunked = false
+    let contentType = ''
+    let retryAfter: string | undefined
+    if (firstLineEnd !== -1) {
+      for (const line of head.slice(firstLineEnd + 2).split('\r\n')) {
+        const colon = line.indexOf(':')
+        if (colon <= 0) throw new ProtocolError(`header line ${JSON.stringify(line.slice(0, 80))}`)
+        const name = line.slice(0, colon).trim().toLowerCase()
+        const value = line.slice(colon + 1).trim()
+        switch (name) {
+          case 'content-length': {
+            if (!/^\d{1,15}$/.test(value)) throw new ProtocolError(`content-length ${JSON.stringify(value)}`)
+            const length = Number(value)
+            if (contentLength !== undefined && contentLength !== length) throw new ProtocolError('two content-lengths')
+            contentLength = length
+            break
+          }
+          case 'transfer-encoding': {
+            const codings = value.toLowerCase().split(',').map((coding) => coding.trim())
+            chunked = codings[codings.length - 1] === 'chunked'
+            if (!chunked) keepAlive = false
+            break
+          }
+          case 'connection': {
+            const options = value.toLowerCase().split(',').map((option) => option.trim())
+            if (options.includes('close')) keepAlive = false
+            else if (options.includes('keep-alive')) keepAlive = true
+            break
+          }
+          case 'content-type':
+            contentType = value
+            break
+          case 'retry-after':
+            retryAfter ??= value
+            break
+        }
+      }
+    }
+    if (status >= 100 && status < 200) {
+      if (status === 101) throw new ProtocolError('101: the client does not switch protocols')
+      // An interim answer (100 Continue, 103 Early Hints): the real one follows.
+      this.startHead()
+      return
+    }
+    this.status = status
+    this.contentType = contentType
+    this.retryAfter = retryAfter
+    this.keepBody = this.readText || contentType.includes('application/json')
+    if (status === 204 || status === 304) {
+      this.keepAlive = keepAlive
+      this.complete()
+      return
+    }
+    if (chunked) {
+      this.keepAlive = keepAlive
+      this.state = 'chunk-size'
+    } else if (contentLength !== undefined) {
+      this.keepAlive = keepAlive
+      this.remaining = contentLength
+      this.state = 'length'
+      if (contentLength === 0) this.complete()
+    } else {
+      this.keepAlive = false
+      this.state = 'to-end'
+    }
+  }
+
+  private complete (): void {
+    const raw = !this.keepBody ? undefined : this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8')
+    const response = toLabResponse(this.status, this.contentType, this.retryAfter, raw, this.readText)
+    // Bytes past the answer were never asked for: the connection can no longer be trusted.
+    const keepAlive = this.keepAlive && this.buffered === undefined
+    this.startHead()
+    if (!keepAlive) this.drop()
+    this.finish(response)
+  }
+
+  private finish (response: LabResponse): void {
+    const resolve = this.resolve
+    if (resolve === undefined) return
+    this.resolve = undefined
+    resolve(response)
+  }
+}
+
+/**
+ * Keep-alive connections to one endpoint: at most `connections` at once from the shared pool, a
+ * request waiting for a free one when all are busy; or an owner's own (`owned`).
+ */
+export class RawHttpPool {
+  private readonly idle: RawConnection[] = []
+  /** Every connection of the shared pool, idle or not. */
+  private readonly pooled: RawConnection[] = []
+  /** Requests waiting for a pool connection; given undefined when the pool is destroyed. */
+  private readonly waiting: Array<(connection: RawConnection | undefined) => void> = []
+  private readonly owned = new Map<number, RawConnection>()
+  private readonly underWay = new Set<Promise<LabResponse>>()
+  private closed = false
+
+  /** `localAddressOf(owner)`: where an owner's connection comes from; undefined: the system's choice. */
+  constructor (private readonly endpoint: RawEndpoint, private readonly options: { connections: number, timeoutMs: number, localAddressOf?: (owner: number) => string | undefined }) {}
+
+  /** Never rejects. `owner`: on that owner's own connection. */
+  async send (request: LabRequest, owner?: number): Promise<LabResponse> {
+    if (this.closed) return failed('connection', 'the client was closed')
+    const built = requestText(request, this.endpoint.hostHeader)
+    if ('invalid' in built) return failed('other', built.invalid)
+    const sent = owner === undefined ? this.sendPooled(built.text, request) : this.sendOn(this.ownedBy(owner), built.text, request)
+    this.underWay.add(sent)
+    try {
+      return await sent
+    } finally {
+      this.underWay.delete(sent)
+    }
+  }
+
+  private async sendOn (connection: RawConnection, text: string, request: LabRequest): Promise<LabResponse> {
+    return await new Promise<LabResponse>((resolve) => { connection.send(text, request.readText === true, resolve) })
+  }
+
+  private async sendPooled (text: string, request: LabRequest): Promise<LabResponse> {
+    const connection = await this.take()
+    if (connection === undefined) return failed('connection', 'the client was closed')
+    try {
+      return await this.sendOn(connection, text, request)
+    } finally {
+      this.giveBack(connection)
+    }
+  }
+
+  private ownedBy (owner: number): RawConnection {
+    let connection = this.owned.get(owner)
+    if (connection === undefined) {
+      const localAddress = this.options.localAddressOf?.(owner)
+      this.owned.set(owner, connection = new RawConnection(localAddress === undefined ? this.endpoint : { ...this.endpoint, localAddress }, this.options.timeoutMs))
+    }
+    return connection
+  }
+
+  private async take (): Promise<RawConnection | undefined> {
+    const free = this.idle.pop()
+    if (free !== undefined) return free
+    if (this.pooled.length < this.options.connections) {
+      const connection = new RawConnection(this.endpoint, this.options.timeoutMs)
+      this.pooled.push(connection)
+      return connection
+    }
+    return await new Promise<RawConnection | undefined>((resolve) => { this.waiting.push(resolve) })
+  }
+
+  private giveBack (connection: RawConnection): void {
+    const next = this.waiting.shift()
+    if (next !== undefined) next(connection)
+    else this.idle.push(connection)
+  }
+
+  /** Waits for requests under way, then closes the connections; requests sent after fail. */
+  async close (): Promise<void> {
+    this.closed = true
+    await Promise.all(this.underWay)
+    for (const connection of [...this.pooled, ...this.owned.values()]) connection.destroy()
+  }
+
+  /** Fails requests under way and closes the connections at once. */
+  async destroy (): Promise<void> {
+    this.closed = true
+    for (const resolve of this.waiting.splice(0)) resolve(undefined)
+    for (const connection of [...this.pooled, ...this.owned.values()]) connection.destroy()
+    await Promise.all(this.underWay)
+  }
+}

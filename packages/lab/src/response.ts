@@ -1,0 +1,33 @@
+/**
+ * What the lab makes of an answer, whichever client read it (http.ts's undici handler,
+ * raw-http.ts): the status, Retry-After in seconds, and the body parsed as JSON when it is JSON
+ * (or kept as text when the request asked).
+ */
+import type { LabResponse } from './http.js'
+
+/** Seconds from a Retry-After value (seconds or an HTTP date); null when there is none or it does not parse. */
+export function parseRetryAfter (value: string | undefined): number | null {
+  if (value === undefined) return null
+  const seconds = Number(value)
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds
+  const date = Date.parse(value)
+  return Number.isNaN(date) ? null : Math.max(0, (date - Date.now()) / 1000)
+}
+
+/**
+ * The lab's response: `raw`, the body as text, only when it was kept (a JSON content type, or
+ * `readText`). A JSON body that does not parse makes the request a failure, with the reason.
+ */
+export function toLabResponse (status: number, contentType: string, retryAfter: string | undefined, raw: string | undefined, readText: boolean): LabResponse {
+  const retryAfterSeconds = parseRetryAfter(retryAfter)
+  const ok = status >= 200 && status < 300
+  if (raw === undefined) return { status, failure: null, ok, body: undefined, retryAfterSeconds, detail: null }
+  if (!contentType.includes('application/json')) return { status, failure: null, ok, body: undefined, ...(readText ? { text: raw } : {}), retryAfterSeconds, detail: null }
+  let body: unknown
+  try {
+    body = raw === '' ? undefined : JSON.parse(raw)
+  } catch {
+    return { status, failure: null, ok: false, body: undefined, retryAfterSeconds: null, detail: 'invalid JSON body' }
+  }
+  return { status, failure: null, ok, body, retryAfterSeconds, detail: null }
+}

@@ -5,7 +5,7 @@
  */
 import { Client, Pool, type Dispatcher } from 'undici'
 import { RawHttpPool, rawEndpoint } from './raw-http.js'
-import { toLabResponse } from './response.js'
+import { classifyFailure, toLabResponse } from './response.js'
 import type { TransportFailure } from './stats.js'
 
 export interface LabRequest {
@@ -35,20 +35,6 @@ export interface LabResponse {
   retryAfterSeconds: number | null
   /** The error's code or message, for transport failures. */
   detail: string | null
-}
-
-const connectionErrorCodes = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
-  'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_DESTROYED',
-])
-const timeoutErrorCodes = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
-
-export function classifyFailure (err: unknown): TransportFailure {
-  const error = err as { name?: string, code?: string, cause?: unknown }
-  if (error.name === 'TimeoutError' || (error.code !== undefined && timeoutErrorCodes.has(error.code))) return 'timeout'
-  if (error.code !== undefined && connectionErrorCodes.has(error.code)) return 'connection'
-  if (error.cause !== undefined && error.cause !== err) return classifyFailure(error.cause)
-  return 'other'
 }
 
 /**

@@ -17,7 +17,7 @@
  */
 import net from 'node:net'
 import type { LabRequest, LabResponse } from './http.js'
-import { toLabResponse } from './response.js'
+import { classifyFailure, toLabResponse } from './response.js'
 import type { TransportFailure } from './stats.js'
 
 const headEnd = Buffer.from('\r\n\r\n')
@@ -29,6 +29,12 @@ const badValuePattern = /[\r\n\0]/
 /** Headers the client writes itself: a scenario that sets them is refused. */
 const framingHeaders: ReadonlySet<string> = new Set(['host', 'content-length', 'transfer-encoding', 'connection'])
 const methodsWithPayload: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
+/** How long a connection waits for its TCP connection at most, as undici's connect timeout (a connection failure past it). */
+const maxConnectMs = 10_000
+/** A connection idle longer than this is not reused (undici's keepAliveTimeout as the lab set it). */
+const maxIdleMs = 30_000
+/** Taken off a server's `Keep-Alive: timeout=N` before reusing a connection near its end (undici's threshold). */
+const keepAliveMarginMs = 2_000
 
 export interface RawEndpoint {
   host: string
@@ -48,6 +54,7 @@ export function rawEndpoint (url: string, localAddress?: string): RawEndpoint | 
 
 /** The request as written on the wire, or why it cannot be. */
 export function requestText (request: LabRequest, hostHeader: string): { text: string } | { invalid: string } {
+  if (!headerNamePattern.test(request.method)) return { invalid: `invalid method: ${JSON.stringify(request.method)}` }
   if (!request.path.startsWith('/') || /[\s]/.test(request.path)) return { invalid: `invalid request path: ${JSON.stringify(request.path)}` }
   let text = `${request.method} ${request.path} HTTP/1.1\r\nhost: ${hostHeader}\r\n`
   if (request.headers !== undefined) {
@@ -110,52 +117,90 @@ export class RawConnection {
   private keepAlive = true
   private keepBody = false
   private chunks: Buffer[] = []
+  /** The server's `Keep-Alive: timeout=` of the answer being read, in ms. */
+  private keepAliveHintMs: number | undefined
+  /** The request under way, as written: written again, once, on a fresh connection (see `write`). */
+  private text = ''
+  private retried = false
+  /** The request under way went on a connection that had answered before. */
+  private reused = false
+  /** A byte of the answer to the request under way has come. */
+  private answered = false
+  /** performance.now() past which the idle connection is not reused. */
+  private idleUntil = 0
+  /** Requests sent while one was under way (an owner's requests at once): written in turn. */
+  private readonly queue: Array<{ text: string, readText: boolean, resolve: Resolve }> = []
 
   constructor (private readonly endpoint: RawEndpoint, private readonly timeoutMs: number) {}
 
-  get busy (): boolean { return this.resolve !== undefined }
-
-  /** Writes `text` and resolves with its answer or failure; never rejects. One request at a time. */
+  /** Writes `text` once the requests before it are answered, and resolves with its answer or failure; never rejects. */
   send (text: string, readText: boolean, resolve: Resolve): void {
-    if (this.resolve !== undefined) throw new Error('RawConnection: a request is already under way')
+    if (this.resolve !== undefined) {
+      this.queue.push({ text, readText, resolve })
+      return
+    }
     this.resolve = resolve
     this.readText = readText
-    this.startHead()
-    // A connection the server has ended, whose close has not been seen yet, is not written to.
-    if (this.socket !== undefined && !this.socket.writable) this.drop()
-    this.socket ??= this.connect()
-    // Before the connection is up, the socket keeps what is written and sends it once connected.
-    this.socket.write(text)
+    this.text = text
+    this.retried = false
+    this.write()
   }
 
-  /** Fails a request under way and closes the connection. */
+  /** Fails the request under way and those waiting, and closes the connection. */
   destroy (detail = 'the client was closed'): void {
+    for (const waiting of this.queue.splice(0)) waiting.resolve(failed('connection', detail))
     this.finish(failed('connection', detail))
     this.drop()
+  }
+
+  /**
+   * Writes the request under way. Not on a connection the server has ended (its close not seen
+   * yet), nor on one idle past the server's keep-alive timeout (less a margin) or `maxIdleMs`:
+   * on a new one. A request on a reused connection that closes before any byte of the answer
+   * comes is written again, once, on a new connection: the server closed an idle connection as
+   * the request went out, and never read it (browsers resend so too).
+   */
+  private write (): void {
+    this.startHead()
+    this.answered = false
+    if (this.socket !== undefined && (!this.socket.writable || performance.now() > this.idleUntil)) this.drop()
+    this.reused = this.socket !== undefined
+    this.socket ??= this.connect()
+    // Before the connection is up, the socket keeps what is written and sends it once connected.
+    this.socket.write(this.text)
   }
 
   private connect (): net.Socket {
     const { host, port, localAddress } = this.endpoint
     const socket = net.connect({ host, port, ...(localAddress === undefined ? {} : { localAddress }), noDelay: true })
-    socket.setTimeout(this.timeoutMs)
-    let error: (Error & { code?: string }) | undefined
+    socket.setTimeout(Math.min(this.timeoutMs, maxConnectMs))
+    socket.once('connect', () => { socket.setTimeout(this.timeoutMs) })
+    let error: Error | undefined
+    let timedOut = false
     socket.on('data', (chunk: Buffer) => { this.onData(socket, chunk) })
     socket.on('timeout', () => {
       if (this.socket !== socket || this.resolve === undefined) return
+      timedOut = true
       // Not connected yet: a connection failure, as undici's connect timeout is.
-      this.finish(socket.connecting ? failed('connection', `not connected in ${this.timeoutMs} ms`) : failed('timeout', `no answer for ${this.timeoutMs} ms`))
+      this.finish(socket.connecting ? failed('connection', 'UND_ERR_CONNECT_TIMEOUT') : failed('timeout', `no answer for ${this.timeoutMs} ms`))
       this.drop()
     })
-    socket.on('error', (err: Error & { code?: string }) => { error = err })
+    socket.on('error', (err: Error) => { error = err })
     socket.on('close', () => {
       if (this.socket !== socket) return
       this.socket = undefined
-      if (this.resolve === undefined) return
+      if (this.resolve === undefined || timedOut) return
       if (this.state === 'to-end' && error === undefined) {
         this.complete()
         return
       }
-      this.finish(failed('connection', error?.code ?? error?.message ?? 'other side closed'))
+      if (this.reused && !this.answered && !this.retried) {
+        this.retried = true
+        this.write()
+        return
+      }
+      const code = (error as { code?: string } | undefined)?.code
+      this.finish(error === undefined ? failed('connection', 'other side closed') : failed(classifyFailure(error), code ?? error.message))
     })
     return socket
   }
@@ -175,6 +220,7 @@ export class RawConnection {
     this.keepAlive = true
     this.keepBody = false
     this.chunks = []
+    this.keepAliveHintMs = undefined
   }
 
   private onData (socket: net.Socket, chunk: Buffer): void {
@@ -184,6 +230,7 @@ export class RawConnection {
       this.drop()
       return
     }
+    this.answered = true
     this.buffered = this.buffered === undefined ? chunk : Buffer.concat([this.buffered, chunk])
     try {
       this.read()
@@ -317,6 +364,11 @@ export class RawConnection {
           case 'retry-after':
             retryAfter ??= value
             break
+          case 'keep-alive': {
+            const timeout = /(?:^|,)\s*timeout=(\d+)/i.exec(value)
+            if (timeout !== null) this.keepAliveHintMs = Number(timeout[1]) * 1000
+            break
+          }
         }
       }
     }
@@ -352,8 +404,10 @@ export class RawConnection {
   private complete (): void {
     const raw = !this.keepBody ? undefined : this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8')
     const response = toLabResponse(this.status, this.contentType, this.retryAfter, raw, this.readText)
+    const idleMs = Math.min(maxIdleMs, this.keepAliveHintMs === undefined ? maxIdleMs : this.keepAliveHintMs - keepAliveMarginMs)
     // Bytes past the answer were never asked for: the connection can no longer be trusted.
-    const keepAlive = this.keepAlive && this.buffered === undefined
+    const keepAlive = this.keepAlive && this.buffered === undefined && idleMs > 0
+    this.idleUntil = performance.now() + idleMs
     this.startHead()
     if (!keepAlive) this.drop()
     this.finish(response)
@@ -364,6 +418,8 @@ export class RawConnection {
     if (resolve === undefined) return
     this.resolve = undefined
     resolve(response)
+    const next = this.queue.shift()
+    if (next !== undefined) this.send(next.text, next.readText, next.resolve)
   }
 }
 

@@ -1,9 +1,24 @@
 /**
  * What the lab makes of an answer, whichever client read it (http.ts's undici handler,
  * raw-http.ts): the status, Retry-After in seconds, and the body parsed as JSON when it is JSON
- * (or kept as text when the request asked).
+ * (or kept as text when the request asked); and of a request that got none, the kind of failure.
  */
 import type { LabResponse } from './http.js'
+import type { TransportFailure } from './stats.js'
+
+const connectionErrorCodes = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
+  'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_DESTROYED',
+])
+const timeoutErrorCodes = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
+
+export function classifyFailure (err: unknown): TransportFailure {
+  const error = err as { name?: string, code?: string, cause?: unknown }
+  if (error.name === 'TimeoutError' || (error.code !== undefined && timeoutErrorCodes.has(error.code))) return 'timeout'
+  if (error.code !== undefined && connectionErrorCodes.has(error.code)) return 'connection'
+  if (error.cause !== undefined && error.cause !== err) return classifyFailure(error.cause)
+  return 'other'
+}
 
 /** Seconds from a Retry-After value (seconds or an HTTP date); null when there is none or it does not parse. */
 export function parseRetryAfter (value: string | undefined): number | null {

@@ -119,7 +119,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     connections: load.model === 'open' ? load.maxInFlight : Math.max(1, load.startVus, ...load.stages.map((stage) => stage.target)),
     requestTimeoutMs: load.requestTimeoutMs,
     ...(load.sourceAddresses === undefined ? {} : { sourceAddresses: load.sourceAddresses }),
-    httpClient: load.httpClient ?? 'undici',
+    httpClient: load.httpClient ?? 'raw',
     onSecond: (sample) => {
       probe?.fill(sample)
       onSecond?.(sample, scraper?.samples.at(-1))

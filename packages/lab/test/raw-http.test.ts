@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import { HttpTarget } from '../src/http.js'
 
 /** One request's head as the scripted server read it. */
-interface SeenRequest { line: string, headers: Record<string, string>, body: string, connection: number, remoteAddress: string | undefined }
+interface SeenRequest { line: string, headers: Record<string, string>, headerLines: string[], body: string, connection: number, remoteAddress: string | undefined }
 
 /**
  * A server that reads each request (head, then a body by Content-Length) and answers with what
@@ -39,7 +39,7 @@ async function scriptedServer (script: (path: string, socket: net.Socket, seen: 
         }
         const length = Number(headers['content-length'] ?? '0')
         if (buffer.length < end + 4 + length) return
-        const request = { line, headers, body: buffer.slice(end + 4, end + 4 + length), connection, remoteAddress: socket.remoteAddress }
+        const request = { line, headers, headerLines, body: buffer.slice(end + 4, end + 4 + length), connection, remoteAddress: socket.remoteAddress }
         buffer = buffer.slice(end + 4 + length)
         seen.push(request)
         script(line.split(' ')[1] ?? '', socket, request)
@@ -217,6 +217,8 @@ describe('the raw client: what it writes', () => {
     assert.equal(login?.headers['content-type'], 'application/json')
     assert.equal(login?.headers['x-lab'], 'yes')
     assert.equal(Buffer.from(login?.body ?? '', 'latin1').toString('utf8'), '{"email":"ö@example.com"}')
+    // Each once: the scenario's own content-type gave way to the JSON body's.
+    assert.deepEqual(login?.headerLines.filter((header) => /^(content-type|authorization):/i.test(header)), ['authorization: Bearer abc', 'content-type: application/json'])
     assert.equal(logout?.headers['content-length'], '0')
     assert.equal(me?.headers['content-length'], undefined)
   })
@@ -231,6 +233,7 @@ describe('the raw client: what it writes', () => {
       await target.send({ method: 'GET', path: '/a b' }),
       await target.send({ method: 'GET', path: 'http://elsewhere/' }),
       await target.send({ method: 'GET', path: '/me', token: 'a\nb' }),
+      await target.send({ method: 'GET /x HTTP/1.1\r\nx:' as 'GET', path: '/me' }),
     ]
     await target.close()
     for (const response of refused) {
@@ -285,5 +288,68 @@ describe('the raw client: its pool, its owners, its end', () => {
     assert.equal(first.failure, 'connection')
     assert.equal(second.failure, 'connection')
     assert.equal((await target.send({ method: 'GET', path: '/slow' })).failure, 'connection')
+  })
+})
+
+describe('the raw client: a connection the server ends', () => {
+  let server: Awaited<ReturnType<typeof scriptedServer>>
+  before(async () => {
+    server = await scriptedServer((path, socket, seen) => {
+      switch (path) {
+        case '/hint':
+          socket.write(json(200, { hint: 1 }, 'keep-alive: timeout=1\r\n'))
+          break
+        case '/second-closes':
+          // The second request on a connection finds it closing, as an idle one the server ends.
+          if (server.seen.filter((request) => request.connection === seen.connection).length === 2) socket.destroy()
+          else socket.write(json(200, { on: seen.connection }))
+          break
+        case '/first-closes':
+          socket.destroy()
+          break
+        case '/slow':
+          setTimeout(() => { socket.write(json(200, { slow: seen.connection })) }, 20)
+          break
+      }
+    })
+  })
+  after(async () => { await server.close() })
+
+  it('does not reuse a connection past the server\'s Keep-Alive timeout, less a margin', async () => {
+    const target = new HttpTarget(server.url, { connections: 1, timeoutMs: 5_000, client: 'raw' })
+    const before = server.connections()
+    for (let k = 0; k < 3; k++) assert.equal((await target.send({ method: 'GET', path: '/hint' })).status, 200)
+    await target.close()
+    assert.equal(server.connections() - before, 3)
+  })
+
+  it('writes a request again, once, on a new connection when a reused one closes before any answer', async () => {
+    const target = new HttpTarget(server.url, { connections: 1, timeoutMs: 5_000, client: 'raw' })
+    const before = server.connections()
+    const first = await target.send({ method: 'POST', path: '/second-closes', body: { n: 1 } })
+    const second = await target.send({ method: 'POST', path: '/second-closes', body: { n: 2 } })
+    await target.close()
+    assert.equal(first.status, 200)
+    assert.equal(second.status, 200, JSON.stringify(second))
+    assert.notDeepEqual(second.body, first.body)
+    assert.equal(server.connections() - before, 2)
+  })
+
+  it('does not write again a request whose new connection closed: a connection failure', async () => {
+    const target = new HttpTarget(server.url, { connections: 1, timeoutMs: 5_000, client: 'raw' })
+    const before = server.seen.length
+    const response = await target.send({ method: 'GET', path: '/first-closes' })
+    await target.close()
+    assert.equal(response.failure, 'connection', JSON.stringify(response))
+    assert.equal(server.seen.length - before, 1)
+  })
+
+  it('writes an owner\'s requests sent at once in turn, on its one connection', async () => {
+    const target = new HttpTarget(server.url, { connections: 1, timeoutMs: 5_000, client: 'raw' })
+    const before = server.connections()
+    const responses = await Promise.all([1, 2, 3].map(async () => await target.send({ method: 'GET', path: '/slow' }, 7)))
+    await target.close()
+    assert.deepEqual(responses.map((response) => response.status), [200, 200, 200])
+    assert.equal(server.connections() - before, 1)
   })
 })

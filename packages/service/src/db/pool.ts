@@ -213,6 +213,12 @@ export function createDatabasePool (url: string, size: number, options: Database
  * client whose ROLLBACK fails (or does not answer) is destroyed, never returned to the pool
  * mid-transaction.
  */
+/** 26000 (a prepared statement does not exist) and 0A000 (a cached plan's result type changed). */
+function isStatementGone (err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return code === '26000' || code === '0A000'
+}
+
 export async function withTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let broken: Error | undefined
@@ -231,6 +237,8 @@ export async function withTransaction<T> (pool: pg.Pool, work: (client: pg.PoolC
       // A connection failure is logged by the pool as the client is released; a silent one is not.
       if (pool instanceof DatabasePool && !isConnectionFailure(broken)) pool.connectionGivenUp(broken)
     }
+    // A statement the connection can no longer run (prepared-client.ts): not kept for the next transaction.
+    if (broken === undefined && isStatementGone(err)) broken = err as Error
     throw err
   } finally {
     client.release(broken)

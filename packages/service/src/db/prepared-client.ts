@@ -13,9 +13,11 @@
  * Statements without parameters (BEGIN, COMMIT, migrations of several statements) are sent as
  * they are, through the simple protocol.
  *
- * A statement keeps the plan's result columns: one that named `*` of a table whose columns a
- * migration changes fails ("cached plan must not change result type") on connections prepared
- * before, until they close. The service's statements name their columns.
+ * A statement keeps the plan's result columns: after a migration changes the type of a column
+ * it returns (or, with `*`, the table's columns), it fails ("cached plan must not change result
+ * type", 0A000) on connections prepared before, until they close: a transaction that meets it
+ * closes its connection (pool.ts, `withTransaction`), and pg-pool closes the connection of any
+ * query that failed. The service's statements name their columns.
  *
  * A connection pooler in transaction mode must keep named statements per server connection
  * (PgBouncer 1.21 or later with `max_prepared_statements` set); behind one that does not,
@@ -40,14 +42,42 @@ export class PreparingClient extends pg.Client {}
 
 const unnamedQuery = pg.Client.prototype.query
 
+/** What pg keeps of a connection's statements (not in its type definitions). */
+interface ParsedStatements { connection?: { parsedStatements?: Record<string, string> } }
+
+/**
+ * After a named query failed: if the statement may be gone from the server while pg still
+ * takes it for prepared, pg is told to prepare it again at its next use. Gone when PostgreSQL
+ * says so (26000), and when the failure was pg's own before the server answered: a value it
+ * could not turn into a parameter makes it close the statement (its Bind never sent), and every
+ * later use failed with 26000 on that connection.
+ */
+function forgetIfGone (client: pg.Client, name: string, err: unknown): void {
+  const { code, severity } = (err ?? {}) as { code?: unknown, severity?: unknown }
+  if (code !== '26000' && severity !== undefined) return
+  const parsed = (client as unknown as ParsedStatements).connection?.parsedStatements
+  if (parsed !== undefined) delete parsed[name]
+}
+
 // Set on the prototype rather than overridden in the class: TypeScript cannot check one method
-// against pg's overloads of `query`. The arguments are passed on as they came, but the first.
+// against pg's overloads of `query`. The arguments are passed on as they came, but the first
+// (and a callback, wrapped).
 PreparingClient.prototype.query = function (this: pg.Client, ...args: unknown[]): unknown {
-  const [text, values] = args
-  if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
-    // The values stay where they were: pg reads them, or a callback, from the second argument.
-    const name = statementName(text)
-    if (name !== undefined) args[0] = { name, text }
+  const [text, values, callback] = args
+  if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return Reflect.apply(unnamedQuery, this, args)
+  const name = statementName(text)
+  if (name === undefined) return Reflect.apply(unnamedQuery, this, args)
+  // The values stay where they were: pg reads them, or a callback, from the second argument.
+  args[0] = { name, text }
+  if (typeof callback === 'function') {
+    args[2] = (err: unknown, result: unknown) => {
+      if (err !== null && err !== undefined) forgetIfGone(this, name, err)
+      Reflect.apply(callback, undefined, [err, result])
+    }
+    return Reflect.apply(unnamedQuery, this, args)
   }
-  return Reflect.apply(unnamedQuery, this, args)
+  return (Reflect.apply(unnamedQuery, this, args) as Promise<unknown>).catch((err: unknown) => {
+    forgetIfGone(this, name, err)
+    throw err
+  })
 } as pg.Client['query']

@@ -92,6 +92,26 @@ describe('named prepared statements', () => {
     assert.equal((await findUserById(pool, fresh))?.id, fresh)
   })
 
+  it('a value pg cannot send leaves the statement usable: pg prepares it again at its next use', async () => {
+    const text = `SELECT $1::text AS t, '${randomUUID()}' AS fresh`
+    assert.equal((await pool.query<{ t: string }>(text, ['a'])).rows[0]?.t, 'a')
+    const unsendable = { toPostgres: () => { throw new Error('cannot be sent') } }
+    await assert.rejects(withTransaction(pool, async (client) => { await client.query(text, [unsendable]) }), /cannot be sent/)
+    await withTransaction(pool, async (client) => { assert.equal((await client.query<{ t: string }>(text, ['b'])).rows[0]?.t, 'b') })
+    assert.equal((await pool.query<{ t: string }>(text, ['c'])).rows[0]?.t, 'c')
+  })
+
+  it('a statement whose result type a migration changed fails once (0A000), and its connection is not kept', async () => {
+    const table = `prepared_${randomUUID().replaceAll('-', '')}`
+    await db.pool.query(`CREATE TABLE ${table} (id int PRIMARY KEY, v int)`)
+    await db.pool.query(`INSERT INTO ${table} VALUES (1, 42)`)
+    const text = `SELECT v FROM ${table} WHERE id = $1`
+    await withTransaction(pool, async (client) => { assert.equal((await client.query<{ v: unknown }>(text, [1])).rows[0]?.v, 42) })
+    await db.pool.query(`ALTER TABLE ${table} ALTER COLUMN v TYPE text`)
+    await assert.rejects(withTransaction(pool, async (client) => { await client.query(text, [1]) }), (err: { code?: string }) => err.code === '0A000')
+    await withTransaction(pool, async (client) => { assert.equal((await client.query<{ v: unknown }>(text, [1])).rows[0]?.v, '42') })
+  })
+
   it('with preparedStatements: false, nothing is prepared', async () => {
     const id = await newUser()
     assert.equal((await findUserById(unnamedPool, id))?.id, id)

@@ -149,8 +149,8 @@ export class RawConnection {
   /** Fails the request under way and those waiting, and closes the connection. */
   destroy (detail = 'the client was closed'): void {
     for (const waiting of this.queue.splice(0)) waiting.resolve(failed('connection', detail))
-    this.finish(failed('connection', detail))
     this.drop()
+    this.finish(failed('connection', detail))
   }
 
   /**
@@ -176,20 +176,19 @@ export class RawConnection {
     socket.setTimeout(Math.min(this.timeoutMs, maxConnectMs))
     socket.once('connect', () => { socket.setTimeout(this.timeoutMs) })
     let error: Error | undefined
-    let timedOut = false
     socket.on('data', (chunk: Buffer) => { this.onData(socket, chunk) })
     socket.on('timeout', () => {
       if (this.socket !== socket || this.resolve === undefined) return
-      timedOut = true
+      // Dropped first: `finish` may write the next request waiting, on a connection of its own.
+      this.drop()
       // Not connected yet: a connection failure, as undici's connect timeout is.
       this.finish(socket.connecting ? failed('connection', 'UND_ERR_CONNECT_TIMEOUT') : failed('timeout', `no answer for ${this.timeoutMs} ms`))
-      this.drop()
     })
     socket.on('error', (err: Error) => { error = err })
     socket.on('close', () => {
       if (this.socket !== socket) return
       this.socket = undefined
-      if (this.resolve === undefined || timedOut) return
+      if (this.resolve === undefined) return
       if (this.state === 'to-end' && error === undefined) {
         this.complete()
         return
@@ -236,8 +235,8 @@ export class RawConnection {
       this.read()
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err
-      this.finish(failed('other', `invalid HTTP response: ${err.message}`))
       this.drop()
+      this.finish(failed('other', `invalid HTTP response: ${err.message}`))
     }
   }
 

@@ -344,6 +344,14 @@ describe('the raw client: a connection the server ends', () => {
     assert.equal(server.seen.length - before, 1)
   })
 
+  it('gives an owner\'s waiting request a connection of its own after the one before it timed out', { timeout: 10_000 }, async () => {
+    const target = new HttpTarget(server.url, { connections: 1, timeoutMs: 300, client: 'raw' })
+    const [first, second] = await Promise.all([1, 2].map(async () => await target.send({ method: 'GET', path: '/silent' }, 9)))
+    await target.close()
+    assert.equal(first?.failure, 'timeout', JSON.stringify(first))
+    assert.equal(second?.failure, 'timeout', JSON.stringify(second))
+  })
+
   it('writes an owner\'s requests sent at once in turn, on its one connection', async () => {
     const target = new HttpTarget(server.url, { connections: 1, timeoutMs: 5_000, client: 'raw' })
     const before = server.connections()

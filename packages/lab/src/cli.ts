@@ -48,7 +48,7 @@ const flags: Record<string, Flag> = {
   timeout: { group: 'load', arg: 'D', help: 'per-request timeout, counted as a timeout (default 30s)', parse: 'duration', load: 'requestTimeoutMs' },
   'healthz-rate': { group: 'load', arg: 'R', help: '/healthz probes per second during the load, at random times (default 10; 0: none)', parse: 'number', load: 'healthzProbeRate' },
   'source-addresses': { group: 'load', arg: 'N', help: 'closed model: the virtual users connect from N loopback addresses (127.1.0.1 ...), as clients from N machines; the target must be on 127.x (default 1)', parse: 'number', load: 'sourceAddresses' },
-  'http-client': { group: 'load', arg: 'NAME', help: 'the generator\'s HTTP client: raw (the lab\'s own HTTP/1.1 client, about a third of undici\'s CPU a request; plain http only) or undici (default raw)', load: 'httpClient' },
+  'http-client': { group: 'load', arg: 'NAME', help: 'the generator\'s HTTP client: raw (the lab\'s own HTTP/1.1 client, lighter on the CPU the service shares; plain http only) or undici (default raw)', load: 'httpClient' },
   workers: { group: 'load', arg: 'N', help: 'load-generator worker threads (default 1)', parse: 'number', load: 'workers' },
   accounts: { group: 'load', arg: 'N', help: 'accounts pre-registered in setup (default: the scenario\'s)', parse: 'number', load: 'accounts' },
   target: { group: 'service', arg: 'URL', help: 'measure a running service instead' },

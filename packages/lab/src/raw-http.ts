@@ -2,14 +2,17 @@
  * The load generator's own HTTP/1.1 client for plain-http targets: each request written as one
  * string on a keep-alive connection, each answer read by hand (status line, the few headers the
  * lab reads, a body by length, in chunks, or to the connection's end). It does what the lab
- * needs and nothing else: no redirects, no retries, no pipelining, no TLS.
+ * needs and nothing else: no redirects, no pipelining, no TLS, and one resend only, of a request
+ * whose reused connection closed before any answer (`RawConnection.write`).
  *
  * Why not undici, which the lab uses everywhere else: the generator shares the machine's cores
- * with the service it measures, and its CPU is taken from the service's. undici's dispatch cost
- * the generator about 36 µs a request; at 1.5 times the capacity of a cheap route (20,000
- * arrivals a second on two cores) that was a whole core, and the lab measured its own
- * saturation instead of the service (bench/README, "The lab's own generator"). This client
- * costs about a third of that (`--http-client undici` keeps undici, to compare).
+ * with the service it measures, and its CPU is taken from the service's. undici's `Pool` finds a
+ * free connection by walking its list of them: in an open-model crowd at 1.5 times the capacity
+ * of a cheap route (about 22,000 arrivals a second, 2,000 connections, two cores) that took the
+ * generator a whole core, and the lab measured its own saturation instead of the service. This
+ * client took about half a core there, and in a closed loop 28 µs of generator CPU a request
+ * against undici's 32 (bench/README, "The lab's own HTTP client"; `--http-client undici` keeps
+ * undici, to compare).
  *
  * A request is given up, as a timeout, when its connection has been silent for `timeoutMs`
  * (nothing written or read: the socket's inactivity timer, which Node refreshes on I/O), so a
@@ -45,11 +48,11 @@ export interface RawEndpoint {
 }
 
 /** The endpoint of a plain-http URL; undefined for any other scheme. */
-export function rawEndpoint (url: string, localAddress?: string): RawEndpoint | undefined {
+export function rawEndpoint (url: string): RawEndpoint | undefined {
   const parsed = new URL(url)
   if (parsed.protocol !== 'http:') return undefined
   const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname
-  return { host, port: parsed.port === '' ? 80 : Number(parsed.port), hostHeader: parsed.host, ...(localAddress === undefined ? {} : { localAddress }) }
+  return { host, port: parsed.port === '' ? 80 : Number(parsed.port), hostHeader: parsed.host }
 }
 
 /** The request as written on the wire, or why it cannot be. */
@@ -99,6 +102,13 @@ type ReadState =
   | 'to-end'
 
 class ProtocolError extends Error {}
+
+/** Where `delimiter` starts in `buffer`; -1 while it may still come, a ProtocolError once `maxBytes` came without it. */
+function endOf (buffer: Buffer, delimiter: Buffer, maxBytes: number, what: string): number {
+  const end = buffer.indexOf(delimiter)
+  if (end === -1 && buffer.length > maxBytes) throw new ProtocolError(`${what} over ${maxBytes} bytes`)
+  return end
+}
 
 /**
  * One keep-alive connection, one request at a time. Connected at its first request and again
@@ -246,11 +256,8 @@ export class RawConnection {
       const buffer: Buffer = this.buffered
       switch (this.state) {
         case 'head': {
-          const end = buffer.indexOf(headEnd)
-          if (end === -1) {
-            if (buffer.length > maxHeadBytes) throw new ProtocolError('a head over 64 KiB')
-            return
-          }
+          const end = endOf(buffer, headEnd, maxHeadBytes, 'a head')
+          if (end === -1) return
           this.take(end + 4)
           this.readHead(buffer.toString('latin1', 0, end))
           break
@@ -260,11 +267,8 @@ export class RawConnection {
           if (this.remaining === 0) this.complete()
           break
         case 'chunk-size': {
-          const end = buffer.indexOf(lineEnd)
-          if (end === -1) {
-            if (buffer.length > 1024) throw new ProtocolError('a chunk size line over 1 KiB')
-            return
-          }
+          const end = endOf(buffer, lineEnd, 1024, 'a chunk size line')
+          if (end === -1) return
           const sizeText = buffer.toString('latin1', 0, end).split(';')[0]!.trim()
           if (!/^[0-9a-fA-F]{1,12}$/.test(sizeText)) throw new ProtocolError(`chunk size ${JSON.stringify(sizeText)}`)
           this.take(end + 2)
@@ -284,11 +288,8 @@ export class RawConnection {
           break
         }
         case 'trailer': {
-          const end = buffer.indexOf(lineEnd)
-          if (end === -1) {
-            if (buffer.length > maxHeadBytes) throw new ProtocolError('trailers over 64 KiB')
-            return
-          }
+          const end = endOf(buffer, lineEnd, maxHeadBytes, 'a trailer line')
+          if (end === -1) return
           this.take(end + 2)
           if (end === 0) this.complete()
           break
@@ -381,16 +382,12 @@ export class RawConnection {
     this.contentType = contentType
     this.retryAfter = retryAfter
     this.keepBody = this.readText || contentType.includes('application/json')
+    this.keepAlive = keepAlive
     if (status === 204 || status === 304) {
-      this.keepAlive = keepAlive
       this.complete()
-      return
-    }
-    if (chunked) {
-      this.keepAlive = keepAlive
+    } else if (chunked) {
       this.state = 'chunk-size'
     } else if (contentLength !== undefined) {
-      this.keepAlive = keepAlive
       this.remaining = contentLength
       this.state = 'length'
       if (contentLength === 0) this.complete()

@@ -13,6 +13,7 @@
  *   npm run bench:crowd -- --rounds 2 --out /tmp/crowd
  *   npm run bench:crowd -- --service-env TOLLBOOTH_WORKERS=2     # any setting of the services, repeatable
  *   npm run bench:crowd -- --http-client undici                  # the lab's generator on undici (default: its own client)
+ *   npm run bench:crowd -- --lab-workers 2                       # the lab's generator on two threads (default: one)
  *
  * The lab starts the service and PostgreSQL for each run. Measure with nothing else running and
  * scheduler autogroups off (bench/README.md).
@@ -29,12 +30,15 @@ const { values } = parseArgs({
     out: { type: 'string', default: path.join(process.cwd(), 'crowd-results') },
     'service-env': { type: 'string', multiple: true, default: [] },
     'http-client': { type: 'string' },
+    'lab-workers': { type: 'string' },
   },
 })
 /** The lab's `--service-env K=V` for each setting given: the three runs' services alike. */
 const serviceEnv = (values['service-env'] ?? []).flatMap((setting) => ['--service-env', setting])
 /** The lab's `--http-client` for the three runs, when given. */
 const httpClient = values['http-client'] === undefined ? [] : ['--http-client', values['http-client']]
+/** The lab's `--workers` (its generator's threads) for the three runs, when given. */
+const labWorkers = values['lab-workers'] === undefined ? [] : ['--workers', values['lab-workers']]
 const rounds = Number(values.rounds)
 const out = path.resolve(String(values.out))
 const tollbooth = path.join(packageRoot, 'bin', 'tollbooth.js')
@@ -55,7 +59,7 @@ interface LabRun { summary: Summary, seconds: Array<{ dropped: number }> }
 
 /** One `lab run` into `dir`; returns its run (the lab writes result.json there). */
 function labRun (dir: string, load: string[]): LabRun {
-  execFileSync(process.execPath, [tollbooth, 'lab', 'run', '--scenario', scenario, ...load, ...serviceEnv, ...httpClient, '--out', dir, '--quiet'], { stdio: ['ignore', 'ignore', 'inherit'] })
+  execFileSync(process.execPath, [tollbooth, 'lab', 'run', '--scenario', scenario, ...load, ...serviceEnv, ...httpClient, ...labWorkers, '--out', dir, '--quiet'], { stdio: ['ignore', 'ignore', 'inherit'] })
   const result = JSON.parse(fs.readFileSync(path.join(dir, 'result.json'), 'utf8')) as { runs: LabRun[] }
   const [run] = result.runs
   if (run === undefined) throw new Error(`${dir}/result.json holds no run`)

@@ -208,17 +208,17 @@ export function createDatabasePool (url: string, size: number, options: Database
   return new DatabasePool(url, size, options)
 }
 
-/**
- * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. A
- * client whose ROLLBACK fails (or does not answer) is destroyed, never returned to the pool
- * mid-transaction.
- */
 /** 26000 (a prepared statement does not exist) and 0A000 (a cached plan's result type changed). */
 function isStatementGone (err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
   return code === '26000' || code === '0A000'
 }
 
+/**
+ * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. A
+ * client whose ROLLBACK fails (or does not answer) is destroyed, never returned to the pool
+ * mid-transaction.
+ */
 export async function withTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let broken: Error | undefined

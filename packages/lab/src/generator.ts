@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { isMainThread, parentPort, workerData } from 'node:worker_threads'
-import { HttpTarget, loopbackSourceAddresses, type HttpClientKind, type LabRequest, type LabResponse } from './http.js'
+import { defaultLoadClient, HttpTarget, loopbackSourceAddresses, type HttpClientKind, type LabRequest, type LabResponse } from './http.js'
 import type { SegmentLoad } from './result.js'
 import type { Scenario, ScenarioRef, VirtualUser } from './scenario.js'
 import { loadScenario } from './scenarios/index.js'
@@ -21,7 +21,7 @@ export interface GeneratorOptions {
   requestTimeoutMs: number
   /** Closed model: the users' connections come from this many loopback addresses (http.ts, `loopbackSourceAddresses`); unset: 1. */
   sourceAddresses?: number
-  /** The HTTP client of the load: `raw` (the default) for plain-http targets, else undici. */
+  /** The HTTP client of the load (`defaultLoadClient` when unset); `raw` sends with undici all the same to a target that is not plain http. */
   httpClient?: HttpClientKind
   scenario: ScenarioRef
   /** What the scenario's setup returned. */
@@ -103,7 +103,7 @@ export class LoadGenerator {
   private uniques = 0
 
   constructor (private readonly options: GeneratorOptions, private readonly scenario: Scenario<unknown>, private readonly emit: (message: GeneratorMessage) => void) {
-    this.target = new HttpTarget(options.url, { connections: options.connections, timeoutMs: options.requestTimeoutMs, sourceAddresses: loopbackSourceAddresses(options.url, options.sourceAddresses ?? 1), client: options.httpClient ?? 'raw' })
+    this.target = new HttpTarget(options.url, { connections: options.connections, timeoutMs: options.requestTimeoutMs, sourceAddresses: loopbackSourceAddresses(options.url, options.sourceAddresses ?? 1), client: options.httpClient ?? defaultLoadClient })
     this.scheduleFlush()
   }
 

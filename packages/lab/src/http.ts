@@ -5,7 +5,7 @@
  */
 import { Client, Pool, type Dispatcher } from 'undici'
 import { RawHttpPool, rawEndpoint } from './raw-http.js'
-import { classifyFailure, toLabResponse } from './response.js'
+import { bodyText, classifyFailure, keepsBody, toLabResponse } from './response.js'
 import type { TransportFailure } from './stats.js'
 
 export interface LabRequest {
@@ -90,7 +90,7 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
       else if (name.length === 11 && name.toString('latin1').toLowerCase() === 'retry-after') this.retryAfter ??= value.toString('latin1')
     }
     this.contentType = contentType
-    this.keepBody = this.readText || contentType.includes('application/json')
+    this.keepBody = keepsBody(contentType, this.readText)
     return true
   }
 
@@ -100,8 +100,7 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
   }
 
   onComplete (): void {
-    const raw = !this.keepBody ? undefined : this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8')
-    this.resolve(toLabResponse(this.status, this.contentType, this.retryAfter, raw, this.readText))
+    this.resolve(toLabResponse(this.status, this.contentType, this.retryAfter, this.keepBody ? bodyText(this.chunks) : undefined, this.readText))
   }
 
   onError (err: Error): void {
@@ -113,6 +112,8 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
 /** Which HTTP client sends a target's requests: the lab's own (raw-http.ts, plain http only) or undici. */
 export const httpClients = ['raw', 'undici'] as const
 export type HttpClientKind = typeof httpClients[number]
+/** The load's client when none is chosen (`--http-client`): the lab's own. Setup, probes and scraping use undici. */
+export const defaultLoadClient: HttpClientKind = 'raw'
 
 interface Transport {
   send (request: LabRequest, owner?: number): Promise<LabResponse>

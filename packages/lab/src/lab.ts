@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { Type, type Static } from '@sinclair/typebox'
 import { LabError, validated } from './errors.js'
-import { HttpTarget, httpClients, loopbackSourceAddresses, maxSourceAddresses } from './http.js'
+import { defaultLoadClient, HttpTarget, httpClients, loopbackSourceAddresses, maxSourceAddresses } from './http.js'
 import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
 import { machineFacts, startDatabase } from 'tollbooth/launcher'
 import { startLocalService, type LocalService, type ReplicaOptions } from './local-service.js'
@@ -101,7 +101,7 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
     healthzProbeRate: options.healthzProbeRate ?? 10,
     healthzProbeTimes: 'random' as const,
     workers: options.workers ?? 1,
-    httpClient: options.httpClient ?? 'raw',
+    httpClient: options.httpClient ?? defaultLoadClient,
     honourRetryAfter: options.honourRetryAfter ?? true,
     accounts: options.accounts ?? scenario.defaults.accounts,
   }

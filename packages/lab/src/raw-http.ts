@@ -20,7 +20,7 @@
  */
 import net from 'node:net'
 import type { LabRequest, LabResponse } from './http.js'
-import { classifyFailure, toLabResponse } from './response.js'
+import { bodyText, classifyFailure, keepsBody, toLabResponse } from './response.js'
 import type { TransportFailure } from './stats.js'
 
 const headEnd = Buffer.from('\r\n\r\n')
@@ -381,7 +381,7 @@ export class RawConnection {
     this.status = status
     this.contentType = contentType
     this.retryAfter = retryAfter
-    this.keepBody = this.readText || contentType.includes('application/json')
+    this.keepBody = keepsBody(contentType, this.readText)
     this.keepAlive = keepAlive
     if (status === 204 || status === 304) {
       this.complete()
@@ -398,8 +398,7 @@ export class RawConnection {
   }
 
   private complete (): void {
-    const raw = !this.keepBody ? undefined : this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8')
-    const response = toLabResponse(this.status, this.contentType, this.retryAfter, raw, this.readText)
+    const response = toLabResponse(this.status, this.contentType, this.retryAfter, this.keepBody ? bodyText(this.chunks) : undefined, this.readText)
     const idleMs = Math.min(maxIdleMs, this.keepAliveHintMs === undefined ? maxIdleMs : this.keepAliveHintMs - keepAliveMarginMs)
     // Bytes past the answer were never asked for: the connection can no longer be trusted.
     const keepAlive = this.keepAlive && this.buffered === undefined && idleMs > 0

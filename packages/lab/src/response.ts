@@ -29,6 +29,16 @@ export function parseRetryAfter (value: string | undefined): number | null {
   return Number.isNaN(date) ? null : Math.max(0, (date - Date.now()) / 1000)
 }
 
+/** Whether an answer's body is read: a JSON one, or any when the request asked for its text. */
+export function keepsBody (contentType: string, readText: boolean): boolean {
+  return readText || contentType.includes('application/json')
+}
+
+/** A kept body's chunks as text. */
+export function bodyText (chunks: readonly Buffer[]): string {
+  return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')
+}
+
 /**
  * The lab's response: `raw`, the body as text, only when it was kept (a JSON content type, or
  * `readText`). A JSON body that does not parse makes the request a failure, with the reason.

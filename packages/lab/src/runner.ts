@@ -4,6 +4,7 @@
  * collected into a RunResult.
  */
 import { performance } from 'node:perf_hooks'
+import { defaultLoadClient } from './http.js'
 import { LoadSession, type LoadSessionOptions, type SegmentResult } from './load-session.js'
 import { HealthzProbe } from './probe.js'
 import { startReferenceServer, type ReferenceServer } from './reference-server.js'
@@ -119,7 +120,7 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
     connections: load.model === 'open' ? load.maxInFlight : Math.max(1, load.startVus, ...load.stages.map((stage) => stage.target)),
     requestTimeoutMs: load.requestTimeoutMs,
     ...(load.sourceAddresses === undefined ? {} : { sourceAddresses: load.sourceAddresses }),
-    httpClient: load.httpClient ?? 'raw',
+    httpClient: load.httpClient ?? defaultLoadClient,
     onSecond: (sample) => {
       probe?.fill(sample)
       onSecond?.(sample, scraper?.samples.at(-1))

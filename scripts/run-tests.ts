@@ -39,20 +39,20 @@ const testsRoot = path.join(workspaceRoot, 'packages')
  * files that must run alone. A new test with a wall-clock or CPU-share bound goes here.
  */
 const timingLane: readonly string[] = [
-  'service/hashing/comparison-strategies.test', // libuv pool starvation, timer lateness
+  'service/harness/comparison-strategies.test', // libuv pool starvation, timer lateness
   'service/hashing/event-loop-responsive.test', // event-loop delay p99 while hashes run
   'service/hashing/pool-admission.test', // deadlines of tens of ms on one real thread
   'service/hashing/thread-priority.test', // nice values and CPU share of the hash threads
   'service/hashing/verify-dummy.test', // a dummy verify's time against a real one's (medians of ms)
   'lab/load-generation.test', // open and closed model latency bounds
   'lab/healthz-probe.test', // probe latency while the main thread is blocked on purpose
-  'service/server/login-admission.test', // refusals faster than the queued work
-  'service/server/login.test', // unknown email vs wrong password time ratio
-  'service/server/overload.test', // event loop and /healthz latency in a storm
-  'service/server/pacing.test', // held refusals measured in ms
-  'service/server/protocol-errors.test', // a login held in the queue by a cost-12 hash, inside its 2 s deadline, while the service closes
-  'service/server/shedding.test', // a saturated event loop, on purpose
-  'service/server/replicas.test', // replicas under 0.5-CPU quotas, and HAProxy's 1 s health checks against a 3.5 s drain
+  'service/overload/login-admission.test', // refusals faster than the queued work
+  'service/accounts/login.test', // unknown email vs wrong password time ratio
+  'service/overload/overload.test', // event loop and /healthz latency in a storm
+  'service/overload/pacing.test', // held refusals measured in ms
+  'service/http/protocol-errors.test', // a login held in the queue by a cost-12 hash, inside its 2 s deadline, while the service closes
+  'service/overload/shedding.test', // a saturated event loop, on purpose
+  'service/launcher/replicas.test', // replicas under 0.5-CPU quotas, and HAProxy's 1 s health checks against a 3.5 s drain
 ]
 
 /** packages/<name>/dist/test/<path>.js -> packages/<name>/test/<path>.ts, the file it was compiled from. */

@@ -10,7 +10,7 @@
 import os from 'node:os'
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici'
-import { startDatabase, startServe } from '../src/launcher.js'
+import { startDatabase, startServe } from '../src/launcher/index.js'
 import { detectCpuBudget } from '../src/hashing/index.js'
 
 const { values } = parseArgs({

@@ -2,12 +2,12 @@
  * `tollbooth [serve] [flags]` and `tollbooth --help`. The CLI only wires the
  * library parts together; each command lives in its own module.
  */
-import { configHelp, loadConfig } from '../config.js'
+import { configHelp, loadConfig } from '../config/index.js'
 import { isTollboothError } from '../errors.js'
 import { packageVersion } from '../paths.js'
-import { clusterSize, clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../server/cluster.js'
-import { createLogger as logger } from '../server/logger.js'
-import { handleSignals, startService } from '../server/start.js'
+import { clusterSize, clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../process/cluster.js'
+import { createLogger as logger } from '../http/logger.js'
+import { handleSignals, startService } from '../process/start.js'
 import { runLabCommand } from './lab-command.js'
 import { runMigrateCommand } from './migrate-command.js'
 import { clearReadyFile, writeReadyFile } from './ready-file.js'

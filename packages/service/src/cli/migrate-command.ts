@@ -6,7 +6,7 @@
  * migration a failed step that says so, rather than replicas that crash in a loop.
  */
 import { parseArgs } from 'node:util'
-import { readSecret } from '../config.js'
+import { readSecret } from '../config/index.js'
 import { migrate } from '../db/migrate.js'
 import { createDatabasePool } from '../db/pool.js'
 

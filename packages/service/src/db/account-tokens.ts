@@ -4,7 +4,7 @@
  * user's row, then the user's tokens of its purpose (the lock order of src/db/accounts.ts), so
  * two uses race to one.
  */
-import type { MailMessage } from '../mail/outbox.js'
+import type { MailMessage } from './mail-outbox.js'
 import type { Queryable } from './pool.js'
 import { lockUserForChange } from './users.js'
 

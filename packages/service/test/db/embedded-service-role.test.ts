@@ -4,12 +4,12 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import pg from 'pg'
-import { startEmbeddedPostgres } from '../../src/db/embedded.js'
-import { serviceRoleName } from '../../src/db/embedded-role.js'
+import { startEmbeddedPostgres } from '../../src/db/embedded/embedded.js'
+import { serviceRoleName } from '../../src/db/embedded/role.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createDatabasePool } from '../../src/db/pool.js'
-import { startDatabase } from '../../src/server/database.js'
-import { createLogger } from '../../src/server/logger.js'
+import { startDatabase } from '../../src/process/database.js'
+import { createLogger } from '../../src/http/logger.js'
 
 /** The service's pool: its end() waits for the connections to close, so the server can be stopped right after. */
 async function withPool<T> (url: string, work: (pool: pg.Pool) => Promise<T>): Promise<T> {

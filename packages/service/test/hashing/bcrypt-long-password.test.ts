@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { bcryptHasher } from '../../src/hashing/bcrypt.js'
+import { bcryptHasher } from '../../src/hashing/hashers/bcrypt.js'
 import { createPasswordEngine, type PasswordEngine } from '../../src/hashing/index.js'
 import { policyFor, rejection, seedPolicy, thrown } from './fixtures.js'
 

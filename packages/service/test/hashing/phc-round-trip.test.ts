@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { argon2Hasher } from '../../src/hashing/argon2.js'
-import { bcryptHasher } from '../../src/hashing/bcrypt.js'
-import { hasherFor } from '../../src/hashing/hasher.js'
-import { formatArgon2, formatBcrypt, formatScrypt, parseArgon2, parseBcrypt, parseScrypt } from '../../src/hashing/phc.js'
-import { scryptHasher } from '../../src/hashing/scrypt.js'
+import { argon2Hasher } from '../../src/hashing/hashers/argon2.js'
+import { bcryptHasher } from '../../src/hashing/hashers/bcrypt.js'
+import { hasherFor } from '../../src/hashing/hashers/registry.js'
+import { formatArgon2, formatBcrypt, formatScrypt, parseArgon2, parseBcrypt, parseScrypt } from '../../src/hashing/hashers/phc.js'
+import { scryptHasher } from '../../src/hashing/hashers/scrypt.js'
 import { cheapPolicy, thrown } from './fixtures.js'
 
 // These tests call the cheap synchronous hashers directly: the test process is not the service.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { isTollboothError } from '../../src/errors.js'
-import { bcryptHasher } from '../../src/hashing/bcrypt.js'
+import { bcryptHasher } from '../../src/hashing/hashers/bcrypt.js'
 import { createPasswordEngine, type HashTaskEvent, type PasswordEngine, type PasswordEngineOptions } from '../../src/hashing/index.js'
 import { cheapPolicy, rejection, seedPolicy, thrown } from './fixtures.js'
 

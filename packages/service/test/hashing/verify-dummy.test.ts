@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createPasswordEngine, type HashTaskEvent, type PasswordEngine } from '../../src/hashing/index.js'
 import { performance } from 'node:perf_hooks'
-import { bcryptHasher } from '../../src/hashing/bcrypt.js'
+import { bcryptHasher } from '../../src/hashing/hashers/bcrypt.js'
 import { cheapPolicy, policyFor, rejection, seedPolicy } from './fixtures.js'
 
 function median (values: number[]): number {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { hashers } from '../../src/hashing/hasher.js'
+import { hashers } from '../../src/hashing/hashers/registry.js'
 import { TollboothPool } from '../../src/hashing/pool.js'
 import type { HashTaskEvent } from '../../src/hashing/types.js'
 import { crashPassword } from './fixtures/crashing-worker.js'

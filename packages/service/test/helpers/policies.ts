@@ -1,6 +1,6 @@
 /** Hash policies the tests share. */
 import type { HashPolicy } from '../../src/hashing/index.js'
-import { bcryptHasher } from '../../src/hashing/bcrypt.js'
+import { bcryptHasher } from '../../src/hashing/hashers/bcrypt.js'
 
 /** Cheap parameters: functional tests must not wait on real-strength hashes. */
 export const cheapPolicy: HashPolicy = {

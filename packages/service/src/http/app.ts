@@ -1,0 +1,322 @@
+/**
+ * buildApp(): the Fastify app with every route, no listen (Fastify's testing
+ * guide). The caller owns the database pool and the password engine.
+ */
+import type http from 'node:http'
+import type { Duplex } from 'node:stream'
+import type pg from 'pg'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import swagger from '@fastify/swagger'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Config } from '../config/index.js'
+import type { PasswordEngine } from '../hashing/types.js'
+import { packageVersion } from '../paths.js'
+import { performance } from 'node:perf_hooks'
+import { AuthService } from '../accounts/auth-service.js'
+import { ChecksUnderWay } from '../accounts/checks-under-way.js'
+import type { LoginThrottlePolicy } from '../accounts/login-throttle.js'
+import { RefusalPacer } from '../overload/pacing.js'
+import { createError } from '../errors.js'
+import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
+import { lazyChildLogger, loggerOptions } from './logger.js'
+import { createMetrics, type Metrics } from '../metrics/metrics.js'
+import { installDrain, type Drain } from '../overload/drain.js'
+import { AuthResponse, ErrorResponse, MailAccepted, Post, Session, User } from './schemas.js'
+import { openAccessTokens } from '../accounts/access-tokens.js'
+import type { KeyRing } from '../keys/key-ring.js'
+import { authRoutes } from './routes/auth.js'
+import { accountMailRoutes } from './routes/account-mail.js'
+import { AccountMailService } from '../accounts/account-mail-service.js'
+import { MailDispatcher } from '../mail/dispatcher.js'
+import { smtpTransport } from '../mail/transport.js'
+import { healthRoutes, metricsRoute } from './routes/health.js'
+import { installSecurityHeaders, installTokenResponseHeaders, securityHeaders, tokenResponseHeaders } from './security-headers.js'
+import { jwksRoutes } from './routes/jwks.js'
+import { labRoutes } from '../harness/lab-routes.js'
+import { postRoutes } from './routes/posts.js'
+import { accountRoutes } from './routes/account.js'
+import { AccountService } from '../accounts/account-service.js'
+import { SessionCheck } from '../accounts/session-check.js'
+import { PurgeJob } from '../accounts/purge-job.js'
+import { purgeTargets } from '../db/purge.js'
+import { createShedding, shedReasons, type ShedReason, type SheddingOptions } from '../overload/shedding.js'
+
+export interface AppOptions {
+  config: Config
+  db: pg.Pool
+  engine: PasswordEngine
+  /** The HS256 secret; unused with TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256 (keys from the key ring). */
+  jwtSecret?: string
+  /** Wall-clock time in epoch ms for login throttling and the signing keys' schedule; default Date.now (tests move it on). */
+  now?: () => number
+  /** A pino logger config or instance; false silences logs (tests). */
+  logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
+  /** One of several processes on one port (cluster.ts): /metrics aggregates them all. Default: the `cluster` strategy. */
+  clusterWorker?: boolean
+}
+
+/** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. drain: SIGTERM's drain (drain.ts). */
+export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null, drain: Drain, mail: MailDispatcher, purge: PurgeJob }
+
+/**
+ * TOLLBOOTH_TRUST_PROXY in Fastify's terms. A hop count becomes "trust the n nearest hops"
+ * (Express's meaning): Fastify 5 reads a bare number as trusting nothing, since it cannot tell a
+ * proxy from a direct client; a count is only safe when the service is reachable through those
+ * proxies alone, which docs/reference/config.md says.
+ */
+export function fastifyTrustProxy (trustProxy: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trustProxy !== 'number') return trustProxy
+  if (trustProxy === 0) return false
+  return (_address, hop) => hop < trustProxy
+}
+
+export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
+  return {
+    accountFreeFailures: config.loginThrottleAccountFailures,
+    addressFreeFailures: config.loginThrottleAddressFailures,
+    windowMs: config.loginThrottleWindowSeconds * 1000,
+    baseDelayMs: config.loginThrottleBaseDelaySeconds * 1000,
+    maxDelayMs: config.loginThrottleMaxDelaySeconds * 1000,
+  }
+}
+
+/** The API routes (POST) whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
+export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password'])
+
+function sheddingOptions (config: Config, answerHeaders: Readonly<Record<string, string>>, onShed: (reason: ShedReason) => void): SheddingOptions {
+  // The seeds' strategies reproduce the articles' services, which shed nothing.
+  const on = config.hashStrategy === 'tollbooth'
+  return {
+    maxEventLoopDelayMs: on ? config.maxEventLoopDelayMs : 0,
+    maxEventLoopUtilization: on ? config.maxEventLoopUtilizationPercent / 100 : 0,
+    sampleIntervalMs: config.pressureSampleIntervalMs,
+    maxInFlight: on ? config.maxInFlight : 0,
+    ownAdmissionRoutes,
+    retryAfterSeconds: 1,
+    // The in-flight gate's refusal does not know its route: it carries the token routes' no-store
+    // as well, so that every answer of theirs does (a refusal is never worth storing anyway).
+    answerHeaders: { ...answerHeaders, ...tokenResponseHeaders },
+    onShed,
+  }
+}
+
+/** What a password check may take past its login's deadline: a verify that started in time runs to its end. */
+const checksSettleMarginMs = 5000
+
+/** Until no password check is under way, or `limitMs` has passed (a check is bounded by its deadline). */
+async function checksSettled (checks: ChecksUnderWay, limitMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const limit = new Promise<void>((resolve) => { timer = setTimeout(resolve, limitMs) })
+  await Promise.race([checks.whenIdle(), limit])
+  clearTimeout(timer)
+}
+
+/** Sends the outbox through TOLLBOOTH_SMTP_URL, or writes it to the log when that is unset (src/mail/). */
+function mailDispatcher (config: Config, db: pg.Pool, log: FastifyBaseLogger): MailDispatcher {
+  return new MailDispatcher({
+    db,
+    log: log.child({ component: 'mail' }),
+    transport: config.smtpUrl === undefined ? undefined : smtpTransport({ url: config.smtpUrl, from: config.mailFrom, timeoutMs: mailSendTimeoutMs }),
+    logLinks: config.mailLogLinks,
+    maxAttempts: config.mailMaxAttempts,
+    retryDelayMs: config.mailRetryDelayMs,
+    pollIntervalMs: config.mailPollIntervalMs,
+  })
+}
+
+/** Bounds each SMTP step (connect, greeting, each command): well inside the dispatcher's claim lease. */
+const mailSendTimeoutMs = 20_000
+
+export async function buildApp (options: AppOptions): Promise<TollboothApp> {
+  const { config, db, engine } = options
+  const isLoggerInstance = typeof options.logger === 'object' && options.logger !== null && 'child' in options.logger
+  const answerHeaders = securityHeaders()
+  // Before the app: the in-flight cap sits in the HTTP server the app is made with (in-flight-gate.ts).
+  // Its refusals are counted in the metrics made below; none comes before the app listens.
+  const shedding = createShedding(sheddingOptions(config, answerHeaders, (reason) => { metrics.observeShed(reason) }))
+  const app = Fastify({
+    ...(isLoggerInstance
+      ? { loggerInstance: options.logger as FastifyServerOptions['loggerInstance'] }
+      : { logger: (options.logger ?? loggerOptions(config.logLevel)) as FastifyServerOptions['logger'] }),
+    bodyLimit: config.bodyLimitBytes,
+    // One line per request at info costs more than a refusal itself; requests are logged at
+    // debug (onResponse below) and counted in /metrics.
+    logController: new LogController({ disableRequestLogging: true }),
+    // A request's child logger is made when it first writes a line, not for every request (logger.ts).
+    childLoggerFactory: lazyChildLogger as unknown as FastifyServerOptions['childLoggerFactory'],
+    // Which X-Forwarded-For hops to believe, so request.ip is the client (login throttling counts by it).
+    trustProxy: fastifyTrustProxy(config.trustProxy),
+    // Requests that arrive on an open keep-alive connection during shutdown get a 503; off
+    // here because Fastify's own body is not in the registry's shape (see the onRequest hook).
+    return503OnClosing: false,
+    // The socket-level answers (malformed request, header overflow, timeout) in the registry's shape.
+    clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler,
+    requestTimeout: 60_000,
+    serverFactory: shedding.serverFactory,
+    ajv: {
+      // Unknown fields and wrong types are errors, never silently dropped or coerced.
+      customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  // First, so its onRequest hook runs before any that answers early (404, 405, shedding, pacing).
+  installSecurityHeaders(app, answerHeaders)
+  installTokenResponseHeaders(app)
+  shedding.installServingMark(app)
+  const pacer = new RefusalPacer({ now: () => performance.now() })
+  installErrorHandling(app, pacer)
+  app.server.on('connect', (request: http.IncomingMessage, socket: Duplex) => { connectHandler(app, request, socket) })
+  // The API takes JSON only: Fastify's built-in text/plain parser would turn a JSON-looking
+  // text/plain body into a string and a confusing 400, where the client needs a 415.
+  app.removeContentTypeParser('text/plain')
+
+  app.decorateRequest('userId', '')
+  app.decorateRequest('hashReservation', null)
+
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+    shedding.stopRefusing()
+    // node closes the keep-alive connections idle when close() is called; one whose request
+    // was in flight goes idle after its answer and would hold the shutdown for the whole
+    // keep-alive timeout (72 s, past the 15 s shutdown limit). Close such a one right after
+    // its last answer (pipelined answers behind it still go out).
+    app.server.keepAliveTimeout = 1
+  })
+  app.addHook('onRequest', async () => {
+    // Fastify also sets `connection: close` on these, so the client reconnects elsewhere.
+    if (closing) throw createError('SHUTTING_DOWN', undefined, { retryAfterSeconds: 1 })
+  })
+  // Before the close, on SIGTERM: readiness off, still serving (drain.ts).
+  app.decorate('drain', installDrain(app, {
+    onPhase: (phase, drainMs) => {
+      if (phase === 'draining') app.log.info({ drainMs }, 'draining: /readyz answers 503, requests are still served until the drain ends')
+      else app.log.info({ drainMs }, 'drain over: no longer accepting connections; finishing the requests in flight')
+    },
+  }))
+
+  const { accessTokens, keyRing } = await openAccessTokens({ config, db, jwtSecret: options.jwtSecret, log: app.log, now: options.now ?? Date.now })
+  const mail = mailDispatcher(config, db, app.log)
+  const sessions = new SessionCheck(db, config.sessionCheckCacheMs)
+  const accountMail = new AccountMailService({
+    db,
+    sessions,
+    engine,
+    mail,
+    publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
+    passwordResetTtlSeconds: config.passwordResetTtlSeconds,
+    emailVerificationTtlSeconds: config.emailVerificationTtlSeconds,
+    throttle: { accountRequests: config.mailThrottleAccountRequests, addressRequests: config.mailThrottleAddressRequests, windowSeconds: config.mailThrottleWindowSeconds },
+    registerDeadlineMs: config.registerDeadlineMs,
+    log: app.log,
+  })
+  // One count of password checks under way for login and re-entered passwords alike: one throttle.
+  const checksUnderWay = new ChecksUnderWay()
+  const auth = new AuthService({
+    db,
+    engine,
+    accessTokens,
+    sessions,
+    refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+    sessionMaxLifetimeSeconds: config.sessionMaxLifetimeSeconds,
+    refreshGraceSeconds: config.refreshGraceSeconds,
+    loginDeadlineMs: config.loginDeadlineMs,
+    registerDeadlineMs: config.registerDeadlineMs,
+    loginThrottle: loginThrottlePolicy(config),
+    checksUnderWay,
+    log: app.log,
+    accountMail,
+    unverifiedLogin: config.registrationMode === 'enumeration-safe' ? 'hide' : config.requireVerifiedEmail ? 'refuse' : 'allow',
+    ...(options.now === undefined ? {} : { now: options.now }),
+  })
+  const metrics = createMetrics(engine, {
+    info: { version: packageVersion, strategy: config.hashStrategy },
+    clusterWorker: options.clusterWorker ?? config.hashStrategy === 'cluster',
+    shedReasons,
+    pacing: () => ({ held: pacer.held, heldTotal: pacer.heldTotal }),
+  })
+  const account = new AccountService({
+    db,
+    engine,
+    sessions,
+    loginDeadlineMs: config.loginDeadlineMs,
+    registerDeadlineMs: config.registerDeadlineMs,
+    loginThrottle: loginThrottlePolicy(config),
+    checksUnderWay,
+    log: app.log,
+    ...(options.now === undefined ? {} : { now: options.now }),
+  })
+  const purge = new PurgeJob({ db, targets: purgeTargets, intervalMs: config.purgeIntervalSeconds * 1000, batchSize: config.purgeBatchSize, log: app.log })
+  if (config.purgeIntervalSeconds > 0) app.addHook('onReady', async () => { purge.start() })
+  app.decorate('purge', purge)
+  app.decorate('auth', auth)
+  app.decorate('metrics', metrics)
+  app.decorate('keyRing', keyRing ?? null)
+  app.decorate('mail', mail)
+
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: reply.elapsedTime }, 'request completed')
+    metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
+  })
+  app.addHook('onReady', async () => { mail.start() })
+  app.addHook('onClose', async () => {
+    keyRing?.close()
+    metrics.close()
+    await purge.close()
+    // Password checks still under way write their outcome first (a client that hung up is not
+    // waited for by Fastify's close, and a guess must not go uncounted): within a login's deadline
+    // plus a margin, as a verify that started just before the deadline runs to its end.
+    await Promise.allSettled([...auth.pendingRehashes, mail.close(), checksSettled(checksUnderWay, config.loginDeadlineMs + checksSettleMarginMs)])
+  })
+
+  for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted, Session]) app.addSchema(schema)
+
+  await app.register(swagger, {
+    // Shared schemas appear under their $id (ErrorResponse, User ...) instead of def-0, def-1.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'tollbooth',
+        version: packageVersion,
+        description: 'Authentication service that keeps answering when a crowd logs in at once.',
+      },
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+    },
+  })
+
+  // With TOLLBOOTH_ADMIN_PORT, /metrics and the readiness details live on the admin listener (admin.ts).
+  const adminPortServes = config.adminPort !== undefined
+  await app.register(healthRoutes, { db, engine, details: !adminPortServes })
+  if (!adminPortServes) await app.register(metricsRoute, { metrics })
+  await app.register(jwksRoutes, { keyRing, maxAgeSeconds: config.jwksMaxAgeSeconds })
+  metrics.readInFlight(() => ({ capped: shedding.state.inFlight, ownAdmission: shedding.state.inFlightOwnAdmission }))
+  // The API in a context of its own: the event-loop check applies to these routes alone, never to
+  // /healthz, /readyz, /metrics or /openapi.json, registered outside it.
+  await app.register(async (api) => {
+    await shedding.installEventLoopCheck(api)
+    await api.register(authRoutes, {
+      prefix: '/api/v1',
+      auth,
+      accessTokens,
+      sessions,
+      engine,
+      pacer,
+      loginDeadlineMs: config.loginDeadlineMs,
+      registerDeadlineMs: config.registerDeadlineMs,
+      registrationMode: config.registrationMode,
+    })
+    await api.register(accountMailRoutes, { prefix: '/api/v1', account: accountMail, engine, pacer, registerDeadlineMs: config.registerDeadlineMs })
+    await api.register(postRoutes, { prefix: '/api/v1', db, accessTokens, sessions })
+    await api.register(accountRoutes, { prefix: '/api/v1', account, accessTokens, sessions, engine, pacer, loginDeadlineMs: config.loginDeadlineMs })
+    if (config.labDiagnostics) {
+      api.log.warn('lab diagnostics are on: /api/v1/lab/login skips the password check in two of its variants')
+      await api.register(labRoutes, { prefix: '/api/v1', db, auth, accessTokens })
+    }
+  })
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  return app as unknown as TollboothApp
+}

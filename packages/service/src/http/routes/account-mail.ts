@@ -1,0 +1,78 @@
+/**
+ * The account's mail routes: password reset (forgot, reset) and email verification (verify,
+ * resend). The two that send mail answer 202 with one body whatever the address.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { AccountTokenBody, EmailBody, errors, mailAcceptedMessage, ResetPasswordBody } from '../schemas.js'
+import { normaliseEmail } from '../../accounts/auth-service.js'
+import type { AccountMailService } from '../../accounts/account-mail-service.js'
+import type { PasswordEngine } from '../../hashing/types.js'
+import type { RefusalPacer } from '../../overload/pacing.js'
+import { hashAdmission } from '../../overload/hash-admission.js'
+import { requestContext } from '../request-context.js'
+import { trimEmail } from './auth.js'
+
+export interface AccountMailRoutesOptions {
+  account: AccountMailService
+  engine: PasswordEngine
+  pacer: RefusalPacer
+  registerDeadlineMs: number
+}
+
+export const accountMailRoutes: FastifyPluginAsyncTypebox<AccountMailRoutesOptions> = async (app, { account, engine, pacer, registerDeadlineMs }) => {
+  app.post('/auth/password/forgot', {
+    preValidation: trimEmail,
+    schema: {
+      tags: ['auth'],
+      summary: 'Mail a password-reset link',
+      description: 'The same 202, body and timing whether or not an account has the address (the mail is sent in the background). Throttled per address and per client; past the per-address bound the answer is still 202 and nothing is sent.',
+      body: EmailBody,
+      response: { 202: Type.Ref('MailAccepted'), ...errors(400, 413, 415, 429, 503) },
+    },
+  }, async (request, reply) => {
+    await account.forgotPassword(normaliseEmail(request.body.email), request.ip)
+    return await reply.code(202).send({ message: mailAcceptedMessage })
+  })
+
+  app.post('/auth/password/reset', {
+    onRequest: hashAdmission({ engine, pacer, kind: 'hash', deadlineMs: registerDeadlineMs }),
+    schema: {
+      tags: ['auth'],
+      summary: 'Set a new password with the token of a reset mail',
+      description: 'The token works once. Every session of the account is revoked (its refresh tokens stop working) and its failed logins are forgotten. An unknown, used or expired token: 401 ACCOUNT_TOKEN_INVALID.',
+      body: ResetPasswordBody,
+      response: { 204: Type.Null({ description: 'Password changed; sign in with it' }), ...errors(400, 401, 413, 415, 503) },
+    },
+  }, async (request, reply) => {
+    await account.resetPassword(request.body, requestContext(request, reply))
+    return await reply.code(204).send(null)
+  })
+
+  app.post('/auth/verify-email', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Confirm the email address with the token of a verification mail',
+      description: 'The token works once. An unknown, used or expired token: 401 ACCOUNT_TOKEN_INVALID.',
+      body: AccountTokenBody,
+      response: { 204: Type.Null({ description: 'Address verified' }), ...errors(400, 401, 413, 415, 503) },
+    },
+  }, async (request, reply) => {
+    await account.verifyEmail(request.body.token)
+    return await reply.code(204).send(null)
+  })
+
+  app.post('/auth/verify-email/resend', {
+    preValidation: trimEmail,
+    schema: {
+      tags: ['auth'],
+      summary: 'Mail a new verification link',
+      description: 'Sent only to an account whose address is not verified yet; the same 202 and body either way. Throttled like the password-reset mail.',
+      body: EmailBody,
+      response: { 202: Type.Ref('MailAccepted'), ...errors(400, 413, 415, 429, 503) },
+    },
+  }, async (request, reply) => {
+    await account.resendVerification(normaliseEmail(request.body.email), request.ip)
+    return await reply.code(202).send({ message: mailAcceptedMessage })
+  })
+}

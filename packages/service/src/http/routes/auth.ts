@@ -1,0 +1,111 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { bearerAuth, errors, LoginBody, mailAcceptedMessage, RefreshBody, RegisterBody } from '../schemas.js'
+import type { preValidationAsyncHookHandler } from 'fastify'
+import { requestContext, requireUser } from '../request-context.js'
+import { normaliseEmail, type AuthService } from '../../accounts/auth-service.js'
+import type { AccessTokens } from '../../accounts/tokens.js'
+import type { SessionCheck } from '../../accounts/session-check.js'
+import type { PasswordEngine } from '../../hashing/types.js'
+import type { RefusalPacer } from '../../overload/pacing.js'
+import { connectionKeys, hashAdmission, pacedHashAdmission } from '../../overload/hash-admission.js'
+
+export interface AuthRoutesOptions {
+  auth: AuthService
+  accessTokens: AccessTokens
+  sessions: SessionCheck
+  engine: PasswordEngine
+  pacer: RefusalPacer
+  loginDeadlineMs: number
+  registerDeadlineMs: number
+  /** TOLLBOOTH_REGISTRATION_MODE; default immediate. */
+  registrationMode?: 'immediate' | 'enumeration-safe'
+}
+
+/**
+ * Surrounding spaces in an email are a typing accident (a phone keyboard adds one after
+ * autocompletion), never part of the address: trimmed before validation, so the email
+ * format still refuses spaces inside it.
+ */
+export const trimEmail: preValidationAsyncHookHandler = async (request) => {
+  const body = request.body
+  if (typeof body === 'object' && body !== null && 'email' in body && typeof body.email === 'string') body.email = body.email.trim()
+}
+
+export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, options) => {
+  const { auth, accessTokens, sessions, engine, pacer, loginDeadlineMs, registerDeadlineMs } = options
+  const loginAdmission = { engine, pacer, kind: 'verify' as const, deadlineMs: loginDeadlineMs }
+  app.post('/auth/register', {
+    config: { tokenResponse: true },
+    onRequest: hashAdmission({ engine, pacer, kind: 'hash', deadlineMs: registerDeadlineMs }),
+    preValidation: trimEmail,
+    schema: {
+      tags: ['auth'],
+      summary: 'Create an account and sign in',
+      description: 'Queues the verification mail. With TOLLBOOTH_REGISTRATION_MODE=enumeration-safe: 202 with the same body whether or not the address is taken (its owner gets a mail instead), and no tokens. The password is normalised to Unicode NFC before it is hashed. 400 PASSWORD_TOO_COMMON (one of the 10,000 most common, any case), PASSWORD_BLANK (nothing visible) or PASSWORD_MALFORMED (a lone UTF-16 surrogate) for a password the schema admits but the policy refuses.',
+      body: RegisterBody,
+      response: { 201: Type.Ref('AuthResponse'), 202: Type.Ref('MailAccepted'), ...errors(400, 409, 413, 415, 503) },
+    },
+  }, async (request, reply) => {
+    if (options.registrationMode === 'enumeration-safe') {
+      await auth.registerQuietly(request.body, requestContext(request, reply))
+      return await reply.code(202).send({ message: mailAcceptedMessage })
+    }
+    const result = await auth.register(request.body, requestContext(request, reply))
+    return await reply.code(201).send(result)
+  })
+
+  app.post('/auth/login', {
+    config: { tokenResponse: true },
+    onRequest: hashAdmission(loginAdmission),
+    preValidation: trimEmail,
+    schema: {
+      tags: ['auth'],
+      summary: 'Sign in with email and password',
+      description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline. The password is compared in its NFC form (and as typed, for hashes made before normalisation); 400 PASSWORD_MALFORMED for a lone UTF-16 surrogate, before any hash. 403 EMAIL_NOT_VERIFIED (right password, unverified address) only with TOLLBOOTH_REQUIRE_VERIFIED_EMAIL.',
+      body: LoginBody,
+      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 403, 413, 415, 429, 503) },
+    },
+  }, async (request, reply) => {
+    // The account is a pacing key too, shared like the address (pacing.ts): it holds a login on a
+    // young connection a moment (clients that change connection and address to retry one account
+    // are slowed to a few tries a second), one through a trusted proxy in full. Known only now
+    // the body is parsed, so it holds only refusals noted here.
+    await pacedHashAdmission(loginAdmission, connectionKeys(request, reply, [`account:${normaliseEmail(request.body.email)}`]), request, reply)
+    return await auth.login(request.body, requestContext(request, reply))
+  })
+
+  app.post('/auth/refresh', {
+    config: { tokenResponse: true },
+    schema: {
+      tags: ['auth'],
+      summary: 'Trade a refresh token for a new token pair (the old one is spent)',
+      description: 'The same token presented again within the refresh grace window (TOLLBOOTH_REFRESH_GRACE_SECONDS) gets the same new refresh token; later, an already rotated token revokes its whole session (AUTH_REFRESH_TOKEN_REUSED).',
+      body: RefreshBody,
+      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 403, 413, 415, 503) },
+    },
+  }, async (request) => await auth.refresh(request.body.refreshToken, { client: request.ip }))
+
+  app.post('/auth/logout', {
+    schema: {
+      tags: ['auth'],
+      summary: 'End the refresh token\'s session: its refresh and access tokens stop working',
+      body: RefreshBody,
+      response: { 204: Type.Null({ description: 'Signed out' }), ...errors(400, 413, 415, 503) },
+    },
+  }, async (request, reply) => {
+    await auth.logout(request.body.refreshToken)
+    return await reply.code(204).send(null)
+  })
+
+  app.get('/me', {
+    onRequest: requireUser(accessTokens, sessions),
+    schema: {
+      tags: ['users'],
+      summary: 'The signed-in user',
+      security: bearerAuth,
+      description: 'Any route with a Bearer token answers 401 AUTH_SESSION_ENDED once the token\'s session has ended.',
+      response: { 200: Type.Ref('User'), ...errors(401, 503) },
+    },
+  }, async (request) => await auth.me(request.userId))
+}

@@ -1,0 +1,251 @@
+/**
+ * The in-flight cap, in front of Fastify: past `maxInFlight` API requests in flight, the next
+ * one is refused 503 `SERVICE_OVERLOADED` by the HTTP server's own request handler, before
+ * Fastify sees it.
+ *
+ * Why before Fastify: a refusal answered from an `onRequest` hook still paid for what Fastify
+ * does with every request, its request and reply objects, routing, the hooks of every answer
+ * (the security headers, the request histogram, the request logger) and the reply's
+ * serialisation, a good part of a refusal's main-thread time in the profile of a crowd of
+ * refusals (bench/README, "Where a refusal's time goes"). A refusal is the same answer whatever
+ * the request: it is made once, at start, headers included, and written as is.
+ *
+ * Which requests count, from the request line alone (the routes are Fastify's, unknown here):
+ * - a path outside `/api/` never (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`,
+ *   `/.well-known/...`);
+ * - a POST to a route with an admission of its own (login, register ...) is counted apart and
+ *   never refused;
+ * - every other request under the cap. A target Fastify's router reads differently from its
+ *   text (a percent-escape in the path, an absolute URL) is under the cap too: no spelling of an
+ *   API route escapes it, and an unknown one is at worst refused.
+ * A counted request is forgotten on its response's `close`, finished or aborted, or on its
+ * connection's (a pipelined request's response, still queued when the connection dies, never
+ * closes: socket-close.ts).
+ *
+ * A request whose body has not all come by the next turn of the event loop waits outside the
+ * count until Fastify serves it (late-body.ts): it holds a connection, not a place. Counted from
+ * its request line alone, a client that sent headers and then its body slowly, or never, kept its
+ * place until the request timeout, and as many such connections as the cap (128) refused every
+ * capped route for that long. It is counted again when Fastify starts serving it (`serving`, from
+ * a `preValidation` hook): its body read and parsed, or never read at all. If the cap is full by
+ * then, it is refused there, as it would have been had it come then: counted again past the cap,
+ * a crowd of clients that each sent their headers and then their body a few milliseconds later
+ * would all have been served at once, however many (a review's finding). The price: a client
+ * that sends its body late (`Expect: 100-continue` included) may send all of it and be refused,
+ * while the cap stays full. One that Fastify answers before serving it (a 400 for JSON that does
+ * not parse, a 413, a 415) is never counted again. Fastify runs a GET's handler without reading
+ * a body its headers announce: set aside until a body that never comes, such a request would be
+ * served uncounted, and a crowd of them would pass the cap.
+ *
+ * `app.inject()` calls Fastify's handler, not the server's: injected requests are never capped.
+ */
+import http from 'node:http'
+import type { FastifyServerFactory } from 'fastify'
+import { noteRequest } from './connection-age.js'
+import { whenBodyLate } from './late-body.js'
+import { whenAnswerCloses } from '../http/socket-close.js'
+
+type RequestHandler = (request: http.IncomingMessage, response: http.ServerResponse) => void
+
+export interface InFlightGateOptions {
+  /** API requests in flight at once, at least 1; the next one is refused. */
+  maxInFlight: number
+  /** Paths (no query) of the POST routes with an admission of their own: counted apart, never refused. */
+  ownAdmissionPaths: ReadonlySet<string>
+  /** The refusal, status 503: every header it carries (Content-Length is added) and its body. */
+  refusal: { headers: Readonly<Record<string, string>>, body: string }
+  /** Told of each refusal. */
+  onRefuse: () => void
+}
+
+const apiPrefix = '/api/'
+const slash = 0x2f
+/** Where a request target's path ends: Fastify's router cuts it at `?` and at `#`. */
+const pathEndPattern = /[?#]/
+
+function pathEnd (url: string): number {
+  const end = url.search(pathEndPattern)
+  return end === -1 ? url.length : end
+}
+
+/** An origin-form target whose path has no percent-escape: Fastify's router matches it as written. */
+function matchedAsWritten (url: string): boolean {
+  if (url.charCodeAt(0) !== slash) return false
+  const percent = url.indexOf('%')
+  return percent === -1 || percent >= pathEnd(url)
+}
+
+/** A request the gate counts, until its response or its connection closes. */
+interface Counted {
+  readonly request: http.IncomingMessage
+  readonly ownAdmission: boolean
+  /** Out of the count while its body is still coming. */
+  parked: boolean
+  /** Fastify has started serving it: counted to the end, whatever its body. */
+  serving: boolean
+  released: boolean
+}
+
+/** Methods whose body Fastify never reads (its `bodyless` methods, handle-request.js): their handlers run without it. */
+const bodylessMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'TRACE'])
+
+/**
+ * A request that announces a body (a length above 0, or chunks) Fastify will wait for: never a
+ * GET's, HEAD's or TRACE's, and only with a Content-Type (without one, Fastify runs a DELETE's or
+ * an OPTIONS' handler without the body and refuses a POST's 415 at once; handle-request.js).
+ * One served without its body, set aside while an `onRequest` hook waited on the database (a
+ * session check), would pass the cap before `serving` counted it again.
+ */
+function mayHaveBody (request: http.IncomingMessage): boolean {
+  if (bodylessMethods.has(request.method ?? '') || request.headers['content-type'] === undefined) return false
+  const length = request.headers['content-length']
+  return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined
+}
+
+export class InFlightGate {
+  readonly #maxInFlight: number
+  readonly #ownAdmissionPaths: ReadonlySet<string>
+  readonly #headers: Readonly<Record<string, string>>
+  readonly #body: Buffer
+  readonly #onRefuse: () => void
+  #inFlight = 0
+  #inFlightOwnAdmission = 0
+  #refusing = true
+  /** The capped requests that may have a body still coming, until Fastify serves them or they end. */
+  readonly #mayPark = new WeakMap<http.IncomingMessage, Counted>()
+
+  constructor (options: InFlightGateOptions) {
+    if (!Number.isInteger(options.maxInFlight) || options.maxInFlight < 1) throw new TypeError(`maxInFlight must be an integer of at least 1, not ${options.maxInFlight}`)
+    this.#maxInFlight = options.maxInFlight
+    this.#ownAdmissionPaths = options.ownAdmissionPaths
+    this.#body = Buffer.from(options.refusal.body)
+    this.#headers = Object.freeze({ ...options.refusal.headers, 'content-length': String(this.#body.length) })
+    this.#onRefuse = options.onRefuse
+  }
+
+  /** API requests in flight now, under the cap. */
+  get inFlight (): number { return this.#inFlight }
+
+  /** Requests in flight now on the routes with an admission of their own. */
+  get inFlightOwnAdmission (): number { return this.#inFlightOwnAdmission }
+
+  /** From now on every request goes on to Fastify (still counted): at shutdown, the app answers them itself. */
+  stopRefusing (): void { this.#refusing = false }
+
+  /**
+   * Fastify has started serving `request` (its body read and parsed, or not read at all): a
+   * request set aside for its body is counted again if there is room (true), or refused (false:
+   * the caller answers the refusal); one not yet checked never will be.
+   */
+  serving (request: http.IncomingMessage): boolean {
+    const counted = this.#mayPark.get(request)
+    if (counted === undefined) return true
+    this.#mayPark.delete(request)
+    counted.serving = true
+    if (counted.parked && !counted.released && this.#refuses()) return false
+    this.#unpark(counted)
+    return true
+  }
+
+  /** `handler` (Fastify's) behind the gate: what the HTTP server calls for each request. */
+  guard (handler: RequestHandler): RequestHandler {
+    return (request, response) => {
+      if (this.#admit(request, response)) handler(request, response)
+    }
+  }
+
+  /** Counts the request and returns true, or answers the refusal and returns false. */
+  #admit (request: http.IncomingMessage, response: http.ServerResponse): boolean {
+    const url = request.url ?? ''
+    if (!url.startsWith(apiPrefix)) {
+      if (matchedAsWritten(url)) return true
+    } else if (request.method === 'POST' && this.#ownAdmissionPaths.has(url.slice(0, pathEnd(url)))) {
+      this.#count(request, response, true)
+      return true
+    }
+    if (this.#refuses()) {
+      response.writeHead(503, this.#headers).end(this.#body)
+      return false
+    }
+    const counted = this.#count(request, response, false)
+    if (mayHaveBody(request)) {
+      this.#mayPark.set(request, counted)
+      whenBodyLate(request, () => { this.#park(counted) })
+    }
+    return true
+  }
+
+  /** Whether a request is refused now (the cap is full, and the service not stopping): such a refusal is counted. */
+  #refuses (): boolean {
+    if (this.#inFlight < this.#maxInFlight || !this.#refusing) return false
+    this.#onRefuse()
+    return true
+  }
+
+  #add (ownAdmission: boolean, delta: number): void {
+    if (ownAdmission) this.#inFlightOwnAdmission += delta
+    else this.#inFlight += delta
+  }
+
+  /** Counts the request until its response's `close` or its connection's, whichever comes first. */
+  #count (request: http.IncomingMessage, response: http.ServerResponse, ownAdmission: boolean): Counted {
+    const counted: Counted = { request, ownAdmission, parked: false, serving: false, released: false }
+    this.#add(ownAdmission, 1)
+    whenAnswerCloses(response, request.socket, () => {
+      counted.released = true
+      if (!counted.parked) this.#add(ownAdmission, -1)
+    })
+    return counted
+  }
+
+  /**
+   * Out of the count, a turn after its admission, a request whose body has not all come and that
+   * Fastify is not serving yet, until Fastify serves it.
+   */
+  #park (counted: Counted): void {
+    if (counted.released || counted.serving) return
+    counted.parked = true
+    this.#add(counted.ownAdmission, -1)
+  }
+
+  #unpark (counted: Counted): void {
+    if (counted.released || !counted.parked) return
+    counted.parked = false
+    this.#add(counted.ownAdmission, 1)
+  }
+}
+
+/** What Fastify has filled in its options by the time it calls a server factory (fastify.js, processOptions). */
+interface FilledServerOptions {
+  http?: http.ServerOptions
+  https?: unknown
+  http2?: unknown
+  keepAliveTimeout: number
+  requestTimeout: number
+  connectionTimeout: number
+  maxRequestsPerSocket: number
+}
+
+/**
+ * Fastify's `serverFactory`: the HTTP/1 server Fastify makes itself (lib/server.js,
+ * getServerInstance), with `gate`, when there is one, in front of Fastify's handler, and each
+ * request noted for its connection's age (connection-age.ts). Fastify leaves its server settings
+ * to a factory; they are set here as Fastify sets them, and a test compares the two servers.
+ */
+export function gatedServerFactory (gate: InFlightGate | undefined): FastifyServerFactory {
+  return (handler, options) => {
+    const filled = options as unknown as FilledServerOptions
+    if (filled.https || filled.http2) throw new TypeError('the in-flight gate makes a plain HTTP/1 server: tollbooth speaks plain HTTP (TLS goes in front of it)')
+    const serve = gate === undefined ? handler : gate.guard(handler)
+    const server = http.createServer(filled.http ?? {}, (request, response) => {
+      noteRequest(request)
+      serve(request, response)
+    })
+    server.keepAliveTimeout = filled.keepAliveTimeout
+    server.requestTimeout = filled.requestTimeout
+    server.setTimeout(filled.connectionTimeout)
+    // Fastify reads 0 as Node's default.
+    if (filled.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = filled.maxRequestsPerSocket
+    return server
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The one database bootstrap of `tollbooth serve` (one process, or the cluster primary):
+ * PostgreSQL (the embedded one in the data folder unless DATABASE_URL is set), migrated.
+ * A failure on the way stops what it started.
+ */
+import path from 'node:path'
+import type pino from 'pino'
+import type { Config } from '../config/index.js'
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded/embedded.js'
+import { migrate } from '../db/migrate.js'
+import { createDatabasePool } from '../db/pool.js'
+
+export interface ServiceDatabase {
+  url: string
+  /** Set when the embedded PostgreSQL runs (DATABASE_URL unset). */
+  embedded: EmbeddedDatabase | undefined
+  /** Stops the embedded PostgreSQL; nothing for an external one. */
+  stop (): Promise<void>
+}
+
+export async function startDatabase (config: Pick<Config, 'databaseUrl' | 'dataDir'>, log: pino.Logger): Promise<ServiceDatabase> {
+  let embedded: EmbeddedDatabase | undefined
+  let url = config.databaseUrl
+  if (url === undefined) {
+    const pgLog = log.child({ component: 'postgres' })
+    embedded = await startEmbeddedPostgres({
+      clusterDir: path.join(config.dataDir, 'pg'),
+      // The service connects as a role that owns its tables and nothing more, never as the superuser.
+      serviceRole: true,
+      log: (message) => { pgLog.debug(message) },
+      notice: (message) => { pgLog.info(message) },
+    })
+    url = embedded.url
+    log.info({ dataDir: config.dataDir, port: embedded.port }, 'embedded PostgreSQL started')
+  }
+  const stop = async (): Promise<void> => { await embedded?.stop() }
+  try {
+    const pool = createDatabasePool(url, 2, { log: log.child({ component: 'database' }) })
+    try {
+      const applied = await migrate(pool)
+      if (applied.length > 0) log.info({ applied }, 'migrations applied')
+    } finally {
+      await pool.end()
+    }
+  } catch (err) {
+    await stop().catch((stopError: unknown) => { log.error({ err: stopError }, 'the embedded PostgreSQL did not stop') })
+    throw err
+  }
+  return { url, embedded, stop }
+}

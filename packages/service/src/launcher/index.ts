@@ -72,6 +72,26 @@ export interface StartServeOptions {
    * pid there, then execs node: same pid), so the service detects the cgroup's CPU quota.
    */
   cgroupProcsFile?: string
+  /** The lab's research harness instead of the service as it ships (docs/reference/launcher.md). */
+  harness?: HarnessOptions
+}
+
+/**
+ * What the load lab may ask of the services it starts beyond what ships: a seed article's hash
+ * strategy (`event-loop`, `libuv`, `libuv-128`, `spawn`, `piscina`, `cluster`; default `tollbooth`,
+ * the service as it ships) and the diagnostic login routes of the `auth-path` scenario.
+ */
+export interface HarnessOptions {
+  strategy?: string
+  labDiagnostics?: boolean
+}
+
+/** The harness's choices as the service's environment. */
+function harnessEnv (harness: HarnessOptions | undefined): NodeJS.ProcessEnv {
+  return {
+    ...(harness?.strategy === undefined ? {} : { TOLLBOOTH_HASH_STRATEGY: harness.strategy }),
+    ...(harness?.labDiagnostics === true ? { TOLLBOOTH_LAB_DIAGNOSTICS: 'true' } : {}),
+  }
 }
 
 export interface ServeProcess {
@@ -107,7 +127,7 @@ export async function startServe (options: StartServeOptions = {}): Promise<Serv
   const readyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-ready-'))
   const readyFile = path.join(readyDir, 'ready.json')
   // glibc's malloc settings for the hash threads' memory, where the caller did not set its own (malloc-env.ts).
-  const env: NodeJS.ProcessEnv = { ...withHashMallocEnv(options.env ?? process.env), TOLLBOOTH_READY_FILE: readyFile }
+  const env: NodeJS.ProcessEnv = { ...withHashMallocEnv(options.env ?? process.env), ...harnessEnv(options.harness), TOLLBOOTH_READY_FILE: readyFile }
   const command = [process.execPath, tollboothBin, 'serve', ...(options.args ?? [])]
   const child = options.cgroupProcsFile === undefined
     ? spawn(command[0] ?? '', command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import net from 'node:net'
-import { startServe, type ServeProcess } from './index.js'
+import { startServe, type HarnessOptions, type ServeProcess } from './index.js'
 import { createCpuQuota, type CpuQuotaGroup } from './cgroup.js'
 import { startHaproxy, type RunningHaproxy } from './haproxy.js'
 
@@ -20,6 +20,8 @@ export interface StartReplicasOptions {
   /** The PostgreSQL every replica uses. */
   databaseUrl: string
   startTimeoutMs?: number
+  /** The lab's research harness in every replica (`startServe`'s). */
+  harness?: HarnessOptions
 }
 
 export interface Replica {
@@ -123,6 +125,7 @@ export async function startReplicas (options: StartReplicasOptions): Promise<Rep
         env: { ...env, HOST: '127.0.0.1', PORT: String(ports[index]), DATABASE_URL: options.databaseUrl, ...(options.env.TOLLBOOTH_ADMIN_PORT === undefined ? {} : { TOLLBOOTH_ADMIN_PORT: '0' }) },
         ...(procsFile === undefined ? {} : { cgroupProcsFile: procsFile }),
         ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }),
+        ...(options.harness === undefined ? {} : { harness: options.harness }),
       })
     }
     // Together, as a deployment starts them: migrations run once under an advisory lock.

@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process'
 import os from 'node:os'
 import { parseArgs } from 'node:util'
 import { createPasswordEngine, defaultPolicy, detectCpuBudget, type CpuBudget, type HashPolicy } from '../src/hashing/index.js'
-import { hashMallocEnv, missingHashMallocEnv } from '../src/hashing/malloc-env.js'
+import { hashMallocEnv, missingHashMallocEnv } from '../src/machine/index.js'
 
 interface Profile {
   name: string

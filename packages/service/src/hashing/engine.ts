@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { createError, isTollboothError, type TollboothError } from '../errors.js'
-import { detectCpuBudget } from './cpu.js'
+import { detectCpuBudget, type CpuBudget } from '../machine/index.js'
 import type { HashExecutor, HashTask } from './executor.js'
 import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './hashers/bcrypt.js'
 import { inspectStoredHash, validatePolicy, type StoredHash } from './limits.js'
@@ -22,7 +22,7 @@ import { PiscinaDefaultExecutor } from '../harness/strategies/piscina-default.js
 import { SpawnExecutor } from '../harness/strategies/spawn.js'
 import { storedDiffersFromPolicy } from './rehash.js'
 import {
-  hashStrategies, type CpuBudget, type HashFaultLog, type HashPolicy, type HashPoolStats, type HashRequestOptions, type HashStrategy,
+  hashStrategies, type HashFaultLog, type HashPolicy, type HashPoolStats, type HashRequestOptions, type HashStrategy,
   type HashTaskEvent, type HashTaskKind, type PasswordEngine, type PasswordEngineOptions, type VerifyResult,
 } from './types.js'
 import { abortSignalSchema, firstFault, hashReservationSchema } from './validate.js'

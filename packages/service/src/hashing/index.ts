@@ -4,7 +4,7 @@
  */
 export * from './types.js'
 export { createPasswordEngine } from './engine.js'
-export { detectCpuBudget, type DetectCpuBudgetOptions } from './cpu.js'
 export { defaultPolicy, validatePolicy, hashLimits, type Bound } from './limits.js'
 export { needsRehash } from './rehash.js'
 export type { HashReservation } from './scheduler.js'
+export { detectCpuBudget, type CpuBudget } from '../machine/index.js'

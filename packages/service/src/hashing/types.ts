@@ -4,6 +4,7 @@
  */
 import type { TollboothError } from '../errors.js'
 import type { HashReservation } from './scheduler.js'
+import type { CpuBudget } from '../machine/index.js'
 
 /** The algorithms new hashes can be made with, and stored hashes verified with: the one list. */
 export const hashAlgorithms = ['argon2id', 'bcrypt', 'scrypt'] as const
@@ -115,16 +116,6 @@ export interface HashPoolStats {
   failed: number
   /** Recent mean run time of one hash or verify, in milliseconds. */
   meanRunMs: number
-}
-
-export type CpuBudgetSource = 'cgroup-v2' | 'cgroup-v1' | 'affinity' | 'cores'
-
-export interface CpuBudget {
-  /** Whole CPUs this process may use, at least 1. */
-  cpus: number
-  /** The fractional quota where a cgroup sets one (e.g. 1.5), else undefined. */
-  quota: number | undefined
-  source: CpuBudgetSource
 }
 
 export interface PasswordEngine {

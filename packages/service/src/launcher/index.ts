@@ -15,8 +15,7 @@ import os from 'node:os'
 import path from 'node:path'
 import type { ReadyInfo } from '../cli/ready-file.js'
 import { scratchClusterDir, startEmbeddedPostgres } from '../db/embedded/embedded.js'
-import { detectCpuBudget } from '../hashing/cpu.js'
-import { withHashMallocEnv } from '../hashing/malloc-env.js'
+import { detectCpuBudget, withHashMallocEnv } from '../machine/index.js'
 import { packageRoot, packageVersion } from '../paths.js'
 
 /** The service's command line: `node <tollboothBin> serve`. */

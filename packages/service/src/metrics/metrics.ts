@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import client from 'prom-client'
-import { hashMallocState } from '../hashing/malloc-env.js'
+import { hashMallocState } from '../machine/index.js'
 import type { PasswordEngine } from '../hashing/types.js'
 import { clusterMetrics, exposeRegistryToPrimary } from './cluster-metrics.js'
 

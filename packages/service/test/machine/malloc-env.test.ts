@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { promisify } from 'node:util'
-import { glibcTakesHashMallocEnv, hashMallocEnv, hashMallocState, missingHashMallocEnv, runtimeGlibcVersion, withHashMallocEnv } from '../../src/hashing/malloc-env.js'
+import { glibcTakesHashMallocEnv, hashMallocEnv, hashMallocState, missingHashMallocEnv, runtimeGlibcVersion, withHashMallocEnv } from '../../src/machine/malloc-env.js'
 import { packageRoot } from '../../src/paths.js'
 
 const execFileAsync = promisify(execFile)

@@ -10,7 +10,16 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import type { CpuBudget, CpuBudgetSource } from './types.js'
+
+export type CpuBudgetSource = 'cgroup-v2' | 'cgroup-v1' | 'affinity' | 'cores'
+
+export interface CpuBudget {
+  /** Whole CPUs this process may use, at least 1. */
+  cpus: number
+  /** The fractional quota where a cgroup sets one (e.g. 1.5), else undefined. */
+  quota: number | undefined
+  source: CpuBudgetSource
+}
 
 export interface DetectCpuBudgetOptions {
   /** Where the cgroup filesystems are mounted (tests pass a fake tree). */

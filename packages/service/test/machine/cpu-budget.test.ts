@@ -5,7 +5,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import { promisify } from 'node:util'
-import { detectCpuBudget, type CpuBudget } from '../../src/hashing/index.js'
+import { detectCpuBudget, type CpuBudget } from '../../src/machine/index.js'
 
 const execFileAsync = promisify(execFile)
 const indexUrl = new URL('../../src/hashing/index.js', import.meta.url).href

@@ -1,0 +1,7 @@
+/**
+ * What this machine gives the process: the CPU it may really use (cgroup quota, affinity,
+ * cores) and glibc's allocator settings for the hash threads' large buffers. Read by the hash
+ * engine to size its pool, by `serve --workers` to share the budget, and by the launcher.
+ */
+export { detectCpuBudget, type CpuBudget, type CpuBudgetSource, type DetectCpuBudgetOptions } from './cpu-budget.js'
+export { glibcTakesHashMallocEnv, hashMallocEnv, hashMallocState, missingHashMallocEnv, runtimeGlibcVersion, withHashMallocEnv } from './malloc-env.js'

@@ -22,6 +22,9 @@ import { errorTotal } from './stats.js'
 /** Every hash strategy the service offers, in the order a comparison runs them: the seeds' fixes, then ours. */
 export const allStrategies = ['event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina', 'cluster', 'tollbooth'] as const
 
+/** The strategy of the service as it ships: started without the launcher's research harness. */
+const shippedStrategy = 'tollbooth'
+
 /** The seeds' own setting: bcrypt cost 10. */
 export const seedServiceEnv: Readonly<Record<string, string>> = { TOLLBOOTH_HASH_ALGORITHM: 'bcrypt', TOLLBOOTH_BCRYPT_COST: '10' }
 
@@ -119,8 +122,11 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
   return { ...base, model: 'closed', startVus, stages, thinkTimeMs: options.thinkTimeMs ?? scenario.defaults.thinkTimeMs, ...(sourceAddresses > 1 ? { sourceAddresses } : {}) }
 }
 
-/** What /metrics says about the service it came from; `settings` (the lab's own launch) win. */
-async function serviceInfo (url: string, metricsUrl: string, startedByLab: boolean, settings: Record<string, string>): Promise<ServiceInfo> {
+/**
+ * What /metrics says about the service it came from. For a service the lab started,
+ * `launchedStrategy` (the strategy it asked the launcher for) and `settings` win.
+ */
+async function serviceInfo (url: string, metricsUrl: string, launchedStrategy: string | undefined, settings: Record<string, string>): Promise<ServiceInfo> {
   const target = new HttpTarget(metricsUrl, { connections: 1, timeoutMs: 5000 })
   const response = await target.send({ method: 'GET', path: '/metrics', readText: true }).finally(async () => { await target.close() })
   const metrics = response.status === 200 && response.text !== undefined ? MetricsSnapshot.parse(response.text) : null
@@ -134,8 +140,8 @@ async function serviceInfo (url: string, metricsUrl: string, startedByLab: boole
   if (pool?.malloc_settings !== undefined) reported.mallocSettings = pool.malloc_settings
   return {
     url,
-    startedByLab,
-    strategy: settings.TOLLBOOTH_HASH_STRATEGY ?? info?.strategy ?? pool?.strategy ?? null,
+    startedByLab: launchedStrategy !== undefined,
+    strategy: launchedStrategy ?? info?.strategy ?? pool?.strategy ?? null,
     version: info?.version ?? null,
     settings: { ...reported, ...settings },
   }
@@ -148,19 +154,17 @@ async function serviceSource (options: LabOptions, scenario: Scenario<unknown>, 
   if (options.target !== undefined) {
     const url = options.target.replace(/\/+$/, '')
     const metricsUrl = options.metricsUrl?.replace(/\/+$/, '') ?? url
-    return { start: async () => ({ url, metricsUrl, pid: undefined, info: await serviceInfo(url, metricsUrl, false, {}), stop: async () => {} }), close: async () => {} }
+    return { start: async () => ({ url, metricsUrl, pid: undefined, info: await serviceInfo(url, metricsUrl, undefined, {}), stop: async () => {} }), close: async () => {} }
   }
   // An embedded PostgreSQL in a scratch folder, deleted on stop.
   const database = options.databaseUrl === undefined ? await startDatabase({ name: 'tollbooth_lab', label: 'lab' }) : { url: options.databaseUrl, stop: async () => {} }
   return {
     async start (strategy, replicas = options.replicas) {
-      const env = {
-        ...seedServiceEnv,
-        ...options.serviceEnv,
-        TOLLBOOTH_HASH_STRATEGY: strategy,
-        ...(scenario.needsLabDiagnostics === true ? { TOLLBOOTH_LAB_DIAGNOSTICS: 'true' } : {}),
-      }
-      const service = await startLocalService({ databaseUrl: database.url, env, replicas })
+      const env = { ...seedServiceEnv, ...options.serviceEnv }
+      const labDiagnostics = scenario.needsLabDiagnostics === true
+      // What ships, unless the run needs the harness: a seed's strategy, or the diagnostic routes.
+      const harness = strategy === shippedStrategy && !labDiagnostics ? undefined : { strategy, labDiagnostics }
+      const service = await startLocalService({ databaseUrl: database.url, env, harness, replicas })
       options.log?.(`started ${strategy} at ${service.url} (${service.replicas?.description ?? `pid ${String(service.pid)}`})`)
       for (const warning of service.replicas?.warnings ?? []) {
         options.log?.(`warning: ${warning}`)
@@ -168,9 +172,10 @@ async function serviceSource (options: LabOptions, scenario: Scenario<unknown>, 
       }
       // Settings worth showing in a report: tollbooth's own variables, never secrets.
       const shown = Object.fromEntries(Object.entries(env).filter(([key]) => (key.startsWith('TOLLBOOTH_') || key === 'UV_THREADPOOL_SIZE') && !/SECRET|ENCRYPTION_KEY/.test(key)))
+      if (labDiagnostics) shown.labDiagnostics = 'on'
       if (service.replicas !== undefined) shown.replicas = service.replicas.description
       try {
-        return { ...service, info: await serviceInfo(service.url, service.metricsUrl, true, shown) }
+        return { ...service, info: await serviceInfo(service.url, service.metricsUrl, strategy, shown) }
       } catch (err) {
         await service.stop()
         throw err

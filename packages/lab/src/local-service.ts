@@ -1,10 +1,11 @@
 /**
  * Services the lab starts itself when no --target is given, through the service package's
  * launcher API (docs/reference/launcher.md): a `tollbooth serve` process per run, started the
- * way a user would start one, so the lab measures exactly what ships.
+ * way a user would start one, so the lab measures exactly what ships; or, for a seed's hash
+ * strategy or the diagnostic routes, the launcher's research harness.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { startReplicas, startServe } from 'tollbooth/launcher'
+import { startReplicas, startServe, type HarnessOptions } from 'tollbooth/launcher'
 
 /** A secret shared by the services of one lab command, so tokens stay valid across them. */
 const labJwtSecret = randomBytes(32).toString('base64url')
@@ -30,8 +31,12 @@ export interface LocalService {
   stop (): Promise<void>
 }
 
-/** `env`: the service's settings (TOLLBOOTH_HASH_STRATEGY ...); HOST, PORT, the database and the keys are the lab's. */
-export async function startLocalService (options: { databaseUrl: string, env: Record<string, string>, replicas?: ReplicaOptions | undefined }): Promise<LocalService> {
+/**
+ * `env`: the service's settings (TOLLBOOTH_HASH_ALGORITHM ...); HOST, PORT, the database and the
+ * keys are the lab's. `harness`: the launcher's research choices (a seed's hash strategy, the
+ * diagnostic routes), which are not settings of the service as it ships; unset: what ships.
+ */
+export async function startLocalService (options: { databaseUrl: string, env: Record<string, string>, harness?: HarnessOptions | undefined, replicas?: ReplicaOptions | undefined }): Promise<LocalService> {
   const inherited = { ...process.env }
   // libuv reads this once: an inherited value would change what the libuv strategies measure.
   delete inherited.UV_THREADPOOL_SIZE
@@ -45,14 +50,14 @@ export async function startLocalService (options: { databaseUrl: string, env: Re
   try {
     if (options.replicas !== undefined) {
       const { count, cpusPerReplica } = options.replicas
-      const set = await startReplicas({ count, cpusPerReplica, env, databaseUrl: options.databaseUrl })
+      const set = await startReplicas({ count, cpusPerReplica, env, databaseUrl: options.databaseUrl, ...(options.harness === undefined ? {} : { harness: options.harness }) })
       const quota = set.quota === 'none' ? 'no CPU quota' : `${String(set.cpusPerReplica)} CPU each (${set.quota})`
       const description = `${count} x ${quota} behind HAProxy; hash threads ${set.replicas.map((replica) => String(replica.hashThreads)).join(',')}`
       return { url: set.url, metricsUrl: set.metricsUrl, pid: undefined, replicas: { description, warnings: set.warnings }, stop: set.stop }
     }
-    const service = await startServe({ env })
+    const service = await startServe({ env, ...(options.harness === undefined ? {} : { harness: options.harness }) })
     return { url: service.url, metricsUrl: service.metricsUrl, pid: service.pid, stop: async () => { await service.stop() } }
   } catch (err) {
-    throw new Error(`the service (${options.env.TOLLBOOTH_HASH_STRATEGY ?? 'tollbooth'}): ${(err as Error).message}`, { cause: err })
+    throw new Error(`the service (${options.harness?.strategy ?? 'tollbooth'}): ${(err as Error).message}`, { cause: err })
   }
 }

@@ -27,7 +27,7 @@ describe('lab compare: the service started once per strategy on one database', (
     assert.deepEqual(result.warnings.filter((w) => /did not start|threw/.test(w)), [])
     for (const run of result.runs) {
       assert.equal(run.service.startedByLab, true)
-      assert.equal(run.service.settings.TOLLBOOTH_HASH_STRATEGY, run.label)
+      assert.equal(run.service.strategy, run.label)
       assert.equal(run.service.settings.TOLLBOOTH_HASH_ALGORITHM, 'bcrypt', 'the seeds\' algorithm by default')
       assert.ok(run.all.ok > 0 && run.all.ok === run.all.requests, `${run.label}: ${run.all.ok}/${run.all.requests}`)
       assert.ok(run.server.some((s) => s.processTreeCpuCores !== null && s.processTreeRssBytes !== null), `${run.label}: /proc read`)

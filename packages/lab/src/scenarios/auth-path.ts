@@ -1,6 +1,6 @@
 /**
  * `auth-path`, the NestJS article's diagnosis (the guide's scenario table). Needs the service's lab diagnostic
- * routes (TOLLBOOTH_LAB_DIAGNOSTICS=true), which the lab turns on only for services it starts itself.
+ * routes, which the lab turns on (the launcher's `harness.labDiagnostics`) only for services it starts itself.
  */
 import { rampThenHold, type Account, type Scenario } from '../scenario.js'
 
@@ -17,7 +17,7 @@ export const authPath: Scenario<{ accounts: Account[] }> = {
     const accounts = await context.registerAccounts(context.accounts, 'auth-path')
     const probe = await context.send({ method: 'POST', path: '/api/v1/lab/login?hash=noop', body: accounts[0] })
     if (probe.status === 404) {
-      throw new Error('the service has no lab diagnostic routes: start it with TOLLBOOTH_LAB_DIAGNOSTICS=true (or --lab-diagnostics), or let the lab start its own (omit --target)')
+      throw new Error('the service has no lab diagnostic routes: let the lab start its own (omit --target), or start it through tollbooth/launcher with `harness: { labDiagnostics: true }`')
     }
     return { accounts }
   },

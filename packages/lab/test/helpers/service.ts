@@ -40,7 +40,6 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
         TOLLBOOTH_LOG_LEVEL: 'warn',
         // Stopped when its test is done: no load balancer to drain for (the default drain is 5 s).
         TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0',
-        TOLLBOOTH_LAB_DIAGNOSTICS: String(options.config?.labDiagnostics === true),
         ...options.env,
         HOST: '127.0.0.1',
         PORT: '0',
@@ -48,6 +47,7 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
         TOLLBOOTH_JWT_SECRET: 'test-secret-that-is-at-least-32-characters-long',
         TOLLBOOTH_KEY_ENCRYPTION_KEY: 'dGVzdCBrZXktZW5jcnlwdGlvbiBrZXksIDMyIGJ5dGU=',
       },
+      ...(options.config?.labDiagnostics === true ? { harness: { labDiagnostics: true } } : {}),
     })
     return {
       url: service.url,

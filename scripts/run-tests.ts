@@ -44,8 +44,8 @@ const timingLane: readonly string[] = [
   'service/hashing/pool-admission.test', // deadlines of tens of ms on one real thread
   'service/hashing/thread-priority.test', // nice values and CPU share of the hash threads
   'service/hashing/verify-dummy.test', // a dummy verify's time against a real one's (medians of ms)
-  'lab/load-generation.test', // open and closed model latency bounds
-  'lab/healthz-probe.test', // probe latency while the main thread is blocked on purpose
+  'lab/load/load-generation.test', // open and closed model latency bounds
+  'lab/load/healthz-probe.test', // probe latency while the main thread is blocked on purpose
   'service/overload/login-admission.test', // refusals faster than the queued work
   'service/accounts/login.test', // unknown email vs wrong password time ratio
   'service/overload/overload.test', // event loop and /healthz latency in a storm

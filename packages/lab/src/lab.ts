@@ -1,32 +1,26 @@
 /**
- * The lab's three commands as library calls, each returning one LabResult. Without a target the
- * lab starts what it measures (on one database for the whole command) and stops it after.
+ * The lab's face (`@tollbooth/lab`): its commands as library calls (run, knee, compare, scale),
+ * each returning one LabResult, and the probe floor. Options are checked here, once; the rooms
+ * below trust them. Without a target the lab starts what it measures (on one database for the
+ * whole command) and stops it after.
  */
 import { randomBytes } from 'node:crypto'
 import os from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Type, type Static } from '@sinclair/typebox'
+import { machineFacts } from 'tollbooth/launcher'
 import { LabError, validated } from './errors.js'
-import { defaultLoadClient, HttpTarget, httpClients, loopbackSourceAddresses, maxSourceAddresses } from './http.js'
-import { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
-import { machineFacts, startDatabase } from 'tollbooth/launcher'
-import { startLocalService, type LocalService, type ReplicaOptions } from './local-service.js'
-import { MetricsSnapshot } from './prometheus.js'
-import { referencesFor } from './references.js'
-import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LoadSpec, type SecondSample, type ServerSample, type ServiceInfo } from './result.js'
-import { runLoad, type RunSegment } from './runner.js'
-import type { Scenario, ScenarioRef } from './scenario.js'
-import { loadScenario, scenarioRef } from './scenarios/index.js'
-import { runScenarioSetup } from './setup.js'
-import { errorTotal } from './stats.js'
+import { defaultLoadClient, httpClients, loopbackSourceAddresses, maxSourceAddresses } from './http/index.js'
+import { defaultKneeCriteria, errorTotal, HealthzProbe, kneeOf, runLoad, searchKnee, startReferenceServer, type RunSegment } from './load/index.js'
+import { labResultSchema, type KneeCriteria, type KneeResult, type KneeStep, type LabCommand, type LabResult, type LatencySummary, type LoadSpec, type SecondSample, type ServerSample } from './result.js'
+import { loadScenario, referencesFor, runScenarioSetup, scenarioRef, type Scenario, type ScenarioRef } from './scenarios/index.js'
+import { serviceSource, type ReplicaOptions } from './services/index.js'
+import { nowEpochMs } from './time.js'
+
+export { seedServiceEnv } from './services/index.js'
 
 /** Every hash strategy the service offers, in the order a comparison runs them: the seeds' fixes, then ours. */
 export const allStrategies = ['event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina', 'cluster', 'tollbooth'] as const
-
-/** The strategy of the service as it ships: started without the launcher's research harness. */
-const shippedStrategy = 'tollbooth'
-
-/** The seeds' own setting: bcrypt cost 10. */
-export const seedServiceEnv: Readonly<Record<string, string>> = { TOLLBOOTH_HASH_ALGORITHM: 'bcrypt', TOLLBOOTH_BCRYPT_COST: '10' }
 
 const positive = Type.Number({ exclusiveMinimum: 0, description: 'must be a number above 0' })
 const stages = Type.Optional(Type.Array(Type.Object({ durationMs: Type.Number(), target: Type.Number() })))
@@ -57,6 +51,12 @@ export interface LabOptions {
   target?: string | undefined
   /** With `target`: where its /metrics is (its admin listener, TOLLBOOTH_ADMIN_PORT); default the target. */
   metricsUrl?: string | undefined
+  /**
+   * With `target`: where the scenario's setup runs (its accounts, its tokens), default the target.
+   * For a target that answers only the load's own routes, such as a bare reference server on the
+   * same database and signing secret (bench:cheap), or one set to refuse nearly everything.
+   */
+  setupTarget?: string | undefined
   /** For services the lab starts: PostgreSQL to use instead of an embedded one. */
   databaseUrl?: string | undefined
   load: LoadOptions
@@ -122,69 +122,6 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
   return { ...base, model: 'closed', startVus, stages, thinkTimeMs: options.thinkTimeMs ?? scenario.defaults.thinkTimeMs, ...(sourceAddresses > 1 ? { sourceAddresses } : {}) }
 }
 
-/**
- * What /metrics says about the service it came from. For a service the lab started,
- * `launchedStrategy` (the strategy it asked the launcher for) and `settings` win.
- */
-async function serviceInfo (url: string, metricsUrl: string, launchedStrategy: string | undefined, settings: Record<string, string>): Promise<ServiceInfo> {
-  const target = new HttpTarget(metricsUrl, { connections: 1, timeoutMs: 5000 })
-  const response = await target.send({ method: 'GET', path: '/metrics', readText: true }).finally(async () => { await target.close() })
-  const metrics = response.status === 200 && response.text !== undefined ? MetricsSnapshot.parse(response.text) : null
-  const info = metrics?.labelsOf('tollbooth_info') ?? null
-  const pool = metrics?.labelsOf('tollbooth_hash_pool_info') ?? null
-  const threads = metrics?.sum('tollbooth_hash_pool_threads') ?? null
-  const reported: Record<string, string> = {}
-  if (info?.algorithm !== undefined) reported.algorithm = info.algorithm
-  if (pool?.cpu_budget !== undefined) reported.cpuBudget = `${pool.cpu_budget} (${pool.cpu_budget_source ?? '?'})`
-  if (threads !== null) reported.hashThreads = String(threads)
-  if (pool?.malloc_settings !== undefined) reported.mallocSettings = pool.malloc_settings
-  return {
-    url,
-    startedByLab: launchedStrategy !== undefined,
-    strategy: launchedStrategy ?? info?.strategy ?? pool?.strategy ?? null,
-    version: info?.version ?? null,
-    settings: { ...reported, ...settings },
-  }
-}
-
-type Service = Omit<LocalService, 'replicas'> & { info: ServiceInfo }
-
-/** Where a command's services come from: the target, or services the lab starts on one database (the user's or an embedded one). */
-async function serviceSource (options: LabOptions, scenario: Scenario<unknown>, warnings: string[]): Promise<{ start (strategy: string, replicas?: ReplicaOptions): Promise<Service>, close (): Promise<void> }> {
-  if (options.target !== undefined) {
-    const url = options.target.replace(/\/+$/, '')
-    const metricsUrl = options.metricsUrl?.replace(/\/+$/, '') ?? url
-    return { start: async () => ({ url, metricsUrl, pid: undefined, info: await serviceInfo(url, metricsUrl, undefined, {}), stop: async () => {} }), close: async () => {} }
-  }
-  // An embedded PostgreSQL in a scratch folder, deleted on stop.
-  const database = options.databaseUrl === undefined ? await startDatabase({ name: 'tollbooth_lab', label: 'lab' }) : { url: options.databaseUrl, stop: async () => {} }
-  return {
-    async start (strategy, replicas = options.replicas) {
-      const env = { ...seedServiceEnv, ...options.serviceEnv }
-      const labDiagnostics = scenario.needsLabDiagnostics === true
-      // What ships, unless the run needs the harness: a seed's strategy, or the diagnostic routes.
-      const harness = strategy === shippedStrategy && !labDiagnostics ? undefined : { strategy, labDiagnostics }
-      const service = await startLocalService({ databaseUrl: database.url, env, harness, replicas })
-      options.log?.(`started ${strategy} at ${service.url} (${service.replicas?.description ?? `pid ${String(service.pid)}`})`)
-      for (const warning of service.replicas?.warnings ?? []) {
-        options.log?.(`warning: ${warning}`)
-        if (!warnings.includes(warning)) warnings.push(warning)
-      }
-      // Settings worth showing in a report: tollbooth's own variables, never secrets.
-      const shown = Object.fromEntries(Object.entries(env).filter(([key]) => (key.startsWith('TOLLBOOTH_') || key === 'UV_THREADPOOL_SIZE') && !/SECRET|ENCRYPTION_KEY/.test(key)))
-      if (labDiagnostics) shown.labDiagnostics = 'on'
-      if (service.replicas !== undefined) shown.replicas = service.replicas.description
-      try {
-        return { ...service, info: await serviceInfo(service.url, service.metricsUrl, strategy, shown) }
-      } catch (err) {
-        await service.stop()
-        throw err
-      }
-    },
-    close: async () => { await database.stop() },
-  }
-}
-
 interface Command { scenario: Scenario<unknown>, ref: ScenarioRef, load: LoadSpec, result: LabResult }
 
 async function prepare (command: LabCommand, options: LabOptions, forceModel?: 'open'): Promise<Command> {
@@ -240,7 +177,8 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
   const { scenario, result } = command
   const runId = randomBytes(6).toString('hex')
   checkSourceAddresses(options, planned)
-  const source = await serviceSource(options, command.scenario, result.warnings)
+  if (options.setupTarget !== undefined && options.target === undefined) throw new LabError('a setup target goes with a target: the services the lab starts run their own setup', 'setupTarget')
+  const source = await serviceSource(options, scenario.needsLabDiagnostics === true, result.warnings)
   try {
     for (const [index, plan] of planned.entries()) {
       if (options.signal?.aborted === true) break
@@ -253,7 +191,7 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
       const label = plan.label ?? service.info.strategy ?? result.command
       const { load } = plan
       try {
-        const data = await runScenarioSetup(scenario, service.url, load.accounts, options.log ?? (() => {}), load.requestTimeoutMs)
+        const data = await runScenarioSetup(scenario, options.setupTarget ?? service.url, load.accounts, options.log ?? (() => {}), load.requestTimeoutMs)
         // Without `segments` (the knee's steps), the whole load once per phase.
         const measured = await runLoad({
           label,
@@ -359,4 +297,27 @@ export async function labScale (options: LabOptions & { replicaCounts: readonly 
   return await series(command, options, options.replicaCounts.map((count) => ({
     label: `${count} replica${count === 1 ? '' : 's'}`, strategy: options.strategy ?? 'tollbooth', replicas: { count, cpusPerReplica }, load: command.load,
   })))
+}
+
+/**
+ * The floor under /healthz figures on this machine as it is now: the empty reference server
+ * probed alone for `durationMs`, at random times at `ratePerSecond`, as a run probes a service
+ * and its floor. What a busy neighbour (a load, busy loops at some nice value) costs a probe shows
+ * against the same measure taken idle.
+ */
+export async function labProbeFloor (options: { durationMs: number, ratePerSecond?: number, timeoutMs?: number }): Promise<{ healthz: LatencySummary, failures: number }> {
+  validated(Type.Object({ durationMs: positive, ratePerSecond: Type.Optional(positive), timeoutMs: Type.Optional(positive) }), options)
+  const server = await startReferenceServer()
+  try {
+    const probe = new HealthzProbe({ url: server.url, ratePerSecond: options.ratePerSecond ?? 10, runStartEpochMs: nowEpochMs(), timeoutMs: options.timeoutMs ?? 5000 })
+    probe.start()
+    // The measurement's length: the probes go out on their own schedule meanwhile.
+    await sleep(options.durationMs)
+    await probe.stop()
+    const healthz = probe.summary()
+    if (healthz === null || probe.error !== undefined) throw new Error(`the /healthz prober failed: ${probe.error ?? 'no probes'}`)
+    return { healthz, failures: probe.failures + probe.skipped }
+  } finally {
+    await server.close()
+  }
 }

@@ -3,8 +3,6 @@
  * Field by field, with units: docs/reference/lab-result.md.
  */
 
-import type { HttpClientKind } from './http.js'
-
 export const labResultSchema = 'tollbooth-lab-result/1'
 
 export type LabCommand = 'run' | 'knee' | 'compare'
@@ -59,8 +57,8 @@ export type LoadSpec = SegmentLoad & {
   /** When the probes went: at random times (a Poisson process at `healthzProbeRate`); absent in results from before, whose probes went on a steady tick from the run's start. */
   healthzProbeTimes?: 'random'
   workers: number
-  /** The generator's HTTP client (`--http-client`): the lab's own (raw-http.ts) or undici; absent in results from before the lab had its own, which used undici. */
-  httpClient?: HttpClientKind
+  /** The generator's HTTP client (`--http-client`, http/types.ts): the lab's own or undici; absent in results from before the lab had its own, which used undici. */
+  httpClient?: 'raw' | 'undici'
   honourRetryAfter: boolean
   politeAndNaive?: boolean
   accounts: number

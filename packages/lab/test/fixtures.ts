@@ -8,7 +8,7 @@ import {
   type MachineInfo, type ReferenceFigures, type RunResult, type ScenarioInfo, type SecondSample, type ServerSample,
 } from '../src/result.js'
 // The prober's seeded generator (mulberry32), so every fixture is the same on every run.
-import { seededRandom as seeded } from '../src/probe.js'
+import { seededRandom as seeded } from '../src/load/probe.js'
 
 const mebibyte = 1048576
 

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { haproxyBinary } from 'tollbooth/launcher'
-import { labMain } from '../src/cli.js'
+import { labMain } from '../src/cli/commands.js'
 import { labScale } from '../src/lab.js'
 import { createTestDatabase, type TestDatabase } from './helpers/database.js'
 

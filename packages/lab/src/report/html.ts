@@ -4,7 +4,7 @@
  * rendered here; charts are drawn in the page from the embedded result by the chart modules.
  */
 import type { LabResult, RunResult } from '../result.js'
-import { comparisonBarCharts, comparisonOverTimeCharts, kneeCharts, runOverTimeCharts, serverCharts, strategyCharts, type ChartGroup } from './charts/catalogue.js'
+import { comparisonBarCharts, comparisonOverTimeCharts, kneeCharts, runOverTimeCharts, serverCharts, strategyCharts, type ChartGroup } from './charts/index.js'
 import {
   describeErrors, describeGenerator, describeHealthz, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'

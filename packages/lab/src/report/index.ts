@@ -11,6 +11,7 @@ import { renderHtml, type HtmlAssets } from './html.js'
 
 export { renderHtml, contentSecurityPolicy, type HtmlAssets } from './html.js'
 export { renderText } from './text.js'
+export { formatMs } from './format.js'
 
 /**
  * The page's template, and its scripts, read from built files. Chart.js: its minified UMD build from the installed

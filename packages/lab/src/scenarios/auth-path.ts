@@ -2,7 +2,7 @@
  * `auth-path`, the NestJS article's diagnosis (the guide's scenario table). Needs the service's lab diagnostic
  * routes, which the lab turns on (the launcher's `harness.labDiagnostics`) only for services it starts itself.
  */
-import { rampThenHold, type Account, type Scenario } from '../scenario.js'
+import { rampThenHold, type Account, type Scenario } from './scenario.js'
 
 export const authPathPhases = ['noop', 'jwt-only', 'full'] as const
 

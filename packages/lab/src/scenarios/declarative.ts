@@ -4,9 +4,9 @@
  */
 import { Type, type Static } from '@sinclair/typebox'
 import { LabError, validated } from '../errors.js'
-import type { LabRequest } from '../http.js'
-import { rampThenHold, type Account, type Scenario, type VirtualUser } from '../scenario.js'
-import { parseDurationMs } from '../schedule.js'
+import type { LabRequest } from '../http/index.js'
+import { parseDurationMs } from '../time.js'
+import { rampThenHold, type Account, type Scenario, type VirtualUser } from './scenario.js'
 
 const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 const builtInVariables = ['account.email', 'account.password', 'unique', 'vu', 'iteration']

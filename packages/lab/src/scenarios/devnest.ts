@@ -2,7 +2,7 @@
  * `devnest`, the Piscina article's mix: each iteration registers a fresh
  * account, logs in with it and writes a post (k6: 100 VUs).
  */
-import { rampThenHold, type Scenario } from '../scenario.js'
+import { rampThenHold, type Scenario } from './scenario.js'
 
 export const devnest: Scenario = {
   name: 'devnest',

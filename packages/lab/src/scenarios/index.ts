@@ -1,19 +1,24 @@
 /**
- * The built-in scenarios, and loading a user's own from a JSON or JS file.
- * Load-generator threads call `loadScenario` too: a scenario travels to them as
+ * Scenarios: what one is (scenario.ts), the built-ins, loading a user's own from a JSON or JS
+ * file, running a scenario's setup (setup.ts), and what the seed articles measured of each
+ * (references.ts). Load-generator threads call `loadScenario` too: a scenario travels to them as
  * a name or a path, never as code.
  */
 import fs from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { LabError } from '../errors.js'
-import { rampThenHold, type Scenario, type ScenarioRef } from '../scenario.js'
+import { rampThenHold, type Scenario, type ScenarioRef } from './scenario.js'
 import { authPath } from './auth-path.js'
 import { declarativeScenario } from './declarative.js'
 import { devnest } from './devnest.js'
 import { loginStorm } from './login-storm.js'
 import { registration } from './registration.js'
 import { stress } from './stress.js'
+
+export { referencesFor } from './references.js'
+export { rampThenHold, type Account, type Scenario, type ScenarioDefaults, type ScenarioRef, type SetupContext, type VirtualUser } from './scenario.js'
+export { runScenarioSetup } from './setup.js'
 
 export const builtInScenarios: Readonly<Record<string, Scenario<any>>> = {
   'login-storm': loginStorm,

@@ -3,7 +3,7 @@
  * logging in over and over against a pool of pre-registered accounts with known
  * passwords (k6: 100 VUs, ramp up over 30 s, then hold).
  */
-import { rampThenHold, type Account, type Scenario } from '../scenario.js'
+import { rampThenHold, type Account, type Scenario } from './scenario.js'
 
 export const loginEndpoint = 'POST /auth/login'
 

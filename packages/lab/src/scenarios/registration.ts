@@ -2,7 +2,7 @@
  * `registration`, the ramp article's experiment: POST a fresh account at a
  * target rate (an open model), the rate raised 10 % per step by `lab knee`.
  */
-import type { Scenario } from '../scenario.js'
+import type { Scenario } from './scenario.js'
 
 export const registration: Scenario = {
   name: 'registration',

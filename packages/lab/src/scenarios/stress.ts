@@ -3,7 +3,7 @@
  * connections, mostly cheap authenticated reads and writes, with logins mixed
  * in. Tokens come from setup, so the crowd does not start with 5,000 hashes.
  */
-import type { Account, Scenario, VirtualUser } from '../scenario.js'
+import type { Account, Scenario, VirtualUser } from './scenario.js'
 
 interface StressData {
   accounts: Account[]

@@ -1,0 +1,82 @@
+/**
+ * What a scenario is: an optional setup (not counted) and the iteration one virtual user or one arrival runs.
+ * Built-ins live beside this file; a user's own is a JSON file (declarative steps) or a JS module of this shape.
+ */
+import type { LabRequest, LabResponse } from '../http/index.js'
+import type { Stage } from '../result.js'
+
+export interface Account {
+  email: string
+  password: string
+}
+
+export interface SetupContext {
+  /** A request that is not counted in the results; 503s are retried after their Retry-After. */
+  send (request: LabRequest): Promise<LabResponse>
+  /**
+   * Registers `count` accounts named after `label` (idempotent: an account that
+   * exists, from an earlier run on the same database, is kept and checked).
+   */
+  registerAccounts (count: number, label: string): Promise<Account[]>
+  /** Logs each account in; returns their access tokens, in order. */
+  loginAccounts (accounts: readonly Account[]): Promise<string[]>
+  /** Accounts the user asked for (`--accounts`), else the scenario's default. */
+  readonly accounts: number
+  log (message: string): void
+}
+
+export interface VirtualUser {
+  /** The virtual user's number (closed model), or the in-flight slot that runs this arrival (open model). */
+  readonly id: number
+  /** Iterations this virtual user ran before this one. */
+  readonly iteration: number
+  /** Kept across this virtual user's iterations (a token, a cursor ...). */
+  readonly state: Record<string, unknown>
+  /** The phase running now (auth-path), else undefined. */
+  readonly phase: string | undefined
+  /** A string unique to this lab run, virtual user and call: fresh emails. */
+  unique (): string
+  /**
+   * Sends a request and counts it under `endpoint`. Never throws for HTTP or
+   * network failures: look at `ok`, `status` and `failure`. A request that does
+   * not answer 2xx marks the iteration as not achieved.
+   */
+  request (endpoint: string, request: LabRequest): Promise<LabResponse>
+}
+
+export interface ScenarioDefaults {
+  model: 'closed' | 'open'
+  /** Closed model: the stages when the user gives neither --vus nor --stages, for a run of `durationMs`. */
+  stages (durationMs: number): Stage[]
+  thinkTimeMs: number
+  /** Open model (and knee): the starting arrival rate. */
+  rate: number
+  accounts: number
+}
+
+export interface Scenario<Data = unknown> {
+  name: string
+  description: string
+  /** The endpoint names it counts requests under, in the order reports should show them. */
+  endpoints: string[]
+  /** Sequential phases: the whole load runs once per phase. */
+  phases?: string[]
+  /** The lab starts its own service with the lab diagnostic routes on for this scenario. */
+  needsLabDiagnostics?: boolean
+  defaults: ScenarioDefaults
+  /** Runs once before the load; what it returns (structured-clone friendly) reaches every iteration. */
+  setup?: (context: SetupContext) => Promise<Data>
+  /** One iteration. Return false (or throw) to mark it as not achieved. */
+  iteration: (vu: VirtualUser, data: Data) => Promise<boolean | undefined | void>
+}
+
+/** Where a load-generator thread finds the scenario: by name, or a file it imports. */
+export type ScenarioRef = { builtin: string } | { file: string }
+
+/** Closed-model stages that ramp to `vus` over `rampShare` of the run, then hold. */
+export function rampThenHold (vus: number, rampShare = 1 / 3) {
+  return (durationMs: number): Stage[] => {
+    const rampMs = Math.max(1, Math.round(durationMs * rampShare))
+    return [{ durationMs: rampMs, target: vus }, { durationMs: Math.max(1, durationMs - rampMs), target: vus }]
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Setup before the load, not counted: pre-registered accounts under stable names, so a second run on the
+ * same database reuses them (docs/guides/load-lab.md).
+ */
+import { HttpTarget, type LabRequest, type LabResponse } from '../http/index.js'
+import type { Account, Scenario, SetupContext } from './scenario.js'
+
+const setupConcurrency = 4
+const maxAttempts = 20
+
+async function mapLimited<T, R> (items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length)
+  let next = 0
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next++
+      results[index] = await work(items[index] as T, index)
+    }
+  }))
+  return results
+}
+
+function describe (response: LabResponse): string {
+  const error = (response.body as { error?: { code?: string, message?: string } } | undefined)?.error
+  return response.status === null ? `${response.failure ?? 'failed'} (${response.detail ?? ''})` : `${response.status}${error?.code === undefined ? '' : ` ${error.code}: ${error.message ?? ''}`}`
+}
+
+class LabSetup implements SetupContext {
+  readonly target: HttpTarget
+
+  constructor (url: string, readonly accounts: number, readonly log: (message: string) => void, timeoutMs: number) {
+    this.target = new HttpTarget(url, { connections: setupConcurrency + 1, timeoutMs })
+  }
+
+  async send (request: LabRequest): Promise<LabResponse> {
+    for (let attempt = 1; ; attempt++) {
+      const response = await this.target.send(request)
+      const retry = (response.status === 503 && response.retryAfterSeconds !== null) || response.failure === 'timeout'
+      if (!retry || attempt >= maxAttempts) return response
+      await new Promise((resolve) => setTimeout(resolve, Math.max(100, (response.retryAfterSeconds ?? 1) * 1000)))
+    }
+  }
+
+  async registerAccounts (count: number, label: string): Promise<Account[]> {
+    const accounts = Array.from({ length: count }, (_, index): Account => ({ email: `lab.${label}.${index}@tollbooth.test`, password: `tollbooth lab ${label} ${index}` }))
+    let existing = 0
+    await mapLimited(accounts, setupConcurrency, async (account) => {
+      const response = await this.send({ method: 'POST', path: '/api/v1/auth/register', body: account })
+      if (response.status === 409) existing++
+      else if (!response.ok) throw new Error(`setup: registering ${account.email} failed: ${describe(response)}`)
+    })
+    const first = accounts[0]
+    if (existing > 0 && first !== undefined) {
+      // Accounts from an earlier run: check that they still take the lab's password.
+      const login = await this.send({ method: 'POST', path: '/api/v1/auth/login', body: first })
+      if (!login.ok) throw new Error(`setup: ${first.email} exists but does not log in with the lab's password (${describe(login)}); use a fresh database`)
+    }
+    this.log(`setup: ${count} accounts ready (${count - existing} registered, ${existing} from an earlier run)`)
+    return accounts
+  }
+
+  async loginAccounts (accounts: readonly Account[]): Promise<string[]> {
+    const tokens = await mapLimited(accounts, setupConcurrency, async (account) => {
+      const response = await this.send({ method: 'POST', path: '/api/v1/auth/login', body: account })
+      const token = (response.body as { accessToken?: string } | undefined)?.accessToken
+      if (!response.ok || token === undefined) throw new Error(`setup: logging ${account.email} in failed: ${describe(response)}`)
+      return token
+    })
+    this.log(`setup: ${tokens.length} accounts logged in`)
+    return tokens
+  }
+}
+
+/** Runs the scenario's setup (if any) against `url`; what it returns goes to every iteration. */
+export async function runScenarioSetup (scenario: Scenario<unknown>, url: string, accounts: number, log: (message: string) => void, timeoutMs: number): Promise<unknown> {
+  if (scenario.setup === undefined) return undefined
+  const setup = new LabSetup(url, accounts, log, timeoutMs)
+  try {
+    return await scenario.setup(setup)
+  } finally {
+    await setup.target.close()
+  }
+}

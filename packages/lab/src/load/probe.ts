@@ -15,6 +15,7 @@
  * machine at this moment from a server with nothing else to do. A service's /healthz
  * figures are read against that floor, measured in the same run.
  */
+import { EventEmitter } from 'node:events'
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
 import { HttpTarget } from '../http/index.js'
 import type { LatencySummary, SecondSample } from '../result.js'
@@ -64,8 +65,12 @@ class ProbeRecord {
   }
 }
 
-/** The main thread's side: starts the prober thread and keeps what it measures. */
-export class HealthzProbe {
+/**
+ * The main thread's side: starts the prober thread and keeps what it measures. Emits `probe` each
+ * time a probe (of the service or of the floor) is recorded or skipped, for whoever waits on the
+ * counts.
+ */
+export class HealthzProbe extends EventEmitter<{ probe: [] }> {
   private readonly service = new ProbeRecord()
   private readonly floor = new ProbeRecord()
   private worker: Worker | undefined
@@ -73,7 +78,9 @@ export class HealthzProbe {
   /** Why the prober thread failed, when it did. */
   error: string | undefined
 
-  constructor (private readonly settings: ProbeSettings) {}
+  constructor (private readonly settings: ProbeSettings) {
+    super()
+  }
 
   /** Service probes that got no 200 (an error status, a timeout, a refused connection). */
   get failures (): number { return this.service.failures }
@@ -88,9 +95,14 @@ export class HealthzProbe {
     this.worker = worker
     this.stopped = new Promise((resolve) => {
       worker.on('message', (message: ProbeMessage) => {
-        if (message.type === 'probe') (message.floor ? this.floor : this.service).record(message, this.settings.runStartEpochMs)
-        else if (message.type === 'skipped') (message.floor ? this.floor : this.service).skipped++
-        else void worker.terminate().then(() => { resolve() })
+        if (message.type === 'stopped') {
+          void worker.terminate().then(() => { resolve() })
+          return
+        }
+        const record = message.floor ? this.floor : this.service
+        if (message.type === 'probe') record.record(message, this.settings.runStartEpochMs)
+        else record.skipped++
+        this.emit('probe')
       })
       worker.on('error', (err) => { this.error = err.message })
       worker.on('exit', () => { resolve() })

@@ -4,6 +4,7 @@
  * writes and refuses to write, its pool's bound and its destruction.
  */
 import assert from 'node:assert/strict'
+import { EventEmitter, once } from 'node:events'
 import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { HttpTarget } from '../../src/http/index.js'
@@ -11,19 +12,36 @@ import { HttpTarget } from '../../src/http/index.js'
 /** One request's head as the scripted server read it. */
 interface SeenRequest { line: string, headers: Record<string, string>, headerLines: string[], body: string, connection: number, remoteAddress: string | undefined }
 
+interface ScriptedServer {
+  url: string
+  seen: SeenRequest[]
+  connections: () => number
+  /** Resolves once the server has read `count` requests in all. */
+  requestsRead: (count: number) => Promise<void>
+  /** Resolves once the server's side of connection `connection` has closed: both ends are done with it. */
+  connectionClosed: (connection: number) => Promise<void>
+  close: () => Promise<void>
+}
+
 /**
  * A server that reads each request (head, then a body by Content-Length) and answers with what
  * `script` writes on the socket, by the request's path.
  */
-async function scriptedServer (script: (path: string, socket: net.Socket, seen: SeenRequest) => void): Promise<{ url: string, seen: SeenRequest[], connections: () => number, close: () => Promise<void> }> {
+async function scriptedServer (script: (path: string, socket: net.Socket, seen: SeenRequest) => void): Promise<ScriptedServer> {
   const seen: SeenRequest[] = []
   const sockets = new Set<net.Socket>()
+  const closed = new Set<number>()
+  const events = new EventEmitter()
   let connections = 0
   const server = net.createServer((socket) => {
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-    socket.on('error', () => {})
     const connection = ++connections
+    sockets.add(socket)
+    socket.on('close', () => {
+      sockets.delete(socket)
+      closed.add(connection)
+      events.emit('closed')
+    })
+    socket.on('error', () => {})
     let buffer = ''
     socket.setEncoding('latin1')
     socket.on('data', (chunk: string) => {
@@ -42,6 +60,7 @@ async function scriptedServer (script: (path: string, socket: net.Socket, seen: 
         const request = { line, headers, headerLines, body: buffer.slice(end + 4, end + 4 + length), connection, remoteAddress: socket.remoteAddress }
         buffer = buffer.slice(end + 4 + length)
         seen.push(request)
+        events.emit('read')
         script(line.split(' ')[1] ?? '', socket, request)
       }
     })
@@ -52,6 +71,8 @@ async function scriptedServer (script: (path: string, socket: net.Socket, seen: 
     url: `http://127.0.0.1:${port}`,
     seen,
     connections: () => connections,
+    requestsRead: async (count) => { while (seen.length < count) await once(events, 'read') },
+    connectionClosed: async (connection) => { while (!closed.has(connection)) await once(events, 'closed') },
     close: async () => {
       for (const socket of sockets) socket.destroy()
       await new Promise((resolve) => server.close(resolve))
@@ -65,7 +86,7 @@ const json = (status: number, body: unknown, extra = ''): string => {
 }
 
 describe('the raw client: framing and keep-alive', () => {
-  let server: Awaited<ReturnType<typeof scriptedServer>>
+  let server: ScriptedServer
   before(async () => {
     server = await scriptedServer((path, socket) => {
       switch (path) {
@@ -124,7 +145,8 @@ describe('the raw client: framing and keep-alive', () => {
     const before = server.connections()
     assert.deepEqual((await target.send({ method: 'GET', path: '/close-says' })).body, { closing: true })
     assert.deepEqual((await target.send({ method: 'GET', path: '/close-silently' })).body, { closing: 'silently' })
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    // The client has seen that end before the next request: a new connection, not a resend.
+    await server.connectionClosed(server.seen.at(-1)?.connection ?? 0)
     assert.deepEqual((await target.send({ method: 'GET', path: '/length' })).status, 200)
     await target.close()
     assert.equal(server.connections() - before, 3)
@@ -139,7 +161,7 @@ describe('the raw client: framing and keep-alive', () => {
 })
 
 describe('the raw client: answers it cannot trust', () => {
-  let server: Awaited<ReturnType<typeof scriptedServer>>
+  let server: ScriptedServer
   before(async () => {
     server = await scriptedServer((path, socket) => {
       switch (path) {
@@ -198,7 +220,7 @@ describe('the raw client: answers it cannot trust', () => {
 })
 
 describe('the raw client: what it writes', () => {
-  let server: Awaited<ReturnType<typeof scriptedServer>>
+  let server: ScriptedServer
   before(async () => {
     server = await scriptedServer((_path, socket) => { socket.write('HTTP/1.1 204 No Content\r\n\r\n') })
   })
@@ -245,7 +267,7 @@ describe('the raw client: what it writes', () => {
 })
 
 describe('the raw client: its pool, its owners, its end', () => {
-  let server: Awaited<ReturnType<typeof scriptedServer>>
+  let server: ScriptedServer
   before(async () => {
     server = await scriptedServer((path, socket) => {
       if (path === '/never') return
@@ -278,9 +300,11 @@ describe('the raw client: its pool, its owners, its end', () => {
 
   it('destroy fails a request under way at once, and one waiting for a connection, as connection failures', async () => {
     const target = new HttpTarget(server.url, { connections: 1, timeoutMs: 60_000, client: 'raw' })
+    const before = server.seen.length
     const underWay = target.send({ method: 'GET', path: '/never' })
     const waiting = target.send({ method: 'GET', path: '/never' })
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // The first is at the server; the second waits for the pool's one connection.
+    await server.requestsRead(before + 1)
     const started = performance.now()
     await target.destroy()
     const [first, second] = await Promise.all([underWay, waiting])
@@ -292,7 +316,7 @@ describe('the raw client: its pool, its owners, its end', () => {
 })
 
 describe('the raw client: a connection the server ends', () => {
-  let server: Awaited<ReturnType<typeof scriptedServer>>
+  let server: ScriptedServer
   before(async () => {
     server = await scriptedServer((path, socket, seen) => {
       switch (path) {

@@ -10,7 +10,6 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { once } from 'node:events'
 import { describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { nowEpochMs } from '../../src/time.js'
 import { HealthzProbe, probeTimes, seededRandom } from '../../src/load/probe.js'
 import type { SecondSample } from '../../src/result.js'
@@ -26,6 +25,17 @@ server.listen(0, '127.0.0.1', () => { console.log(server.address().port) })
 
 /** Probes at the same random times on every run (its schedule below: no long gap early on), so the counts asserted do not hang on chance. */
 const probeSeed = 7
+
+/** Long enough for any probe count waited on below, short of a hung test. */
+const probeTestTimeoutMs = 30_000
+
+/** Waits, on the probe's own events, until `done` holds: the probes' schedule runs meanwhile. */
+async function probesUntil (probe: HealthzProbe, done: () => boolean): Promise<void> {
+  while (!done()) await once(probe, 'probe')
+}
+
+/** Probes of the service (or of the floor) answered so far. */
+const answered = (probe: HealthzProbe, floor = false): number => (floor ? probe.floorSummary() : probe.summary())?.count ?? 0
 
 /** A server whose first answer on each connection takes `firstAnswerMs` (a connect under load); later answers on it are immediate. */
 async function slowFirstAnswerServer (firstAnswerMs: number): Promise<{ url: string, connections: () => number, close: () => void }> {
@@ -44,7 +54,7 @@ async function slowFirstAnswerServer (firstAnswerMs: number): Promise<{ url: str
 }
 
 describe('the /healthz probe', () => {
-  it('times its probes in its own thread: a blocked lab main thread does not delay them', async () => {
+  it('times its probes in its own thread: a blocked lab main thread does not delay them', { timeout: probeTestTimeoutMs }, async () => {
     const server = spawn(process.execPath, ['-e', serverCode], { stdio: ['ignore', 'pipe', 'inherit'] })
     try {
       const [chunk] = await once(server.stdout, 'data') as [Buffer]
@@ -52,11 +62,12 @@ describe('the /healthz probe', () => {
       const runStartEpochMs = nowEpochMs()
       const probe = new HealthzProbe({ url, ratePerSecond: 20, runStartEpochMs, timeoutMs: 5000, seed: probeSeed })
       probe.start()
-      // The load's duration, not synchronisation: probes go out at 20/s before, during and after the block.
-      await sleep(500)
+      // Probes go out at 20/s before, during and after the block.
+      await probesUntil(probe, () => answered(probe) >= 5)
       const blockedUntil = performance.now() + 400
       while (performance.now() < blockedUntil) { /* the lab's main thread, busy for 400 ms */ }
-      await sleep(500)
+      // Those due during the block (about 8) and some after it.
+      await probesUntil(probe, () => answered(probe) >= 15)
       await probe.stop()
       const summary = probe.summary()
       assert.ok(summary !== null && summary.count >= 10, `probes answered: ${summary?.count}`)
@@ -72,7 +83,7 @@ describe('the /healthz probe', () => {
     }
   })
 
-  it('probes an empty server alike beside the service: the floor its figures are read against', async () => {
+  it('probes an empty server alike beside the service: the floor its figures are read against', { timeout: probeTestTimeoutMs }, async () => {
     // A service whose /healthz takes 40 ms more than the empty reference server's.
     const slowCode = serverCode.replace("response.end('{\"status\":\"ok\"}')", "setTimeout(() => { response.end('{\"status\":\"ok\"}') }, 40)")
     const server = spawn(process.execPath, ['-e', slowCode], { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -81,7 +92,7 @@ describe('the /healthz probe', () => {
       const [chunk] = await once(server.stdout, 'data') as [Buffer]
       const probe = new HealthzProbe({ url: `http://127.0.0.1:${chunk.toString().trim()}`, floorUrl: floor.url, ratePerSecond: 20, runStartEpochMs: nowEpochMs(), timeoutMs: 5000, seed: probeSeed })
       probe.start()
-      await sleep(2000) // the load's duration, not synchronisation: about 40 probes of each at random times
+      await probesUntil(probe, () => answered(probe) >= 20 && answered(probe, true) >= 20)
       await probe.stop()
       const service = probe.summary()
       const empty = probe.floorSummary()
@@ -102,12 +113,17 @@ describe('the /healthz probe', () => {
     }
   })
 
-  it('sends each probe at the time probeTimes gives its seed: random gaps, not a steady tick', async () => {
+  it('sends each probe at the time probeTimes gives its seed: random gaps, not a steady tick', { timeout: probeTestTimeoutMs }, async () => {
     // The server records when each probe arrives, on the same epoch clock the prober thread uses.
     const arrivals: number[] = []
+    /** The two untimed requests that open the connections, then 20 probes from the start. */
+    const wanted = 22
+    let received: () => void = () => {}
+    const allReceived = new Promise<void>((resolve) => { received = resolve })
     const server = http.createServer((request, response) => {
       arrivals.push(nowEpochMs())
       response.end('{"status":"ok"}')
+      if (arrivals.length === wanted) received()
     })
     server.listen(0, '127.0.0.1')
     await once(server, 'listening')
@@ -118,7 +134,7 @@ describe('the /healthz probe', () => {
       const seed = 0x51ced
       const probe = new HealthzProbe({ url: `http://127.0.0.1:${port}`, ratePerSecond: 10, runStartEpochMs, timeoutMs: 5000, seed })
       probe.start()
-      await sleep(5000) // the load's duration, not synchronisation: about 25 probes after the start
+      await allReceived
       await probe.stop()
       // First, before the start: the two untimed requests that opened the connections (the next test).
       const warmUps = arrivals.splice(0, 2)
@@ -142,13 +158,14 @@ describe('the /healthz probe', () => {
     }
   })
 
-  it('opens its connections before the first timed probe: no probe pays for a connection\'s first answer', async () => {
+  it('opens its connections before the first timed probe: no probe pays for a connection\'s first answer', { timeout: probeTestTimeoutMs }, async () => {
     const server = await slowFirstAnswerServer(300)
     try {
       // The run starts a second from now (a lab run starts half a second after it is set up): time for the warm-up.
       const probe = new HealthzProbe({ url: server.url, ratePerSecond: 20, runStartEpochMs: nowEpochMs() + 1000, timeoutMs: 5000, seed: probeSeed })
       probe.start()
-      await sleep(3000) // the load's duration, not synchronisation: the 300 ms warm-up, then about 40 probes from the start
+      // The 300 ms warm-up, then probes from the start.
+      await probesUntil(probe, () => answered(probe) >= 20)
       await probe.stop()
       const summary = probe.summary()
       assert.ok(summary !== null && summary.count >= 10, `probes answered: ${summary?.count}`)
@@ -163,13 +180,13 @@ describe('the /healthz probe', () => {
     }
   })
 
-  it('does not hide a slow start: probes due during the warm-up go after it, timed from when they were due', async () => {
+  it('does not hide a slow start: probes due during the warm-up go after it, timed from when they were due', { timeout: probeTestTimeoutMs }, async () => {
     const server = await slowFirstAnswerServer(600)
     try {
       // The run starts now: its first probes fall due while the warm-up waits 600 ms for its answers.
       const probe = new HealthzProbe({ url: server.url, ratePerSecond: 20, runStartEpochMs: nowEpochMs(), timeoutMs: 5000, seed: probeSeed })
       probe.start()
-      await sleep(2000) // the load's duration, not synchronisation
+      await probesUntil(probe, () => answered(probe) + probe.skipped >= 20)
       await probe.stop()
       const summary = probe.summary()
       // Some of the probes due at once may find 16 in flight (each new connection's first answer takes 600 ms) and be skipped.

@@ -98,7 +98,7 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
   const wantsOpen = forceModel === 'open' || options.rate !== undefined || options.rateStages !== undefined
   const wantsClosed = options.vus !== undefined || options.stages !== undefined
   if (wantsOpen && wantsClosed) throw new LabError('give either virtual users (--vus / --stages) or an arrival rate (--rate / --rate-stages), not both', 'vus')
-  const durationMs = options.durationMs ?? 30_000
+  const durationMs = options.durationMs ?? scenario.defaults.durationMs ?? 30_000
   const base = {
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
     healthzProbeRate: options.healthzProbeRate ?? 10,
@@ -114,11 +114,11 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
     return { ...base, model: 'open', startRate, stages: options.rateStages ?? [{ durationMs, target: startRate }], maxInFlight: options.maxInFlight ?? 2000 }
   }
   // k6: `--vus N --duration D` holds N from the start; stages ramp from 0.
-  const constant = options.stages === undefined && options.vus !== undefined
-  const stages = options.stages ?? (options.vus === undefined ? scenario.defaults.stages(durationMs) : [{ durationMs, target: options.vus }])
-  const startVus = constant ? (options.vus ?? 0) : 0
+  const vus = options.vus ?? (options.stages === undefined ? scenario.defaults.vus : undefined)
+  const stages = options.stages ?? (vus === undefined ? (scenario.defaults.stages?.(durationMs) ?? [{ durationMs, target: 1 }]) : [{ durationMs, target: vus }])
+  const startVus = options.stages === undefined ? (vus ?? 0) : 0
   // No more addresses than users: the result says how many the service saw.
-  const sourceAddresses = Math.min(options.sourceAddresses ?? 1, Math.max(1, startVus, ...stages.map((stage) => stage.target)))
+  const sourceAddresses = Math.min(options.sourceAddresses ?? scenario.defaults.sourceAddresses ?? 1, Math.max(1, startVus, ...stages.map((stage) => stage.target)))
   return { ...base, model: 'closed', startVus, stages, thinkTimeMs: options.thinkTimeMs ?? scenario.defaults.thinkTimeMs, ...(sourceAddresses > 1 ? { sourceAddresses } : {}) }
 }
 

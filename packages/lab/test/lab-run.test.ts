@@ -79,6 +79,20 @@ describe('the load lab against a real service', () => {
     await assert.rejects(labRun({ ...quiet, scenario: 'login-storm', replicas: { count: 2 }, load: { durationMs: 1000, vus: 2, sourceAddresses: 2 } }), { code: 'CONFIG_INVALID', field: 'sourceAddresses' })
   })
 
+  it('run: login-burst sends every login at once from addresses of their own, and reads GET /me beside them', async () => {
+    const result = await labRun({ ...quiet, scenario: 'login-burst', target: service.url, load: { vus: 21 } })
+    assert.equal(result.load.sourceAddresses, 21, 'one address per user')
+    const run = result.runs[0] as LabResult['runs'][number]
+    const logins = run.endpoints['POST /auth/login']
+    assert.equal(logins?.requests, 20, 'one login per user but the reader')
+    // Unknown accounts: each login judged (401) or refused, never let in.
+    assert.equal(logins.ok, 0)
+    assert.equal(Object.entries(logins.errors.byStatus).filter(([status]) => !['401', '429', '503'].includes(status)).length, 0, JSON.stringify(logins.errors))
+    assert.ok((run.endpoints['GET /me']?.ok ?? 0) >= 1, 'the reader read')
+    assert.equal(run.endpoints['GET /healthz']?.requests, 21, 'each user opened its connection first')
+    assert.deepEqual(result.warnings.filter((w) => /threw/.test(w)), [])
+  })
+
   it('run: auth-path runs its three phases in turn on the diagnostic route', async () => {
     const result = await labRun({ ...quiet, scenario: 'auth-path', target: service.url, load: { durationMs: 1000, vus: 2, accounts: 3 } })
     const run = result.runs[0]

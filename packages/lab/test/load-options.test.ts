@@ -46,4 +46,18 @@ describe('load resolution', () => {
     assert.throws(() => resolveLoad(loginStorm, { vus: 4, sourceAddresses: 0 }), { code: 'CONFIG_INVALID' })
     assert.throws(() => resolveLoad(loginStorm, { vus: 4, sourceAddresses: 70_000 }), { code: 'CONFIG_INVALID' })
   })
+
+  it('takes a scenario\'s own length, users and addresses: login-burst\'s users all from the start, each from an address of its own', () => {
+    const loginBurst = builtInScenarios['login-burst'] as NonNullable<(typeof builtInScenarios)['login-burst']>
+    const load = resolveLoad(loginBurst, {})
+    assert.ok(load.model === 'closed')
+    assert.equal(load.startVus, 1001)
+    assert.deepEqual(load.stages, [{ durationMs: 1000, target: 1001 }])
+    assert.equal(load.sourceAddresses, 1001)
+    const fewer = resolveLoad(loginBurst, { vus: 11, durationMs: 2000 })
+    assert.ok(fewer.model === 'closed' && fewer.startVus === 11 && fewer.sourceAddresses === 11)
+    assert.deepEqual(fewer.stages, [{ durationMs: 2000, target: 11 }])
+    assert.equal(resolveLoad(loginBurst, { vus: 11, sourceAddresses: 1 }).sourceAddresses, undefined, 'the user\'s --source-addresses wins')
+    assert.equal(resolveLoad(builtInScenarios['me-crowd'] as typeof loginBurst, {}).model, 'open')
+  })
 })

@@ -58,7 +58,7 @@ interface Flag {
 }
 
 const flags: Record<string, Flag> = {
-  duration: { group: 'load', arg: 'D', help: 'how long the load runs (default 30s; auth-path: per phase)', parse: 'duration', load: 'durationMs' },
+  duration: { group: 'load', arg: 'D', help: 'how long the load runs (default 30s, or the scenario\'s: login-burst 1s; auth-path: per phase)', parse: 'duration', load: 'durationMs' },
   vus: { group: 'load', arg: 'N', help: 'N virtual users for the whole duration (closed)', parse: 'number', load: 'vus' },
   stages: { group: 'load', arg: 'S', help: 'ramping VUs, k6-style: 30s:100,60s:100 (closed)', parse: 'stages', load: 'stages' },
   'think-time': { group: 'load', arg: 'D', help: 'pause between a VU\'s iterations (default: the scenario\'s)', parse: 'duration', load: 'thinkTimeMs' },
@@ -68,7 +68,7 @@ const flags: Record<string, Flag> = {
   'no-retry-after': { group: 'load', arg: '', help: 'closed model: do not wait out a 503\'s Retry-After before the next iteration' },
   timeout: { group: 'load', arg: 'D', help: 'per-request timeout, counted as a timeout (default 30s)', parse: 'duration', load: 'requestTimeoutMs' },
   'healthz-rate': { group: 'load', arg: 'R', help: '/healthz probes per second during the load, at random times (default 10; 0: none)', parse: 'number', load: 'healthzProbeRate' },
-  'source-addresses': { group: 'load', arg: 'N', help: 'closed model: the virtual users connect from N loopback addresses (127.1.0.1 ...), as clients from N machines; the target must be on 127.x (default 1)', parse: 'number', load: 'sourceAddresses' },
+  'source-addresses': { group: 'load', arg: 'N', help: 'closed model: the virtual users connect from N loopback addresses (127.1.0.1 ...), as clients from N machines; the target must be on 127.x (default 1; login-burst: one per user)', parse: 'number', load: 'sourceAddresses' },
   'http-client': { group: 'load', arg: 'NAME', help: 'the generator\'s HTTP client: raw (the lab\'s own HTTP/1.1 client, lighter on the CPU the service shares; plain http only) or undici (default raw)', load: 'httpClient' },
   workers: { group: 'load', arg: 'N', help: 'load-generator worker threads (default 1)', parse: 'number', load: 'workers' },
   accounts: { group: 'load', arg: 'N', help: 'accounts pre-registered in setup (default: the scenario\'s)', parse: 'number', load: 'accounts' },

@@ -12,7 +12,9 @@ import { rampThenHold, type Scenario, type ScenarioRef } from './scenario.js'
 import { authPath } from './auth-path.js'
 import { declarativeScenario } from './declarative.js'
 import { devnest } from './devnest.js'
+import { loginBurst } from './login-burst.js'
 import { loginStorm } from './login-storm.js'
+import { meCrowd } from './me-crowd.js'
 import { registration } from './registration.js'
 import { stress } from './stress.js'
 
@@ -26,6 +28,8 @@ export const builtInScenarios: Readonly<Record<string, Scenario<any>>> = {
   registration,
   stress,
   'auth-path': authPath,
+  'me-crowd': meCrowd,
+  'login-burst': loginBurst,
 }
 
 /** A name of a built-in scenario, or a path to a .json / .js / .mjs file. */

@@ -44,14 +44,21 @@ export interface VirtualUser {
   request (endpoint: string, request: LabRequest): Promise<LabResponse>
 }
 
+/** What a run of the scenario is when the user does not say otherwise. */
 export interface ScenarioDefaults {
   model: 'closed' | 'open'
-  /** Closed model: the stages when the user gives neither --vus nor --stages, for a run of `durationMs`. */
-  stages (durationMs: number): Stage[]
+  /** Closed model: this many users from the start, for the whole run (as --vus); else `stages`. */
+  vus?: number
+  /** Closed model: the stages when the user gives neither --vus nor --stages, for a run of `durationMs`; unset: one user. */
+  stages?: (durationMs: number) => Stage[]
   thinkTimeMs: number
   /** Open model (and knee): the starting arrival rate. */
   rate: number
   accounts: number
+  /** How long the run (a phased scenario: each phase) lasts without --duration; unset: 30 s. */
+  durationMs?: number
+  /** Closed model: the users connect from this many loopback addresses without --source-addresses (at most one each); unset: one. */
+  sourceAddresses?: number
 }
 
 export interface Scenario<Data = unknown> {

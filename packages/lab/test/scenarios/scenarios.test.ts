@@ -30,8 +30,8 @@ function scriptedUser (answers: (request: LabRequest) => Partial<LabResponse>): 
 }
 
 describe('scenarios', () => {
-  it('has the five built-ins, each naming its endpoints', () => {
-    assert.deepEqual(Object.keys(builtInScenarios), ['login-storm', 'devnest', 'registration', 'stress', 'auth-path'])
+  it('has the seven built-ins, each naming its endpoints', () => {
+    assert.deepEqual(Object.keys(builtInScenarios), ['login-storm', 'devnest', 'registration', 'stress', 'auth-path', 'me-crowd', 'login-burst'])
     for (const scenario of Object.values(builtInScenarios)) assert.ok(scenario.endpoints.length > 0, scenario.name)
     assert.deepEqual(builtInScenarios['auth-path']?.phases, ['noop', 'jwt-only', 'full'])
     assert.equal(builtInScenarios['auth-path']?.needsLabDiagnostics, true)
@@ -48,6 +48,12 @@ describe('scenarios', () => {
     const registered = vu.sent[0]?.request.body as { email: string, password: string }
     assert.deepEqual(vu.sent[1]?.request.body, { email: registered.email, password: registered.password })
     assert.equal(vu.sent[2]?.request.token, 'tok')
+  })
+
+  it('me-crowd reads GET /me with one of the tokens from setup', async () => {
+    const vu = scriptedUser(() => ({}))
+    assert.equal(await builtInScenarios['me-crowd']?.iteration(vu, { tokens: ['a', 'b'] }), true)
+    assert.deepEqual(vu.sent.map((s) => [s.endpoint, s.request.method, s.request.path, s.request.token]), [['GET /me', 'GET', '/api/v1/me', 'b']])
   })
 
   it('devnest stops at the first failed step', async () => {

@@ -18,7 +18,8 @@ COPY packages/lab/package.json packages/lab/
 # No install scripts here: the root `prepare` would build before the sources are copied.
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY packages/service packages/service
-RUN npx tsc -b packages/service
+# The lab's research harness (the seed articles' strategies, its diagnostic routes) never ships.
+RUN npx tsc -b packages/service && rm -rf packages/service/dist/src/harness
 
 # 2. Production dependencies of the service package only (no lab, no TypeScript).
 FROM ${NODE_IMAGE} AS deps
@@ -35,7 +36,7 @@ RUN npm ci --omit=dev --workspace packages/service --no-audit --no-fund --ignore
 # 3. Runtime.
 FROM ${NODE_IMAGE} AS runtime
 # glibc's malloc keeps a memory-hard hash's buffer between hashes instead of mapping it afresh
-# (packages/service/src/hashing/malloc-env.ts: a scrypt verify at N=16384 r=16 about 12 to 14 %
+# (packages/service/src/machine/malloc-env.ts: a scrypt verify at N=16384 r=16 about 12 to 14 %
 # cheaper). glibc 2.35 or later only (this Debian 12 image has 2.36): on an older glibc or another
 # C library (an Alpine NODE_IMAGE), drop these two lines.
 ENV NODE_ENV=production \

@@ -6,8 +6,7 @@
 import type pg from 'pg'
 import type { Config } from '../config/index.js'
 import { createError } from '../errors.js'
-import { DatabaseKeySource, FileKeySource, KeyRing, type KeySource, type RingLog } from '../keys/key-ring.js'
-import { parseKeyEncryptionKey, persistedKeyEncryptionKey } from '../keys/sealing.js'
+import { DatabaseKeySource, FileKeySource, KeyRing, type KeySource, type RingLog, parseKeyEncryptionKey, persistedKeyEncryptionKey } from '../keys/index.js'
 import { createAccessTokens, createSignedAccessTokens, type AccessTokens } from './tokens.js'
 
 export interface OpenAccessTokensOptions {

@@ -9,19 +9,13 @@ import { createHash, randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError } from '../errors.js'
-import type { PasswordEngine } from '../hashing/types.js'
-import { withTransaction, type Queryable } from '../db/pool.js'
-import { insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose } from '../db/account-tokens.js'
-import { countMailRequest } from '../db/mail-throttle.js'
-import { resetAccountFailures } from '../db/login-throttle.js'
-import { revokeAllSessionIds } from '../db/sessions.js'
+import type { PasswordEngine } from '../hashing/index.js'
+import { withTransaction, type Queryable, insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose, countMailRequest, resetAccountFailures, revokeAllSessionIds, markEmailVerified, setPasswordHashByMail, enqueueMail } from '../db/index.js'
 import type { SessionCheck } from './session-check.js'
 import { acceptNewPassword } from './password-policy.js'
-import { markEmailVerified, setPasswordHashByMail } from '../db/users.js'
-import { enqueueMail } from '../db/mail-outbox.js'
-import { accountLink, passwordResetMail, registrationAttemptMail, verificationMail } from '../mail/messages.js'
+import { accountLink, passwordResetMail, registrationAttemptMail, verificationMail } from '../mail/index.js'
 import { addressKey } from './login-throttle.js'
-import { contextHashOptions, hashAcceptedPassword, type RequestContext } from './auth-service.js'
+import { hashAcceptedPassword, type HashedRequest } from './password-check.js'
 
 export interface MailThrottlePolicy {
   accountRequests: number
@@ -38,7 +32,6 @@ export interface AccountMailServiceDeps {
   passwordResetTtlSeconds: number
   emailVerificationTtlSeconds: number
   throttle: MailThrottlePolicy
-  registerDeadlineMs: number
   log: FastifyBaseLogger
   /** The access-token session check, told of the sessions a reset revokes; none: their tokens stop within its cache time. */
   sessions?: SessionCheck
@@ -130,12 +123,12 @@ export class AccountMailService {
    * locked first, then the account's reset links: two uses, of one link or of two, race to one),
    * sets the hash, spends the other links, revokes every session and forgets the account's login failures.
    */
-  async resetPassword (input: { token: string, password: string }, context: RequestContext): Promise<void> {
+  async resetPassword (input: { token: string, password: string }, { ticket }: HashedRequest): Promise<void> {
     // The policy's cheap checks first (no query); the NFC form is what is hashed.
     const password = acceptNewPassword(input.password)
     const tokenHash = hashAccountToken(input.token)
     if (!(await isLiveAccountToken(this.deps.db, tokenHash, 'password_reset'))) throw createError('ACCOUNT_TOKEN_INVALID', undefined, { field: 'token' })
-    const passwordHash = await hashAcceptedPassword(this.deps.engine, password, 'password', contextHashOptions(this.deps.registerDeadlineMs, context))
+    const passwordHash = await hashAcceptedPassword(this.deps.engine, password, 'password', { ticket })
     const outcome = await withTransaction(this.deps.db, async (client) => {
       const userId = await spendAccountToken(client, tokenHash, 'password_reset')
       if (userId === undefined) return undefined

@@ -1,22 +1,18 @@
 /**
  * What a signed-in user does to their own account: list and end sessions, sign out everywhere,
- * change the password, delete the account. The password checks follow login's rules: hash
- * admission before the work, the same throttle (a wrong password is a failed login of the
- * account and the address), the verify through the pool with a deadline.
+ * change the password, delete the account. The password checks follow login's rules
+ * (password-check.ts): admitted at the door, the same throttle (a wrong password is a failed
+ * login of the account and the address), the verify through the pool under the request's ticket.
  */
 import { createError } from '../errors.js'
-import { withTransaction } from '../db/pool.js'
-import { spendAllAccountTokens } from '../db/account-tokens.js'
-import { findUserById, replacePasswordHash, type UserWithHash } from '../db/users.js'
-import { listLiveSessions, revokeAllSessionIds, revokeSession } from '../db/sessions.js'
-import { deleteAccount } from '../db/accounts.js'
-import { readFailures, resetAccountFailures, type FailureCounts, type ThrottleKeys } from '../db/login-throttle.js'
+import { withTransaction, spendAllAccountTokens, findUserById, replacePasswordHash, type UserWithHash, listLiveSessions, revokeAllSessionIds, revokeSession, deleteAccount, readFailures, resetAccountFailures, type FailureCounts, type ThrottleKeys } from '../db/index.js'
 import { addressKey } from './login-throttle.js'
-import { contextHashOptions, passwordCheckRules, startPasswordCheck, hashAcceptedPassword, recordFailedCheck, verifyPasswordForms, type AuthServiceDeps, type LoginContext } from './auth-service.js'
+import { hashAcceptedPassword, laterHashOptions, passwordCheckRules, recordFailedCheck, startPasswordCheck, verifyPasswordForms, type HashedRequest } from './password-check.js'
+import type { AuthServiceDeps } from './auth-service.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 
 /** The auth service's own (a new password is hashed with registration's deadline, from the request's arrival). */
-export type AccountServiceDeps = Pick<AuthServiceDeps, 'db' | 'engine' | 'sessions' | 'loginDeadlineMs' | 'registerDeadlineMs' | 'loginThrottle' | 'checksUnderWay' | 'log' | 'now'>
+export type AccountServiceDeps = Pick<AuthServiceDeps, 'db' | 'engine' | 'sessions' | 'registerDeadlineMs' | 'loginThrottle' | 'checksUnderWay' | 'log' | 'now'>
 
 /** Who is asking: the user and session of the access token. */
 export interface Caller {
@@ -60,24 +56,24 @@ export class AccountService {
     this.deps.sessions.forget(ended)
   }
 
-  async deleteAccount (caller: Caller, password: string, context: LoginContext): Promise<void> {
+  async deleteAccount (caller: Caller, password: string, context: HashedRequest): Promise<void> {
     const user = await this.user(caller)
     await this.verifyPassword(user, password, context)
     const { sessionIds } = await deleteAccount(this.deps.db, user.id)
     this.deps.sessions.forget([caller.sessionId, ...sessionIds])
-    this.deps.log.info({ event: 'account_deleted', userId: user.id, address: context.client }, 'account deleted')
+    this.deps.log.info({ event: 'account_deleted', userId: user.id, address: context.ticket.client }, 'account deleted')
   }
 
   /**
    * Sets the new password, ends every other session and spends the reset links mailed before
    * (one would set a password over this one); the caller's session keeps working.
    */
-  async changePassword (caller: Caller, input: { currentPassword: string, newPassword: string }, context: LoginContext): Promise<void> {
+  async changePassword (caller: Caller, input: { currentPassword: string, newPassword: string }, context: HashedRequest): Promise<void> {
     // The policy's cheap checks before any query or hash; the NFC form is what is hashed.
     const newPassword = acceptNewPassword(input.newPassword, 'newPassword')
     const user = await this.user(caller)
     await this.verifyPassword(user, input.currentPassword, context, 'currentPassword')
-    const newHash = await hashAcceptedPassword(this.deps.engine, newPassword, 'newPassword', contextHashOptions(this.deps.registerDeadlineMs, context))
+    const newHash = await hashAcceptedPassword(this.deps.engine, newPassword, 'newPassword', laterHashOptions(context, this.deps.registerDeadlineMs))
     const ended = await withTransaction(this.deps.db, async (client) => {
       // Only over the hash just verified: a password changed meanwhile (another session) wins.
       if (!await replacePasswordHash(client, user.id, user.passwordHash, newHash)) throw createError('CURRENT_PASSWORD_INCORRECT')
@@ -87,7 +83,7 @@ export class AccountService {
       return revoked
     })
     this.deps.sessions.forget(ended)
-    this.deps.log.info({ event: 'password_changed', userId: user.id, address: context.client, sessionsEnded: ended.length }, 'password changed')
+    this.deps.log.info({ event: 'password_changed', userId: user.id, address: context.ticket.client, sessionsEnded: ended.length }, 'password changed')
   }
 
   private async user (caller: Caller): Promise<UserWithHash> {
@@ -97,22 +93,20 @@ export class AccountService {
   }
 
   /**
-   * Login's rules for a password given again by a signed-in user: admission, then the throttle
-   * decided before any hash, the verify through the pool, and a wrong password counted as a
-   * failed login. Throws CURRENT_PASSWORD_INCORRECT or TOO_MANY_ATTEMPTS.
+   * Login's rules for a password given again by a signed-in user: admitted at the door (the
+   * request's ticket), the throttle decided before any hash, the verify through the pool, and a
+   * wrong password counted as a failed login. Throws CURRENT_PASSWORD_INCORRECT or TOO_MANY_ATTEMPTS.
    */
-  private async verifyPassword (user: UserWithHash, password: string, context: LoginContext, field = 'password'): Promise<void> {
+  private async verifyPassword (user: UserWithHash, password: string, { ticket }: HashedRequest, field = 'password'): Promise<void> {
     // Malformed text refused before anything costs; the NFC form first, then the typed form
     // (hashes made before normalisation), as login does.
     const forms = passwordForms(password, field)
-    const hashOptions = contextHashOptions(this.deps.loginDeadlineMs, context)
-    this.deps.engine.assertAdmissible('verify', hashOptions)
-    const keys: ThrottleKeys = { account: user.email, address: addressKey(context.client) }
+    const keys: ThrottleKeys = { account: user.email, address: addressKey(ticket.client) }
     const logging = { log: this.deps.log, throttled: 'password check throttled', failed: 'password check failed', fields: { reauthentication: true } }
     const read = async (): Promise<{ failures: FailureCounts }> => ({ failures: await readFailures(this.deps.db, keys) })
-    const { found: { failures }, end: endCheck } = await startPasswordCheck(read, keys, passwordCheckRules(this.deps, hashOptions, context), logging)
+    const { found: { failures }, end: endCheck } = await startPasswordCheck(read, keys, passwordCheckRules(this.deps, ticket), logging)
     try {
-      const verified = await verifyPasswordForms(this.deps, forms, user, hashOptions, 'password check')
+      const verified = await verifyPasswordForms(this.deps, forms, user, ticket, 'password check')
       if (!verified.match) {
         await recordFailedCheck(this.deps.db, keys, 'wrong_password', this.now(), this.deps.loginThrottle, logging)
         // A later form's refusal (the queue, the deadline) is the answer, once the failure is counted.

@@ -24,7 +24,7 @@
  * times the free failures before the delays start.
  */
 import { performance } from 'node:perf_hooks'
-import type { ThrottleKeys, ThrottleScope } from '../db/login-throttle.js'
+import type { ThrottleKeys, ThrottleScope } from '../db/index.js'
 
 /** How long an ended check is remembered: far longer than a read of the counts takes. */
 const endedKeptMs = 10_000

@@ -7,7 +7,7 @@
  * outlasts its window: when the window ends, the count starts again from zero.
  */
 import net from 'node:net'
-import type { FailureCount, ThrottleScope } from '../db/login-throttle.js'
+import type { FailureCount, ThrottleScope } from '../db/index.js'
 
 export type { FailureCount, ThrottleScope }
 

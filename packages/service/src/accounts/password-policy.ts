@@ -7,7 +7,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createError } from '../errors.js'
 import { packageRoot } from '../paths.js'
-import { Password } from '../http/schemas.js'
+import { Password } from '../http/index.js'
 
 // Node 20 has String.prototype.isWellFormed (V8 11.x); TypeScript declares it from ES2024's lib,
 // which the workspace's ES2023 lib does not include.

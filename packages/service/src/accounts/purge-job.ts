@@ -4,8 +4,7 @@
  * shutdown never cuts a statement off nor waits for a whole run.
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { Queryable } from '../db/pool.js'
-import { purgeBatch, type PurgeTarget } from '../db/purge.js'
+import { type Queryable, purgeBatch, type PurgeTarget } from '../db/index.js'
 
 export interface PurgeJobOptions {
   db: Queryable

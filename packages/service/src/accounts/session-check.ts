@@ -6,8 +6,7 @@
  * and is remembered too.
  */
 import { performance } from 'node:perf_hooks'
-import type { Queryable } from '../db/pool.js'
-import { isSessionLive } from '../db/sessions.js'
+import { type Queryable, isSessionLive } from '../db/index.js'
 import { createError } from '../errors.js'
 
 /** Sessions remembered at most; past it the memory starts again empty (a cheap bound). */

@@ -8,7 +8,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { createSigner, createVerifier } from 'fast-jwt'
 import { createError } from '../errors.js'
-import type { KeyRing, RingKey } from '../keys/key-ring.js'
+import type { KeyRing, RingKey } from '../keys/index.js'
 
 /** Who issues access tokens (`iss`), and the API they are for (`aud`): other verifiers check both. */
 export const accessTokenIssuer = 'tollbooth'

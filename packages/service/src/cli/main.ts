@@ -2,15 +2,12 @@
  * `tollbooth [serve] [flags]` and `tollbooth --help`. The CLI only wires the
  * library parts together; each command lives in its own module.
  */
-import { configHelp, loadConfig } from '../config/index.js'
+import { configHelp } from '../config/index.js'
 import { isTollboothError } from '../errors.js'
 import { packageVersion } from '../paths.js'
-import { clusterSize, clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from '../process/cluster.js'
-import { createLogger as logger } from '../http/logger.js'
-import { handleSignals, startService } from '../process/start.js'
 import { runLabCommand } from './lab-command.js'
 import { runMigrateCommand } from './migrate-command.js'
-import { clearReadyFile, writeReadyFile } from './ready-file.js'
+import { runServe } from './serve.js'
 
 const usage = `tollbooth ${packageVersion}: an authentication service that keeps answering when a crowd logs in at once
 
@@ -21,24 +18,11 @@ Usage:
   tollbooth --help | --version
 
 Every flag has an environment variable; flags win. See docs/reference/config.md.
+--ready-file FILE: once listening, write {"url", "pid", "version", "strategy"} there as JSON
+(for programs that start the service: docs/reference/launcher.md).
 
-Flags:
 ${configHelp()}
 `
-
-async function serve (argv: string[]): Promise<void> {
-  if (isClusterWorker()) {
-    await startClusterWorker(logger(clusterWorkerConfig().logLevel))
-    return
-  }
-  const config = loadConfig({ argv })
-  const log = logger(config.logLevel)
-  clearReadyFile(config.readyFile)
-  const clustered = config.hashStrategy === 'cluster' || clusterSize(config) > 1
-  const service = clustered ? await startClusterPrimary(config, log) : await startService(config, { logger: log })
-  handleSignals(service, log)
-  writeReadyFile(config.readyFile, { url: service.url, ...(service.adminUrl === undefined ? {} : { adminUrl: service.adminUrl }), pid: process.pid, version: packageVersion, strategy: config.hashStrategy })
-}
 
 async function main (argv: string[]): Promise<void> {
   const [command, ...rest] = argv
@@ -50,8 +34,8 @@ async function main (argv: string[]): Promise<void> {
     process.stdout.write(`${packageVersion}\n`)
     return
   }
-  if (command === undefined || command.startsWith('-')) return await serve(argv)
-  if (command === 'serve') return await serve(rest)
+  if (command === undefined || command.startsWith('-')) return await runServe(argv)
+  if (command === 'serve') return await runServe(rest)
   if (command === 'migrate') {
     process.exitCode = await runMigrateCommand(rest)
     return

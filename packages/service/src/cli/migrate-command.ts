@@ -7,8 +7,7 @@
  */
 import { parseArgs } from 'node:util'
 import { readSecret } from '../config/index.js'
-import { migrate } from '../db/migrate.js'
-import { createDatabasePool } from '../db/pool.js'
+import { migrate, createDatabasePool } from '../db/index.js'
 
 export async function runMigrateCommand (argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let url: string | undefined

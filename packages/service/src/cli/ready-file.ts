@@ -1,5 +1,5 @@
 /**
- * TOLLBOOTH_READY_FILE: once the service listens, it writes `{ url, adminUrl?, pid, version, strategy }`
+ * `--ready-file`: once the service listens, it writes `{ url, adminUrl?, pid, version, strategy }`
  * as JSON to that path, so a program that started it (the launcher API, a script, a
  * supervisor) learns its URL without reading its logs. The file is written beside its
  * final name and renamed into place, so a reader never sees half of it; a file left by an
@@ -8,7 +8,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 
-/** What the service writes to TOLLBOOTH_READY_FILE once it listens. */
+/** What the service writes to its ready file once it listens. */
 export interface ReadyInfo {
   url: string
   /** The admin listener (TOLLBOOTH_ADMIN_PORT), where /metrics and the readiness details are; absent: they are on `url`. */

@@ -4,7 +4,7 @@
  * lock, so replicas starting or rotating together create one key, not one each.
  */
 import type pg from 'pg'
-import type { PublicJwk, SigningAlgorithm } from '../keys/signing-key.js'
+import type { PublicJwk, SigningAlgorithm } from '../keys/index.js'
 import { withTransaction, type Queryable } from './pool.js'
 
 /** Arbitrary constant, distinct from the migrations' lock. */

@@ -1,33 +1,26 @@
 /**
- * Diagnostic login variants for the load lab's `auth-path` scenario (the NestJS
- * article's diagnosis: which step of login costs the time). Registered only when
- * the service starts with TOLLBOOTH_LAB_DIAGNOSTICS=true, never by default: the
- * `noop` and `jwt-only` variants skip the password check.
+ * Diagnostic login variants for the load lab's `auth-path` scenario (the NestJS article's
+ * diagnosis: which step of login costs the time). Registered only under the harness's
+ * `--lab-diagnostics`, on a loopback address: the `noop` and `jwt-only` variants skip the
+ * password check.
  */
-import type pg from 'pg'
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { createError } from '../errors.js'
-import { findUserByEmail } from '../db/users.js'
-import { normaliseEmail, type AuthService } from '../accounts/auth-service.js'
-import { requestContext } from '../http/request-context.js'
-import { trimEmail } from '../http/routes/auth.js'
-import { errors, LoginBody } from '../http/schemas.js'
-import { newTokenFamily, type AccessTokens } from '../accounts/tokens.js'
+import { findUserByEmail } from '../db/index.js'
+import { newTokenFamily, normaliseEmail } from '../accounts/index.js'
+import { admittedRequest, errors, LoginBody, trimEmail, type HarnessRouteParts } from '../http/index.js'
 
-export interface LabRoutesOptions {
-  db: pg.Pool
-  auth: AuthService
-  accessTokens: AccessTokens
-}
-
-export const labRoutes: FastifyPluginAsyncTypebox<LabRoutesOptions> = async (app, { db, auth, accessTokens }) => {
+export async function labRoutes (api: FastifyInstance, { db, auth, accessTokens, loginAdmission }: HarnessRouteParts): Promise<void> {
+  api.log.warn('lab diagnostics are on: /api/v1/lab/login skips the password check in two of its variants')
+  const app = api.withTypeProvider<TypeBoxTypeProvider>()
   app.post('/lab/login', {
     config: { tokenResponse: true },
     preValidation: trimEmail,
     schema: {
       tags: ['lab'],
-      summary: 'Login with steps removed, for the load lab (only with TOLLBOOTH_LAB_DIAGNOSTICS=true)',
+      summary: 'Login with steps removed, for the load lab (only under its harness)',
       description: '`hash=noop`: database lookup only. `hash=jwt-only`: lookup + JWT signing. `hash=full`: the real login.',
       querystring: Type.Object({ hash: Type.Union([Type.Literal('noop'), Type.Literal('jwt-only'), Type.Literal('full')]) }, { additionalProperties: false }),
       body: LoginBody,
@@ -36,7 +29,7 @@ export const labRoutes: FastifyPluginAsyncTypebox<LabRoutesOptions> = async (app
   }, async (request, reply) => {
     const variant = request.query.hash
     if (variant === 'full') {
-      const result = await auth.login(request.body, requestContext(request, reply))
+      const result = await auth.login(request.body, await admittedRequest(loginAdmission, request, reply))
       return { variant, userId: result.user.id, accessToken: result.accessToken }
     }
     const user = await findUserByEmail(db, normaliseEmail(request.body.email))

@@ -7,25 +7,22 @@
  * hash itself always runs in the executor's worker threads.
  */
 import { randomBytes } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { createError, isTollboothError, type TollboothError } from '../errors.js'
 import { detectCpuBudget, type CpuBudget } from '../machine/index.js'
-import type { HashExecutor, HashTask } from './executor.js'
-import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './hashers/bcrypt.js'
+import type { ExecutorFactory, ExecutorSettings, HashExecutor, HashTask, HashWork } from './executor.js'
+import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './hashers/index.js'
 import { inspectStoredHash, validatePolicy, type StoredHash } from './limits.js'
 import { refusalOutcome, TollboothPool } from './pool.js'
-import { nextMeanRunMs, type HashReservation } from './scheduler.js'
-import { EventLoopExecutor } from '../harness/strategies/event-loop.js'
-import { LibuvExecutor } from '../harness/strategies/libuv.js'
-import { PiscinaDefaultExecutor } from '../harness/strategies/piscina-default.js'
-import { SpawnExecutor } from '../harness/strategies/spawn.js'
 import { storedDiffersFromPolicy } from './rehash.js'
-import {
-  hashStrategies, type HashFaultLog, type HashPolicy, type HashPoolStats, type HashRequestOptions, type HashStrategy,
-  type HashTaskEvent, type HashTaskKind, type PasswordEngine, type PasswordEngineOptions, type VerifyResult,
+import { AdmissionTicket, type AdmissionRequest } from './ticket.js'
+import type {
+  HashFaultLog, HashOptions, HashPolicy, HashPoolStats, HashRequest, HashTaskEvent, HashTaskKind, HashTicket, PasswordEngine, PasswordEngineOptions, VerifyResult,
 } from './types.js'
-import { abortSignalSchema, firstFault, hashReservationSchema } from './validate.js'
+import { abortSignalSchema, admissionTicketSchema, firstFault } from './validate.js'
+import { nextMeanRunMs } from './wait-calibration.js'
 
 const maxThreads = 256
 const maxQueueLimit = 1_000_000
@@ -39,7 +36,6 @@ const maxPadMs = 5000
 /** Options after validation, with every default filled: what the core trusts. */
 interface FilledEngineOptions {
   policy: HashPolicy
-  strategy: HashStrategy
   threads: number
   maxQueue: number
   threadNice: number
@@ -50,7 +46,6 @@ interface FilledEngineOptions {
 /** The options besides the policy, which validatePolicy checks with its bounds and reasons. */
 const EngineOptions = TypeCompiler.Compile(Type.Object({
   policy: Type.Optional(Type.Unknown()),
-  strategy: Type.Optional(Type.Union(hashStrategies.map((name) => Type.Literal(name)))),
   threads: Type.Optional(Type.Integer({ minimum: 1, maximum: maxThreads })),
   maxQueue: Type.Optional(Type.Integer({ minimum: 0, maximum: maxQueueLimit })),
   threadNice: Type.Optional(Type.Integer({ minimum: 0, maximum: 19 })),
@@ -62,13 +57,17 @@ const EngineOptions = TypeCompiler.Compile(Type.Object({
 }))
 
 /** Per-request options: checked on every request, so compiled once. */
-const RequestOptions = TypeCompiler.Compile(Type.Object({
+const requestFields = {
   deadlineMs: Type.Optional(Type.Number({ minimum: 0 })),
   deadlineAt: Type.Optional(Type.Number({ description: 'performance.now() time' })),
   signal: Type.Optional(abortSignalSchema()),
-  keepIfStarted: Type.Optional(Type.Boolean()),
   client: Type.Optional(Type.String()),
-  reservation: Type.Optional(hashReservationSchema()),
+}
+const RequestFields = TypeCompiler.Compile(Type.Object(requestFields))
+const HashOptionsFields = TypeCompiler.Compile(Type.Object({
+  ...requestFields,
+  keepIfStarted: Type.Optional(Type.Boolean()),
+  ticket: Type.Optional(admissionTicketSchema()),
 }))
 
 function frozenPolicy (policy: HashPolicy): HashPolicy {
@@ -93,7 +92,6 @@ function fillEngineOptions (options: unknown): FilledEngineOptions {
   const threads = Math.min(checked.threads ?? cpuBudget.cpus, maxThreads)
   return {
     policy: frozenPolicy(checked.policy),
-    strategy: checked.strategy ?? 'tollbooth',
     threads,
     maxQueue: checked.maxQueue ?? threads * defaultQueuePerThread,
     threadNice: checked.threadNice ?? defaultThreadNice,
@@ -103,21 +101,33 @@ function fillEngineOptions (options: unknown): FilledEngineOptions {
 }
 
 /** Per-request arguments are programming errors when wrong: a TypeError naming the argument. */
-function checkOptions (options: HashRequestOptions | undefined): void {
+function checkFields (check: typeof RequestFields | typeof HashOptionsFields, options: unknown): void {
   if (options === undefined) return
-  const fault = firstFault(RequestOptions, options, 'options')
+  const fault = firstFault(check, options, 'options')
   if (fault !== undefined) throw new TypeError(`${fault.field} ${fault.message}`)
 }
 
-/** What `admission` and `reserve` take: a kind of hash task, and request options. */
-function checkKindAndOptions (kind: HashTaskKind, options: HashRequestOptions | undefined): void {
+function checkKind (kind: HashTaskKind): void {
   if (kind !== 'hash' && kind !== 'verify') throw new TypeError(`kind must be 'hash' or 'verify', got ${String(kind)}`)
-  checkOptions(options)
 }
 
-function checkRequest (password: unknown, options: HashRequestOptions | undefined): asserts password is string {
+function checkRequest (password: unknown, options: HashOptions | undefined): asserts password is string {
   if (typeof password !== 'string') throw new TypeError(`password must be a string, got ${typeof password}`)
-  checkOptions(options)
+  checkFields(HashOptionsFields, options)
+  const { ticket, deadlineMs, deadlineAt, client, signal } = options ?? {}
+  if (ticket !== undefined && (deadlineMs ?? deadlineAt ?? client ?? signal) !== undefined) {
+    throw new TypeError('options.ticket carries its request\'s deadline, client and signal: give the ticket alone')
+  }
+}
+
+/**
+ * The request as admission decides it: the one place a deadline given in milliseconds from now
+ * becomes an instant (the earlier of the two when both are given).
+ */
+function admissionRequest (kind: HashTaskKind, { deadlineMs, deadlineAt, client, signal }: HashRequest = {}, now: number): AdmissionRequest {
+  const fromMs = deadlineMs === undefined ? undefined : now + deadlineMs
+  const due = deadlineAt === undefined ? fromMs : fromMs === undefined ? deadlineAt : Math.min(fromMs, deadlineAt)
+  return { kind, deadlineAt: due, client: client ?? '', signal }
 }
 
 function hashTask (policy: HashPolicy, password: string): HashTask {
@@ -130,7 +140,7 @@ function hashTask (policy: HashPolicy, password: string): HashTask {
 
 class Engine implements PasswordEngine {
   readonly policy: HashPolicy
-  readonly strategy: HashStrategy
+  readonly strategy: string
   readonly cpuBudget: CpuBudget
   private dummyHash = ''
   /**
@@ -141,7 +151,7 @@ class Engine implements PasswordEngine {
 
   constructor (options: FilledEngineOptions, private readonly executor: HashExecutor) {
     this.policy = options.policy
-    this.strategy = options.strategy
+    this.strategy = executor.strategy
     this.cpuBudget = options.cpuBudget
   }
 
@@ -157,40 +167,48 @@ class Engine implements PasswordEngine {
   }
 
   /** Input refused on the main thread: counted and reported like any failed request. */
-  private refuse (kind: HashTaskKind, err: unknown): never {
+  private refuseInput (kind: HashTaskKind, err: unknown): never {
     if (isTollboothError(err)) this.executor.recordRefused({ kind, outcome: 'error', waitMs: 0, runMs: 0 })
     throw err
   }
 
-  async hash (password: string, options?: HashRequestOptions): Promise<string> {
-    checkRequest(password, options)
-    if (this.policy.algorithm === 'bcrypt' && bcryptPasswordTooLong(password)) {
-      this.refuse('hash', createError('PASSWORD_TOO_LONG', `bcrypt accepts at most ${bcryptMaxPasswordBytes} UTF-8 bytes; the password was not truncated`))
-    }
-    return String(await this.executor.run(hashTask(this.policy, password), options))
+  /** The ticket a task runs under: the caller's, or one admitted when the task is submitted. */
+  private work (kind: HashTaskKind, options: HashOptions | undefined): HashWork {
+    const keepIfStarted = options?.keepIfStarted === true
+    const now = performance.now()
+    if (options?.ticket !== undefined) return { ticket: options.ticket as AdmissionTicket, keepIfStarted, now }
+    return { ticket: new AdmissionTicket(admissionRequest(kind, options, now), undefined, () => undefined), keepIfStarted, now }
   }
 
-  async verify (password: string, storedHash: string, options?: HashRequestOptions): Promise<VerifyResult> {
+  async hash (password: string, options?: HashOptions): Promise<string> {
+    checkRequest(password, options)
+    if (this.policy.algorithm === 'bcrypt' && bcryptPasswordTooLong(password)) {
+      this.refuseInput('hash', createError('PASSWORD_TOO_LONG', `bcrypt accepts at most ${bcryptMaxPasswordBytes} UTF-8 bytes; the password was not truncated`))
+    }
+    return String((await this.executor.run(hashTask(this.policy, password), this.work('hash', options))).value)
+  }
+
+  async verify (password: string, storedHash: string, options?: HashOptions): Promise<VerifyResult> {
     checkRequest(password, options)
     let stored: StoredHash
     try {
       stored = inspectStoredHash(storedHash)
     } catch (err) {
-      this.refuse('verify', err)
+      this.refuseInput('verify', err)
     }
     const outdated = storedDiffersFromPolicy(stored, this.policy)
     // An outdated hash's mismatch holds its thread as long as a verify of the policy's would.
     const mismatchRunMs = outdated && this.policyVerifyMs > 0 ? { mismatchRunMs: this.policyVerifyMs } : {}
-    const { value, runMs } = await this.executor.runTimed({ kind: 'verify', password, stored: storedHash, ...mismatchRunMs }, options)
+    const { value, runMs } = await this.executor.run({ kind: 'verify', password, stored: storedHash, ...mismatchRunMs }, this.work('verify', options))
     const match = value === true
     if (!outdated) this.learnPolicyVerify(runMs)
     else if (!match) await this.padToPolicyVerify(runMs)
     return { match, needsRehash: outdated }
   }
 
-  async verifyDummy (password: string, options?: HashRequestOptions): Promise<void> {
+  async verifyDummy (password: string, options?: HashOptions): Promise<void> {
     checkRequest(password, options)
-    this.learnPolicyVerify((await this.executor.runTimed({ kind: 'verify', password, stored: this.dummyHash }, options)).runMs)
+    this.learnPolicyVerify((await this.executor.run({ kind: 'verify', password, stored: this.dummyHash }, this.work('verify', options))).runMs)
   }
 
   private learnPolicyVerify (runMs: number): void {
@@ -212,19 +230,14 @@ class Engine implements PasswordEngine {
     if (padMs >= 1) await new Promise((resolve) => { setTimeout(resolve, padMs) })
   }
 
-  admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined {
-    checkKindAndOptions(kind, options)
-    return this.executor.admission(kind, options)
+  admit (kind: HashTaskKind, request?: HashRequest): HashTicket | TollboothError {
+    checkKind(kind)
+    checkFields(RequestFields, request)
+    const now = performance.now()
+    return this.executor.admit(admissionRequest(kind, request, now), now)
   }
 
-  reserve (kind: HashTaskKind, options?: HashRequestOptions): HashReservation | undefined {
-    checkKindAndOptions(kind, options)
-    return this.executor.reserve(kind, options)
-  }
-
-  assertAdmissible (kind: HashTaskKind, options?: HashRequestOptions): void {
-    const refusal = this.admission(kind, options)
-    if (refusal === undefined) return
+  refuse (kind: HashTaskKind, refusal: TollboothError): never {
     if (refusal.code !== 'HASH_POOL_CLOSED') this.executor.recordRefused({ kind, outcome: refusalOutcome(refusal), waitMs: 0, runMs: 0 })
     throw refusal
   }
@@ -249,25 +262,18 @@ class Engine implements PasswordEngine {
   }
 }
 
-function createExecutor (options: FilledEngineOptions): HashExecutor {
-  switch (options.strategy) {
-    case 'tollbooth': return new TollboothPool({ threads: options.threads, maxQueue: options.maxQueue, threadNice: options.threadNice, log: options.log })
-    // The load lab's comparison strategies: what the seed articles did, without admission or deadlines.
-    case 'event-loop': return new EventLoopExecutor(options.log)
-    case 'libuv':
-    case 'libuv-128': return new LibuvExecutor(options.strategy, options.log)
-    case 'spawn': return new SpawnExecutor({ log: options.log })
-    case 'piscina': return new PiscinaDefaultExecutor(options.log)
-  }
-}
+/** tollbooth's own executor: the CPU-budgeted pool with admission, deadlines and cancellation. */
+const tollboothPool: ExecutorFactory = (settings) => new TollboothPool(settings)
 
 /**
  * Validates the options (`CONFIG_INVALID` naming the field), starts the worker
- * threads, computes the dummy hash for `verifyDummy` and warms every thread.
+ * threads (or the executor `createExecutor` makes: the lab's harness gives its own), computes
+ * the dummy hash for `verifyDummy` and warms every thread.
  */
-export async function createPasswordEngine (options: PasswordEngineOptions): Promise<PasswordEngine> {
+export async function createPasswordEngine (options: PasswordEngineOptions, createExecutor: ExecutorFactory = tollboothPool): Promise<PasswordEngine> {
   const filled = fillEngineOptions(options)
-  const executor = createExecutor(filled)
+  const settings: ExecutorSettings = { threads: filled.threads, maxQueue: filled.maxQueue, threadNice: filled.threadNice, log: filled.log }
+  const executor = createExecutor(settings)
   const engine = new Engine(filled, executor)
   try {
     await engine.warmUp()

@@ -1,16 +1,14 @@
 /**
- * Where hashing work runs. One small interface, one implementation per file:
- * `pool.ts` is tollbooth's own (CPU-budgeted threads, admission, deadlines,
- * cancellation); the load lab's comparison strategies ('event-loop', 'libuv',
- * 'spawn', 'piscina') live in strategies/, one file each, behind the same
- * interface, so the engine does not know which one runs its work.
+ * Where hashing work runs: one small interface. `pool.ts` is tollbooth's own (CPU-budgeted
+ * threads, admission, deadlines, cancellation); the lab's harness gives the engine others (the
+ * seed articles' strategies) behind the same interface, so the engine does not know which one
+ * runs its work.
  *
- * The engine has already parsed and bounded everything a task carries; an
- * executor trusts its input.
+ * The engine has already parsed and bounded everything a task carries; an executor trusts its input.
  */
 import type { TollboothError } from '../errors.js'
-import type { HashReservation } from './scheduler.js'
-import type { Argon2Params, BcryptParams, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind, ScryptParams } from './types.js'
+import type { AdmissionRequest, AdmissionTicket } from './ticket.js'
+import type { Argon2Params, BcryptParams, HashFaultLog, HashPoolStats, HashTaskEvent, ScryptParams } from './types.js'
 
 /** A unit of work, as sent to a worker thread (structured-clone friendly). */
 export type HashTask =
@@ -39,28 +37,49 @@ export type HashReply =
 /** A task's value, and how long the hash ran (measured where it ran). */
 export interface TimedValue { value: string | boolean, runMs: number }
 
+/** How a task is run: under its ticket (its deadline, client and signal), and whether an abort once running changes nothing. */
+export interface HashWork {
+  ticket: AdmissionTicket
+  keepIfStarted: boolean
+  /** When the engine was asked (performance.now()): the one clock reading a request is decided on. */
+  now: number
+}
+
 export interface HashExecutor {
-  readonly strategy: HashStrategy
+  /** `tollbooth`, or the name of another executor (the lab's harness). */
+  readonly strategy: string
   readonly threads: number
   /**
-   * Runs one hash or verify under the request's deadline and signal. Resolves with the
-   * worker's value; rejects with a coded error (SERVICE_OVERLOADED, HASH_DEADLINE_EXCEEDED,
-   * HASH_CANCELLED, HASH_POOL_CLOSED ...).
+   * Admission: a ticket (holding a queue place where the executor has a queue of its own), or
+   * the refusal a request would get now, counted nowhere (the engine counts what it answers).
    */
-  run (task: HashTask, options?: HashRequestOptions): Promise<string | boolean>
-  /** `run`, with how long the hash itself ran (its queue wait left out). */
-  runTimed (task: HashTask, options?: HashRequestOptions): Promise<TimedValue>
-  /** The admission refusal `run` would reject with now, or undefined; counts nothing. */
-  admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined
-  /** A place held for an admitted request until its hash is submitted; undefined without admission. */
-  reserve (kind: HashTaskKind, options?: HashRequestOptions): HashReservation | undefined
+  admit (request: AdmissionRequest, now: number): AdmissionTicket | TollboothError
+  /**
+   * Runs one hash or verify under its ticket: a ticket holding its place is queued without asking
+   * admission again; one without (released, expired, or made at submission) is admitted now.
+   * Resolves with the worker's value and how long the hash itself ran; rejects with a coded
+   * error (SERVICE_OVERLOADED, HASH_DEADLINE_EXCEEDED, HASH_CANCELLED, HASH_POOL_CLOSED ...).
+   */
+  run (task: HashTask, work: HashWork): Promise<TimedValue>
   /** Runs work that is no request (warm-up): not counted, but it teaches the mean run time. */
   runInternal (task: HashTask): Promise<TimedValue>
   /** A trivial task round trip, bypassing admission. */
   ping (timeoutMs: number): Promise<void>
-  /** Counts a request the engine refused before it reached the executor (bad input). */
+  /** Counts a request the engine refused before it reached the executor (bad input, or an admission refusal it answered). */
   recordRefused (event: HashTaskEvent): void
   stats (): HashPoolStats
   onTask (listener: (event: HashTaskEvent) => void): () => void
   close (): Promise<void>
 }
+
+/** What an executor is made with: the engine's validated settings. */
+export interface ExecutorSettings {
+  /** The threads the CPU budget (or the operator) gives hashing. */
+  threads: number
+  maxQueue: number
+  threadNice: number
+  log: HashFaultLog | undefined
+}
+
+/** Makes the executor the engine runs its work on; default: tollbooth's pool. */
+export type ExecutorFactory = (settings: ExecutorSettings) => HashExecutor

@@ -1,10 +1,22 @@
 /**
- * The public API of the password engine. The server imports from here (and
- * types from ./types.js); everything else in this folder is internal.
+ * The password engine's one face: everything outside src/hashing/ imports from here.
  */
 export * from './types.js'
 export { createPasswordEngine } from './engine.js'
 export { defaultPolicy, validatePolicy, hashLimits, type Bound } from './limits.js'
 export { needsRehash } from './rehash.js'
-export type { HashReservation } from './scheduler.js'
+export { answerReserveMs, hashDeadlineAt } from './ticket.js'
 export { detectCpuBudget, type CpuBudget } from '../machine/index.js'
+
+// For executors other than tollbooth's pool (the lab's harness reproduces the seed articles'):
+// the interface the engine runs work on, and the parts every executor counts and hashes with.
+export type { ExecutorFactory, ExecutorSettings, HashExecutor, HashReply, HashTask, HashWork, TimedValue } from './executor.js'
+export { AdmissionTicket, type AdmissionRequest } from './ticket.js'
+export { errorFields, processWarningLog, TaskCounters } from './task-counters.js'
+export { nextMeanRunMs } from './wait-calibration.js'
+export { runHashTask } from './run-task.js'
+export { hasherFor } from './hashers/index.js'
+export { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './hashers/index.js'
+export { formatScrypt, parseScrypt } from './hashers/index.js'
+export { scryptMaxmemBytes } from './hashers/index.js'
+export { hashWorkerUrl } from './pool.js'

@@ -12,7 +12,7 @@
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { createError, type ErrorCode } from '../errors.js'
-import { parseArgon2, parseBcrypt, parseScrypt } from './hashers/phc.js'
+import { parseArgon2, parseBcrypt, parseScrypt } from './hashers/index.js'
 import { hashAlgorithms, type Argon2Params, type BcryptParams, type HashPolicy, type ScryptParams } from './types.js'
 import { firstFault } from './validate.js'
 

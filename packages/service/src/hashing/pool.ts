@@ -12,17 +12,18 @@
  *
  * The queue's rules (who goes first, who is refused, when to retry) are in
  * scheduler.ts, which has no threads and is tested on its own; this file runs
- * what it says, settles the promises and counts outcomes. `checkAdmission` gives
- * the same answer as `run` without queueing, so a caller can refuse before its
- * own costly work.
+ * what it says, settles the promises and counts outcomes. Admission (`admit`)
+ * comes before the caller's own costly work and hands it a ticket holding a
+ * place; `run` queues the ticket's task without asking again.
  */
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
 import { createError, errorRegistry, type ErrorCode, type TollboothError } from '../errors.js'
-import type { HashExecutor, HashReply, HashTask, HashWorkerData, TimedValue } from './executor.js'
-import { HashScheduler, type HashReservation, type Ticket } from './scheduler.js'
+import type { HashExecutor, HashReply, HashTask, HashWork, HashWorkerData, TimedValue } from './executor.js'
+import { HashScheduler, type QueuePlace, type Refusal, type Ticket } from './scheduler.js'
 import { errorFields, processWarningLog, TaskCounters } from './task-counters.js'
-import type { HashFaultLog, HashPoolStats, HashRequestOptions, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'
+import { AdmissionTicket, type AdmissionRequest } from './ticket.js'
+import type { HashFaultLog, HashPoolStats, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'
 
 /** Filled and validated by the engine facade; trusted here. */
 export interface TollboothPoolOptions {
@@ -36,9 +37,10 @@ export interface TollboothPoolOptions {
   log?: HashFaultLog
 }
 
-const defaultWorkerUrl = new URL('./worker.js', import.meta.url).href
-/** How long a reservation without a deadline holds at most (every request route has one). */
-const reservationWithoutDeadlineMs = 60_000
+/** The hash worker threads' entry (worker.ts). */
+export const hashWorkerUrl = new URL('./worker.js', import.meta.url).href
+/** How long a place without a deadline holds at most (every request route has one). */
+const placeWithoutDeadlineMs = 60_000
 
 type Settle = (timed: TimedValue) => void
 
@@ -77,7 +79,7 @@ export class TollboothPool implements HashExecutor {
       onExpired: (pending) => { this.expired(pending as Pending) },
     })
     this.piscina = new Piscina<HashTask, HashReply>({
-      filename: options.workerUrl ?? defaultWorkerUrl,
+      filename: options.workerUrl ?? hashWorkerUrl,
       workerData: { threadNice: options.threadNice ?? 0 } satisfies HashWorkerData,
       minThreads: options.threads,
       maxThreads: options.threads,
@@ -92,55 +94,73 @@ export class TollboothPool implements HashExecutor {
     this.piscina.on('error', (err: unknown) => { log.warn(errorFields(err), 'a hash worker thread failed') })
   }
 
-  async run (task: HashTask, options: HashRequestOptions = {}): Promise<string | boolean> {
-    return (await this.submit(task, options, false)).value
+  admit (request: AdmissionRequest, now: number): AdmissionTicket | TollboothError {
+    const refusal = this.refusal(request, now)
+    if (refusal !== undefined) return refusal
+    return new AdmissionTicket(request, this.place(request, now), this.admitAgain)
   }
 
-  runTimed (task: HashTask, options: HashRequestOptions = {}): Promise<TimedValue> {
-    return this.submit(task, options, false)
+  /** `admit` for a ticket's `readmit`: the new place, or the refusal thrown and counted. */
+  private readonly admitAgain = (request: AdmissionRequest): QueuePlace => {
+    const now = performance.now()
+    const refusal = this.refusal(request, now)
+    if (refusal === undefined) return this.place(request, now)
+    this.recordRefusal(request.kind, refusal)
+    throw refusal
+  }
+
+  private place (request: AdmissionRequest, now: number): QueuePlace {
+    return this.scheduler.reserve(request.kind, request.deadlineAt ?? now + placeWithoutDeadlineMs)
+  }
+
+  run (task: HashTask, work: HashWork): Promise<TimedValue> {
+    return this.submit(task, work, false)
   }
 
   runInternal (task: HashTask): Promise<TimedValue> {
-    return this.submit(task, {}, true)
+    return this.submit(task, { ticket: new AdmissionTicket({ kind: 'hash', deadlineAt: undefined, client: '', signal: undefined }, undefined, () => undefined), keepIfStarted: false, now: performance.now() }, true)
   }
 
-  admission (kind: HashTaskKind, options: HashRequestOptions = {}): TollboothError | undefined {
-    return this.refusal(kind, options, performance.now(), false)
+  /** Why a request would be refused now (admission), or undefined; counts nothing but the decision. */
+  private refusal (request: AdmissionRequest, now: number): TollboothError | undefined {
+    const closed = this.closedOrCancelled(request)
+    if (closed !== undefined) return closed
+    return coded(this.scheduler.refusal(request.kind, request.client, request.deadlineAt, now))
   }
 
-  /** A place for an admitted request until its hash is submitted (check `admission` first): scheduler.ts `HashReservation`. */
-  reserve (kind: HashTaskKind, options: HashRequestOptions = {}): HashReservation {
-    const now = performance.now()
-    return this.scheduler.reserve(kind, deadlineAtOf(options, now) ?? now + reservationWithoutDeadlineMs)
-  }
-
-  /** Why a request submitted now would be refused, or undefined; counts nothing. Internal work is only refused when closed. */
-  private refusal (kind: HashTaskKind, options: HashRequestOptions, now: number, internal: boolean): TollboothError | undefined {
+  private closedOrCancelled (request: AdmissionRequest): TollboothError | undefined {
     if (this.closing !== undefined) return createError('HASH_POOL_CLOSED')
-    if (options.signal?.aborted === true) return createError('HASH_CANCELLED', 'The request was cancelled before it was queued')
-    if (internal) return undefined
-    const refusal = this.scheduler.refusal(kind, options.client ?? '', deadlineAtOf(options, now), now, options.reservation)
-    return refusal === undefined ? undefined : createError(refusal.code, refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds })
+    if (request.signal?.aborted === true) return createError('HASH_CANCELLED', 'The request was cancelled before it was queued')
+    return undefined
   }
 
-  private submit (task: HashTask, options: HashRequestOptions, internal: boolean): Promise<TimedValue> {
+  /**
+   * A ticket that holds its place is queued without a second admission: only a pool closed, a
+   * client gone or a deadline already passed refuse it. One without is admitted now. Internal
+   * work is only refused when closed.
+   */
+  private submitRefusal (ticket: AdmissionTicket, internal: boolean, now: number): TollboothError | undefined {
+    const { request } = ticket
+    if (internal) return this.closing === undefined ? undefined : createError('HASH_POOL_CLOSED')
+    if (!ticket.takePlace()) return this.refusal(request, now)
+    return this.closedOrCancelled(request) ?? coded(this.scheduler.lateRefusal(request.kind, request.client, request.deadlineAt, now))
+  }
+
+  private submit (task: HashTask, { ticket, keepIfStarted, now }: HashWork, internal: boolean): Promise<TimedValue> {
     const kind: HashTaskKind = task.kind === 'hash' ? 'hash' : 'verify'
-    const now = performance.now()
-    const refusal = this.refusal(kind, options, now, internal)
-    // Queued or refused, the request no longer holds a place ahead of the queue.
-    options.reservation?.release()
+    const refusal = this.submitRefusal(ticket, internal, now)
     if (refusal !== undefined) {
-      if (refusal.code !== 'HASH_POOL_CLOSED') this.recordRefused({ kind, outcome: refusalOutcome(refusal), waitMs: 0, runMs: 0 })
+      this.recordRefusal(kind, refusal)
       return Promise.reject(refusal)
     }
-    const { signal } = options
-    const deadlineAt = internal ? undefined : deadlineAtOf(options, now)
+    const { signal, client } = ticket.request
+    const deadlineAt = internal ? undefined : ticket.request.deadlineAt
 
     return new Promise<TimedValue>((resolve, reject) => {
       const pending: Pending = {
         task,
         kind,
-        client: options.client ?? '',
+        client,
         internal,
         enqueuedAt: now,
         deadlineMs: deadlineAt === undefined ? undefined : deadlineAt - now,
@@ -149,7 +169,7 @@ export class TollboothPool implements HashExecutor {
         startedAt: 0,
         state: 'new',
         signal,
-        keepIfStarted: options.keepIfStarted === true,
+        keepIfStarted,
         onAbort: undefined,
         abandoned: false,
         resolve,
@@ -241,6 +261,11 @@ export class TollboothPool implements HashExecutor {
     this.counters.record(event)
   }
 
+  /** Counts an admission refusal answered; a closed pool's answers are not the queue's doing. */
+  private recordRefusal (kind: HashTaskKind, refusal: TollboothError): void {
+    if (refusal.code !== 'HASH_POOL_CLOSED') this.recordRefused({ kind, outcome: refusalOutcome(refusal), waitMs: 0, runMs: 0 })
+  }
+
   async ping (timeoutMs: number): Promise<void> {
     if (this.closing !== undefined) throw createError('HASH_POOL_CLOSED')
     let timer: NodeJS.Timeout | undefined
@@ -264,6 +289,7 @@ export class TollboothPool implements HashExecutor {
       queued: this.scheduler.queuedCount,
       ...this.counters.counts,
       meanRunMs: this.scheduler.meanRunMs,
+      admissionChecks: this.scheduler.admissionChecks,
     }
   }
 
@@ -293,9 +319,7 @@ export function refusalOutcome (refusal: TollboothError): HashTaskOutcome {
   }
 }
 
-/** The earlier of `deadlineMs` from now and `deadlineAt`, in performance.now() time. */
-function deadlineAtOf (options: HashRequestOptions, now: number): number | undefined {
-  const fromMs = options.deadlineMs === undefined ? undefined : now + options.deadlineMs
-  if (options.deadlineAt === undefined) return fromMs
-  return fromMs === undefined ? options.deadlineAt : Math.min(fromMs, options.deadlineAt)
+/** The scheduler's refusal as the coded error a request is answered with. */
+function coded (refusal: Refusal | undefined): TollboothError | undefined {
+  return refusal === undefined ? undefined : createError(refusal.code, refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds })
 }

@@ -3,7 +3,7 @@
  * another algorithm or other parameters than the current policy. Cheap string
  * work; the caller re-hashes with `engine.hash()`.
  */
-import { argon2Version } from './hashers/phc.js'
+import { argon2Version } from './hashers/index.js'
 import { inspectStoredHash, type StoredHash } from './limits.js'
 import type { HashPolicy } from './types.js'
 

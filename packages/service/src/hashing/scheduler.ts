@@ -21,7 +21,9 @@
  * - **Deadlines in the queue.** A request still queued when it can no longer finish by its
  *   deadline leaves the queue (`onExpired`) before it costs a hash; one found so at dispatch too.
  */
+import { FairQueue } from './fair-queue.js'
 import type { HashTaskKind } from './types.js'
+import { nextMeanRunMs, WaitCalibration } from './wait-calibration.js'
 
 export interface SchedulerOptions {
   threads: number
@@ -38,11 +40,9 @@ export interface SchedulerOptions {
  * Admission's headroom: a request is admitted only if it is expected to start within half the
  * time it has left, so the queue holds about half a deadline of work. A queue of whole
  * deadlines serves no more (it never runs dry past capacity either way) but expires what it
- * admitted whenever the hash threads slow down while it waits: in the `stress` scenario at 1 s
- * think time, where the crowd of cheap requests takes the cores from the hash threads by
- * turns, 30 to 37 admitted logins a run waited their whole 2 s for a 503, and none with half.
- * Admitted logins are then answered in about half the deadline, too. Measurements: bench/README,
- * "Half a deadline of queue".
+ * admitted whenever the hash threads slow down while it waits (a crowd of cheap requests taking
+ * the cores from them by turns); with half, admitted logins are answered in about half the
+ * deadline (docs/explanation/overload.md).
  */
 export const defaultAdmissionShare = 0.5
 
@@ -68,25 +68,23 @@ export interface Refusal {
 }
 
 /**
- * A request admitted at the door and not queued yet: a login between its admission (before its
- * body is read) and its verify's turn in the queue, while its body arrives, its database lookup
- * runs and it waits for its account's other checks. Admission counts it as waiting: admission
- * reads the queue as it is, and without this every login of a burst that arrived within one
- * database round trip saw the same empty queue, was admitted, and cost a lookup before the
- * queue refused the excess (1,000 logins at once: 911 refused after their lookup, at 0.6 s on
- * average, and `GET /me` waited up to 1.2 s behind those lookups for a database connection).
- * Released when its hash is submitted (the ticket takes its place), when it starts to wait for
- * its account's other checks (auth-service.ts: it is not about to queue, and waiting checks
- * would count each other), when its request ends, or, at the latest, at its deadline, when it
+ * The place of a request admitted and not queued yet (a `HashTicket`'s): a login between its
+ * admission, before its body is read, and its verify's turn in the queue, while its body
+ * arrives, its database lookup runs and it waits for its account's other checks. Admission
+ * counts it as waiting: it reads the queue as it is, and without the places every login of a
+ * burst that arrived within one database round trip saw the same empty queue, was admitted,
+ * and cost a lookup before the queue refused the excess (and `GET /me` waited behind those
+ * lookups for a database connection). Released when its hash is submitted (the queue entry
+ * takes its place), when its request waits or ends, or, at the latest, at its deadline, when it
  * could no longer be admitted anyway.
  */
-export class HashReservation {
+export class QueuePlace {
   #released = false
-  constructor (readonly kind: HashTaskKind, readonly expiresAt: number, private readonly onRelease: (reservation: HashReservation) => void) {}
+  constructor (readonly kind: HashTaskKind, readonly expiresAt: number, private readonly onRelease: (place: QueuePlace) => void) {}
 
   get released (): boolean { return this.#released }
 
-  /** Gives its place back; again is nothing. */
+  /** Gives the place back; again is nothing. */
   release (): void {
     if (this.#released) return
     this.#released = true
@@ -94,103 +92,9 @@ export class HashReservation {
   }
 }
 
-/** Weight of the newest run time in the running mean: ~the last 10 runs matter. */
-const ewmaWeight = 0.2
-
-/** A running mean of run times with `runMs` added: the first run seeds it, each later one weighs `ewmaWeight`. */
-export function nextMeanRunMs (meanRunMs: number, runMs: number): number {
-  return meanRunMs === 0 ? runMs : meanRunMs + ewmaWeight * (runMs - meanRunMs)
-}
-/** Weight of the newest measured/predicted wait ratio in its running mean: ~the last 20 matter. */
-const calibrationWeight = 0.1
-/** Weight of the newest deviation from that mean in the running mean deviation (Jacobson's RTT estimator uses 1/4). */
-const calibrationDeviationWeight = 0.25
-/** The calibration is the mean ratio plus this many mean deviations: most requests wait no longer than it says. */
-const calibrationDeviations = 2
-/** The calibration never scales the model by more than this (nor below 1). */
-const calibrationBound = 4
-/**
- * How far toward 1 a calibration moves for each request that leaves the queue with a prediction
- * and a wait both under a run (which teach nothing). Without it, a high calibration, which admits only requests
- * predicted to start sooner than its share of the deadline over it, would never hear that the
- * machine is quick again: with hashes of over an eighth of the deadline (a half share over the
- * bound of 4), every admitted prediction is under a run and it stuck at its bound. Under a crowd
- * nearly every prediction is a run or more, and the fading does not show; on a machine with
- * threads to spare, the model is right and 1 is where it goes.
- */
-const calibrationFadeWeight = 0.02
 /** Remaining time assumed for a task already running longer than the mean, as a fraction of it. */
 const overrunFloor = 0.1
 const maxTimerMs = 2 ** 31 - 1
-
-/** One kind's queue: a FIFO per client, clients served round robin (Map order is the turn order). */
-class FairQueue<T extends Ticket> {
-  private readonly byClient = new Map<string, Set<T>>()
-  size = 0
-
-  add (ticket: T): void {
-    let own = this.byClient.get(ticket.client)
-    if (own === undefined) {
-      own = new Set()
-      this.byClient.set(ticket.client, own)
-    }
-    own.add(ticket)
-    this.size++
-  }
-
-  delete (ticket: T): boolean {
-    const own = this.byClient.get(ticket.client)
-    if (own?.delete(ticket) !== true) return false
-    if (own.size === 0) this.byClient.delete(ticket.client)
-    this.size--
-    return true
-  }
-
-  /** The next client's oldest ticket; that client goes to the back of the turn order. */
-  shift (): T | undefined {
-    const first = this.byClient.entries().next().value
-    if (first === undefined) return undefined
-    const [client, own] = first
-    const ticket = own.values().next().value as T
-    own.delete(ticket)
-    this.size--
-    this.byClient.delete(client)
-    if (own.size > 0) this.byClient.set(client, own)
-    return ticket
-  }
-
-  queuedBy (client: string): number {
-    return this.byClient.get(client)?.size ?? 0
-  }
-
-  /**
-   * Tickets served before a new one of `client`: its own backlog, and from every other client
-   * at most one more than that backlog (round robin; counting the extra turn is the cautious side).
-   */
-  aheadOf (client: string): number {
-    const own = this.queuedBy(client)
-    let ahead = own
-    for (const [other, tickets] of this.byClient) if (other !== client) ahead += Math.min(tickets.size, own + 1)
-    return ahead
-  }
-
-  /** The newest ticket of the client with the most queued, if that is more than `than`. */
-  newestOfHeaviest (than: number): T | undefined {
-    let heaviest: Set<T> | undefined
-    // Ties go to the client latest in the turn order: the newest arrivals are given up first.
-    for (const tickets of this.byClient.values()) if (tickets.size > than && tickets.size >= (heaviest?.size ?? 0)) heaviest = tickets
-    if (heaviest === undefined) return undefined
-    let newest: T | undefined
-    for (newest of heaviest);
-    return newest
-  }
-
-  * drain (): Generator<T> {
-    for (const tickets of this.byClient.values()) yield * tickets
-    this.byClient.clear()
-    this.size = 0
-  }
-}
 
 export class HashScheduler<T extends Ticket> {
   readonly threads: number
@@ -200,35 +104,17 @@ export class HashScheduler<T extends Ticket> {
   private readonly onExpired: (ticket: T) => void
   private readonly queues: Readonly<Record<HashTaskKind, FairQueue<T>>> = { verify: new FairQueue(), hash: new FairQueue() }
   private readonly running = new Set<T>()
-  /**
-   * Reservations by kind, in expiry order. Mostly the order made (one deadline per kind, counted
-   * from arrival), but a request held by pacing reserves later than those admitted after it
-   * arrived, with an earlier expiry: an expired place behind a live one would count until the
-   * live one went.
-   */
-  private readonly reservations: Readonly<Record<HashTaskKind, HashReservation[]>> = { verify: [], hash: [] }
-  private readonly liveReservations: Record<HashTaskKind, number> = { verify: 0, hash: 0 }
-  private readonly releaseReservation = (reservation: HashReservation): void => { this.liveReservations[reservation.kind]-- }
+  /** The places held by admitted requests not queued yet, by kind, in expiry order (`reserve`). */
+  private readonly places: Readonly<Record<HashTaskKind, QueuePlace[]>> = { verify: [], hash: [] }
+  private readonly livePlaces: Record<HashTaskKind, number> = { verify: 0, hash: 0 }
+  private readonly releasePlace = (place: QueuePlace): void => { this.livePlaces[place.kind]-- }
+  private readonly calibration = new WaitCalibration()
+  /** Admission decisions made (`refusal`), for `HashPoolStats.admissionChecks`. */
+  admissionChecks = 0
   /** Recent mean run time of one hash, ms (0 until the first run). */
   meanRunMs = 0
-  /**
-   * Measured wait over predicted wait, recently, by kind (1: the model is right). The model
-   * knows the run time measured inside a worker, not what it cannot see: the main thread
-   * handing the next task over late on a busy machine, threads descheduled between tasks, run
-   * times drifting faster than the mean follows, and, for a hash, the verifies that arrive
-   * after it and go first. Scaling predictions by what queued requests really waited (their
-   * sojourn, as CoDel watches) keeps admission honest under contention: a request is admitted
-   * only if it is expected to start within its share of its deadline, so few expire in the queue
-   * after waiting for nothing. One per kind: registrations overtaken by a stream of logins wait a
-   * multiple of what the queue showed when they came (in the DevNest mix, one admitted registration in ten
-   * waited its whole 5 s for a 503), and that lesson is theirs; a shared one would lengthen
-   * every login's expected wait with it, and a login is never overtaken. Not the mean ratio
-   * alone (`learnWait`): in the `stress` scenario, where the hash threads get what a crowd of
-   * cheap requests leaves of the cores, one admitted login in six expired with it.
-   */
-  readonly waitCalibration: Record<HashTaskKind, number> = { verify: 1, hash: 1 }
-  /** The running mean of measured/predicted wait ratios by kind (never below 1), and their running mean deviation. */
-  private readonly waitRatio: Record<HashTaskKind, { mean: number, deviation: number }> = { verify: { mean: 1, deviation: 0 }, hash: { mean: 1, deviation: 0 } }
+  /** The factor the model's waits are scaled by, per kind (wait-calibration.ts). */
+  get waitCalibration (): Record<HashTaskKind, number> { return this.calibration.factor }
 
   constructor (options: SchedulerOptions) {
     this.threads = options.threads
@@ -249,49 +135,47 @@ export class HashScheduler<T extends Ticket> {
   }
 
   /**
-   * Holds a place for an admitted `kind` request until it is queued (`HashReservation`): from
-   * now on admission counts it as waiting. Check `refusal` first.
+   * Holds a place for an admitted `kind` request until it is queued (`QueuePlace`): from now on
+   * admission counts it as waiting. Check `refusal` first.
    */
-  reserve (kind: HashTaskKind, expiresAt: number): HashReservation {
-    const reservation = new HashReservation(kind, expiresAt, this.releaseReservation)
-    const made = this.reservations[kind]
+  reserve (kind: HashTaskKind, expiresAt: number): QueuePlace {
+    const place = new QueuePlace(kind, expiresAt, this.releasePlace)
+    // In expiry order. Mostly the order made (one deadline per kind, counted from arrival), but a
+    // request held by pacing takes its place later than those admitted after it arrived, with an
+    // earlier expiry: an expired place behind a live one would count until the live one went.
+    const made = this.places[kind]
     let at = made.length
     while (at > 0 && (made[at - 1]?.expiresAt ?? -Infinity) > expiresAt) at--
-    made.splice(at, 0, reservation)
-    this.liveReservations[kind]++
-    return reservation
+    made.splice(at, 0, place)
+    this.livePlaces[kind]++
+    return place
   }
 
-  /** Reservations of `kind` still held now (expired ones released), `own` left out. */
-  reserved (kind: HashTaskKind, now = this.now(), own?: HashReservation): number {
-    const made = this.reservations[kind]
+  /** Places of `kind` still held now (expired ones released). */
+  reserved (kind: HashTaskKind, now = this.now()): number {
+    const made = this.places[kind]
     let first = made[0]
     while (first !== undefined && (first.released || first.expiresAt <= now)) {
       made.shift()
       first.release()
       first = made[0]
     }
-    return this.liveReservations[kind] - (own !== undefined && own.kind === kind && !own.released ? 1 : 0)
+    return this.livePlaces[kind]
   }
 
   /**
-   * Why a `kind` request of `client` with this deadline would be refused now, or undefined
-   * when it would be admitted (possibly by evicting another, see `enqueue`). Counts nothing.
-   * Requests admitted and not queued yet count as waiting ahead of it (verifies before hashes),
-   * except its own reservation, `own`.
+   * Admission: why a `kind` request of `client` with this deadline would be refused now, or
+   * undefined when it would be admitted (possibly by evicting another, see `enqueue`). Requests
+   * admitted and not queued yet count as waiting ahead of it (verifies before hashes). Counted in
+   * `admissionChecks`, nothing else.
    */
-  refusal (kind: HashTaskKind, client: string, deadlineAt: number | undefined, now = this.now(), own?: HashReservation): Refusal | undefined {
-    const reservedVerifies = this.reserved('verify', now, own)
-    const reservedHashes = this.reserved('hash', now, own)
+  refusal (kind: HashTaskKind, client: string, deadlineAt: number | undefined, now = this.now()): Refusal | undefined {
+    this.admissionChecks++
+    const reservedVerifies = this.reserved('verify', now)
+    const reservedHashes = this.reserved('hash', now)
     const reservedAhead = kind === 'verify' ? reservedVerifies : reservedVerifies + reservedHashes
-    if (deadlineAt !== undefined && now > deadlineAt) {
-      // Spent before it got here (a slow database lookup, a busy event loop): starting it now helps no one.
-      return {
-        code: 'HASH_DEADLINE_EXCEEDED',
-        message: `The deadline passed ${Math.round(now - deadlineAt)} ms before the request reached the hash queue`,
-        retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind, client, reservedAhead), 0),
-      }
-    }
+    const late = this.lateRefusal(kind, client, deadlineAt, now, reservedAhead)
+    if (late !== undefined) return late
     // A thread free for it even once every admitted request has taken one.
     if (this.queuedCount === 0 && this.running.size + reservedVerifies + reservedHashes < this.threads) return undefined
     if (this.queuedCount >= this.maxQueue && this.evictionFor(kind, client) === undefined) {
@@ -313,6 +197,20 @@ export class HashScheduler<T extends Ticket> {
       }
     }
     return undefined
+  }
+
+  /**
+   * The one refusal an admitted request still meets when its hash is queued: its deadline has
+   * passed (a slow database lookup, a busy event loop), and starting it now helps no one. Not an
+   * admission decision: nothing else of the queue is weighed.
+   */
+  lateRefusal (kind: HashTaskKind, client: string, deadlineAt: number | undefined, now = this.now(), reservedAhead = 0): Refusal | undefined {
+    if (deadlineAt === undefined || now <= deadlineAt) return undefined
+    return {
+      code: 'HASH_DEADLINE_EXCEEDED',
+      message: `The deadline passed ${Math.round(now - deadlineAt)} ms before the request reached the hash queue`,
+      retryAfterSeconds: retryAfterSeconds(this.expectedWaitMs(kind, client, reservedAhead), 0),
+    }
   }
 
   /**
@@ -430,32 +328,10 @@ export class HashScheduler<T extends Ticket> {
     this.onExpired(ticket)
   }
 
-  /**
-   * Updates the calibration with what a ticket leaving the queue really waited. A prediction
-   * under one run whose wait was under one run too is mostly the noise of a thread about to
-   * free: it teaches nothing, and the calibration fades a little toward 1
-   * (`calibrationFadeWeight`). The calibration is the running mean of the ratios plus two running
-   * mean deviations (Jacobson's estimator of a round trip's timeout): a noisy machine, where some
-   * requests wait twice what others do, is read by its bad cases, not its average ones.
-   */
+  /** What a ticket leaving the queue really waited, against what the model predicted, teaches the calibration. */
   private learnWait (ticket: T, now: number): void {
-    const predicted = ticket.predictedWaitMs
-    if (predicted === undefined || this.meanRunMs === 0) return
-    const learnt = this.waitRatio[ticket.kind]
-    const waitedMs = now - ticket.enqueuedAt
-    if (predicted < this.meanRunMs && waitedMs <= this.meanRunMs) {
-      learnt.mean -= calibrationFadeWeight * (learnt.mean - 1)
-      learnt.deviation -= calibrationFadeWeight * learnt.deviation
-    } else {
-      // A short prediction that waited longer than a run (an expiry, on a starved machine) is a
-      // lesson, measured against one run: the noise of a thread about to free is smaller than that.
-      const ratio = Math.min(calibrationBound, waitedMs / Math.max(predicted, this.meanRunMs))
-      learnt.deviation += calibrationDeviationWeight * (Math.abs(ratio - learnt.mean) - learnt.deviation)
-      // Never below the model: requests ahead that left early (expired, cancelled, evicted) make
-      // later ones wait less than predicted, and learning that would admit more, then expire more.
-      learnt.mean = Math.max(1, learnt.mean + calibrationWeight * (ratio - learnt.mean))
-    }
-    this.waitCalibration[ticket.kind] = Math.min(calibrationBound, learnt.mean + calibrationDeviations * learnt.deviation)
+    if (ticket.predictedWaitMs === undefined || this.meanRunMs === 0) return
+    this.calibration.learn(ticket.kind, ticket.predictedWaitMs, now - ticket.enqueuedAt, this.meanRunMs)
   }
 
   private clearTimer (ticket: T): void {
@@ -469,7 +345,7 @@ export class HashScheduler<T extends Ticket> {
    * free times are the running tasks' remaining times r (0 for an idle thread, never more than
    * m) sorted ascending, and the k-th in line (0-based) starts at r[k mod T] + floor(k / T)·m.
    * A new request's k is what is served before it: the requests admitted and not queued yet
-   * (`HashReservation`: verifies for a verify, every one for a hash), then verifies ahead in the turn order for a
+   * (`QueuePlace`: verifies for a verify, every one for a hash), then verifies ahead in the turn order for a
    * verify; every verify and the hashes ahead for a hash (a hash can be overtaken by verifies
    * that come later: its kind's calibration learns by how much, and its deadline in the queue
    * bounds the rest). A task already past the mean (a slower legacy hash, a throttled CPU) is

@@ -3,7 +3,6 @@
  * HTTP or SQL: the server only sees these types and `createPasswordEngine()`.
  */
 import type { TollboothError } from '../errors.js'
-import type { HashReservation } from './scheduler.js'
 import type { CpuBudget } from '../machine/index.js'
 
 /** The algorithms new hashes can be made with, and stored hashes verified with: the one list. */
@@ -36,52 +35,59 @@ export interface HashPolicy {
 }
 
 /**
- * How hashing work is executed: the one list (config choices, the engine's check, the lab's
- * strategies all come from it). `tollbooth` is the CPU-budgeted worker pool with deadlines,
- * admission and cancellation; the others reproduce what the seed articles tried, for
- * side-by-side measurement in the load lab.
+ * A hash request as admission sees it. `deadlineMs` counts from now, `deadlineAt` is an instant
+ * in `performance.now()` time (a request's budget starts when it arrived, not when its hash is
+ * asked for); with both, the earlier applies. The deadline is when the hash must be *done*: a
+ * request not expected to get a thread in time is refused at once, and one still queued when it
+ * can no longer finish is removed from the queue. A thread that is free takes it at once,
+ * whatever the budget. No deadline: no limit.
  */
-export const hashStrategies = ['tollbooth', 'event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina'] as const
-export type HashStrategy = typeof hashStrategies[number]
-
-export interface HashRequestOptions {
-  /**
-   * Time budget in milliseconds, from now, for the hash to be *done*: a request
-   * expected to wait for a thread more than the scheduler's admission share (half)
-   * of the time before it must start (the budget less a mean run) is refused at
-   * once, and one still queued when it can no longer finish in time is removed
-   * from the queue. A thread that is free takes it at once,
-   * whatever the budget. Undefined: no deadline.
-   */
+export interface HashRequest {
   deadlineMs?: number
-  /**
-   * The same deadline as an instant in `performance.now()` time, for callers whose
-   * budget started earlier (a login's starts when the request arrived, not when its
-   * hash is submitted). One already past is refused without queueing. With both
-   * given, the earlier applies.
-   */
   deadlineAt?: number
   /**
-   * Aborting removes a queued request before it costs a hash. A running one is answered
-   * HASH_CANCELLED at once and its result discarded, unless `keepIfStarted`.
+   * Who asks (a client address, say): clients take turns in the queue, so one client's
+   * backlog cannot keep the others waiting. Undefined: the service's own work.
    */
+  client?: string
+  /** Aborting removes a queued request before it costs a hash; a running one is answered HASH_CANCELLED, unless `keepIfStarted`. */
   signal?: AbortSignal
+}
+
+/**
+ * An admitted hash request: what admission decided once, at the door, for the rest of the
+ * request to consume. It carries when the hash is due, whose turn it is, the signal of the
+ * client leaving, and a place in the queue from its admission until its hash is submitted:
+ * admission counts the place as waiting meanwhile (the request's body, its database lookup),
+ * so a burst admitted within one round trip is not admitted whole. The engine queues a
+ * ticket's hash without asking admission again. A request that waits (for its body, for its
+ * account's other checks) gives its place back (`release`) and is admitted again when the wait
+ * ends (`readmit`). A place not taken by its deadline is given back on its own.
+ */
+export interface HashTicket {
+  readonly kind: HashTaskKind
+  /** When the hash must be done, in `performance.now()` time; undefined: no deadline. */
+  readonly deadlineAt: number | undefined
+  readonly client: string
+  readonly signal: AbortSignal | undefined
+  /** Whether it still holds its place: admitted and not queued, released or expired. */
+  readonly holdsPlace: boolean
+  /** Gives the place back; again is nothing. */
+  release (): void
+  /** After a wait: a new place, or the refusal thrown (and counted) that admission gives now. */
+  readmit (): void
+}
+
+/** What a hash or verify is asked with: an admitted request's ticket, or a request admitted at submission. */
+export interface HashOptions extends HashRequest {
+  /** The request's ticket (`PasswordEngine.admit`); the request's own fields are then its. */
+  ticket?: HashTicket
   /**
    * Once the hash has started, aborting no longer cancels it: it runs to its end and is answered
    * as if no abort had come. For password checks: a verify that ran is decided (and a failure
    * counted) whatever the client does, so hanging up mid-verify never skips the count.
    */
   keepIfStarted?: boolean
-  /**
-   * Who asks (a client address, say): clients take turns in the queue, so one client's
-   * backlog cannot keep the others waiting. Undefined: the service's own work.
-   */
-  client?: string
-  /**
-   * The place `PasswordEngine.reserve` held for this request when it was admitted: left out
-   * of its own admission checks, and given back when its hash is submitted.
-   */
-  reservation?: HashReservation
 }
 
 export interface VerifyResult {
@@ -105,7 +111,8 @@ export interface HashTaskEvent {
 
 /** A snapshot in the style of undici's PoolStats. */
 export interface HashPoolStats {
-  strategy: HashStrategy
+  /** `tollbooth`, or the name of the executor given in its place (the lab's harness). */
+  strategy: string
   threads: number
   running: number
   queued: number
@@ -116,38 +123,36 @@ export interface HashPoolStats {
   failed: number
   /** Recent mean run time of one hash or verify, in milliseconds. */
   meanRunMs: number
+  /** Admission decisions made so far (one per ticket, one per re-admission after a wait, one per request without a ticket). */
+  admissionChecks: number
 }
 
 export interface PasswordEngine {
   readonly policy: HashPolicy
-  readonly strategy: HashStrategy
+  /** `tollbooth`, or the name of the executor the engine was given instead. */
+  readonly strategy: string
   readonly cpuBudget: CpuBudget
+  /**
+   * Admission, decided once: a ticket holding a place in the queue, or the refusal a `kind`
+   * request would get now (SERVICE_OVERLOADED, HASH_DEADLINE_EXCEEDED, HASH_CANCELLED,
+   * HASH_POOL_CLOSED), returned and not yet counted: a caller that holds the request and tries
+   * again counts only its last answer (`refuse`). Cheap and synchronous, so a request is refused
+   * before its body is read or any query made.
+   */
+  admit (kind: HashTaskKind, request?: HashRequest): HashTicket | TollboothError
+  /** Counts a refusal `admit` returned as that request's outcome, and throws it. */
+  refuse (kind: HashTaskKind, refusal: TollboothError): never
   /** Make a new hash (PHC or modular-crypt string) with the current policy. */
-  hash (password: string, options?: HashRequestOptions): Promise<string>
+  hash (password: string, options?: HashOptions): Promise<string>
   /**
    * Verify against a stored hash of any supported algorithm (dispatch on its prefix). A mismatch
    * against a hash of other parameters than the policy's answers no sooner than a verify of the
    * policy's takes (its mean run time), so a wrong password's answer does not tell an account
    * with an outdated hash from an unknown one (which `verifyDummy` answers).
    */
-  verify (password: string, storedHash: string, options?: HashRequestOptions): Promise<VerifyResult>
+  verify (password: string, storedHash: string, options?: HashOptions): Promise<VerifyResult>
   /** Spend exactly one verify against a dummy hash of the current policy (unknown accounts). */
-  verifyDummy (password: string, options?: HashRequestOptions): Promise<void>
-  /**
-   * Cheap and synchronous: throws the SERVICE_OVERLOADED (or HASH_DEADLINE_EXCEEDED) that a
-   * `kind` request with these options would get if submitted now, counted as that refusal;
-   * returns when it would be admitted. Lets a caller refuse before other costly work (a
-   * database query) instead of after it. Reserves nothing: the later request is checked again.
-   */
-  assertAdmissible (kind: HashTaskKind, options?: HashRequestOptions): void
-  /**
-   * A place held for an admitted request (check `admission` first) until its hash is submitted
-   * (pass it as `reservation`) or it is released: admission counts it as waiting meanwhile
-   * (scheduler.ts `HashReservation`). Undefined for strategies without admission.
-   */
-  reserve (kind: HashTaskKind, options?: HashRequestOptions): HashReservation | undefined
-  /** The refusal `assertAdmissible` would throw now, or undefined; counts nothing (a peek). */
-  admission (kind: HashTaskKind, options?: HashRequestOptions): TollboothError | undefined
+  verifyDummy (password: string, options?: HashOptions): Promise<void>
   stats (): HashPoolStats
   /** Listen to every finished, refused or cancelled request; returns an unsubscribe function. */
   onTask (listener: (event: HashTaskEvent) => void): () => void
@@ -165,8 +170,6 @@ export interface HashFaultLog {
 export interface PasswordEngineOptions {
   /** Checked by `validatePolicy()`; copied and frozen, so later changes to the object do nothing. */
   policy: HashPolicy
-  /** Default 'tollbooth'; the others are the load lab's comparison strategies. */
-  strategy?: HashStrategy
   /** Worker threads, 1 to 256. Default: the CPU budget (`detectCpuBudget()`). */
   threads?: number
   /** Requests allowed to wait for a thread, 0 to 1,000,000. Default: threads × 64. */
@@ -174,7 +177,7 @@ export interface PasswordEngineOptions {
   /**
    * The hash threads' nice value, 0 to 19 (Linux; elsewhere ignored). Default 10: a hash
    * thread yields a core to the event loop, PostgreSQL and the request path whenever they
-   * need it, and takes every cycle they leave. Only tollbooth's pool sets it.
+   * need it, and takes every cycle they leave.
    */
   threadNice?: number
   /** Where to read cgroup limits from (tests point these at fake trees). */

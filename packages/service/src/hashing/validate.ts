@@ -6,7 +6,7 @@
  */
 import { Kind, TypeRegistry, type TSchema } from '@sinclair/typebox'
 import type { TypeCheck } from '@sinclair/typebox/compiler'
-import { HashReservation } from './scheduler.js'
+import { AdmissionTicket } from './ticket.js'
 
 export interface Fault {
   /** Dotted path from the root: `policy.argon2.memoryKiB`, `options.deadlineMs`. */
@@ -16,11 +16,11 @@ export interface Fault {
 }
 
 TypeRegistry.Set('AbortSignal', (_schema, value) => value instanceof AbortSignal)
-TypeRegistry.Set('HashReservation', (_schema, value) => value instanceof HashReservation)
+TypeRegistry.Set('HashTicket', (_schema, value) => value instanceof AdmissionTicket)
 
-/** A place held by `PasswordEngine.reserve`, checked with instanceof. */
-export function hashReservationSchema (): TSchema {
-  return { [Kind]: 'HashReservation' } as TSchema
+/** A ticket from `PasswordEngine.admit`, checked with instanceof. */
+export function admissionTicketSchema (): TSchema {
+  return { [Kind]: 'HashTicket' } as TSchema
 }
 
 /** An AbortSignal, checked with instanceof (TypeBox has no such type of its own). */
@@ -40,7 +40,7 @@ function expectation (schema: TSchema): string {
   const anyOf = (schema as { anyOf?: Array<{ const?: unknown }> }).anyOf
   if (anyOf?.every((member) => member.const !== undefined) === true) return `must be one of ${anyOf.map((member) => String(member.const)).join(', ')}`
   if (schema[Kind] === 'AbortSignal') return 'must be an AbortSignal'
-  if (schema[Kind] === 'HashReservation') return 'must be a reservation from PasswordEngine.reserve'
+  if (schema[Kind] === 'HashTicket') return 'must be a ticket from PasswordEngine.admit'
   switch ((schema as { type?: string }).type) {
     case 'object': return 'must be an object'
     case 'string': return (schema as { minLength?: number }).minLength === undefined ? 'must be a string' : 'must be a non-empty string'

@@ -9,37 +9,21 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from '../config/index.js'
-import type { PasswordEngine } from '../hashing/types.js'
+import type { PasswordEngine } from '../hashing/index.js'
 import { packageVersion } from '../paths.js'
 import { performance } from 'node:perf_hooks'
-import { AuthService } from '../accounts/auth-service.js'
-import { ChecksUnderWay } from '../accounts/checks-under-way.js'
-import type { LoginThrottlePolicy } from '../accounts/login-throttle.js'
-import { RefusalPacer } from '../overload/pacing.js'
+import { AuthService, ChecksUnderWay, type AccessTokens, type LoginThrottlePolicy, openAccessTokens, AccountMailService, AccountService, SessionCheck, PurgeJob } from '../accounts/index.js'
+import { RefusalPacer, installDrain, type HashAdmissionOptions, type Drain, createShedding, shedReasons, type ShedReason, type SheddingOptions } from '../overload/index.js'
 import { createError } from '../errors.js'
 import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
 import { lazyChildLogger, loggerOptions } from './logger.js'
-import { createMetrics, type Metrics } from '../metrics/metrics.js'
-import { installDrain, type Drain } from '../overload/drain.js'
+import { createMetrics, type Metrics } from '../metrics/index.js'
 import { AuthResponse, ErrorResponse, MailAccepted, Post, Session, User } from './schemas.js'
-import { openAccessTokens } from '../accounts/access-tokens.js'
-import type { KeyRing } from '../keys/key-ring.js'
-import { authRoutes } from './routes/auth.js'
-import { accountMailRoutes } from './routes/account-mail.js'
-import { AccountMailService } from '../accounts/account-mail-service.js'
-import { MailDispatcher } from '../mail/dispatcher.js'
-import { smtpTransport } from '../mail/transport.js'
-import { healthRoutes, metricsRoute } from './routes/health.js'
+import type { KeyRing } from '../keys/index.js'
+import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes } from './routes/index.js'
+import { MailDispatcher, smtpTransport } from '../mail/index.js'
 import { installSecurityHeaders, installTokenResponseHeaders, securityHeaders, tokenResponseHeaders } from './security-headers.js'
-import { jwksRoutes } from './routes/jwks.js'
-import { labRoutes } from '../harness/lab-routes.js'
-import { postRoutes } from './routes/posts.js'
-import { accountRoutes } from './routes/account.js'
-import { AccountService } from '../accounts/account-service.js'
-import { SessionCheck } from '../accounts/session-check.js'
-import { PurgeJob } from '../accounts/purge-job.js'
-import { purgeTargets } from '../db/purge.js'
-import { createShedding, shedReasons, type ShedReason, type SheddingOptions } from '../overload/shedding.js'
+import { purgeTargets } from '../db/index.js'
 
 export interface AppOptions {
   config: Config
@@ -51,8 +35,29 @@ export interface AppOptions {
   now?: () => number
   /** A pino logger config or instance; false silences logs (tests). */
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
-  /** One of several processes on one port (cluster.ts): /metrics aggregates them all. Default: the `cluster` strategy. */
+  /** One of several processes on one port (cluster.ts): /metrics aggregates them all. */
   clusterWorker?: boolean
+  /** What the lab's harness changes (src/harness/); production passes none. */
+  harness?: AppHarness
+}
+
+/** What the parts of the app a harness's routes may use. */
+export interface HarnessRouteParts {
+  db: pg.Pool
+  auth: AuthService
+  accessTokens: AccessTokens
+  /** A login's admission: its engine, pacer, kind and deadline. */
+  loginAdmission: HashAdmissionOptions
+}
+
+/** What the lab's harness changes of the app: the seed articles' services, for side-by-side measurement. */
+export interface AppHarness {
+  /** Its name in /metrics (`tollbooth_info`'s strategy). */
+  strategy: string
+  /** false: no load shedding, as the seed articles' services had none. */
+  shedding: boolean
+  /** Routes added under /api/v1 (the lab's diagnostic logins). */
+  apiRoutes?: (api: FastifyInstance, parts: HarnessRouteParts) => Promise<void>
 }
 
 /** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. drain: SIGTERM's drain (drain.ts). */
@@ -83,9 +88,7 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
 /** The API routes (POST) whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
 export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password'])
 
-function sheddingOptions (config: Config, answerHeaders: Readonly<Record<string, string>>, onShed: (reason: ShedReason) => void): SheddingOptions {
-  // The seeds' strategies reproduce the articles' services, which shed nothing.
-  const on = config.hashStrategy === 'tollbooth'
+function sheddingOptions (config: Config, on: boolean, answerHeaders: Readonly<Record<string, string>>, onShed: (reason: ShedReason) => void): SheddingOptions {
   return {
     maxEventLoopDelayMs: on ? config.maxEventLoopDelayMs : 0,
     maxEventLoopUtilization: on ? config.maxEventLoopUtilizationPercent / 100 : 0,
@@ -133,7 +136,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   const answerHeaders = securityHeaders()
   // Before the app: the in-flight cap sits in the HTTP server the app is made with (in-flight-gate.ts).
   // Its refusals are counted in the metrics made below; none comes before the app listens.
-  const shedding = createShedding(sheddingOptions(config, answerHeaders, (reason) => { metrics.observeShed(reason) }))
+  const shedding = createShedding(sheddingOptions(config, options.harness?.shedding ?? true, answerHeaders, (reason) => { metrics.observeShed(reason) }))
   const app = Fastify({
     ...(isLoggerInstance
       ? { loggerInstance: options.logger as FastifyServerOptions['loggerInstance'] }
@@ -172,7 +175,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   app.removeContentTypeParser('text/plain')
 
   app.decorateRequest('userId', '')
-  app.decorateRequest('hashReservation', null)
+  app.decorateRequest('hashTicket', null)
 
   let closing = false
   app.addHook('preClose', async () => {
@@ -208,7 +211,6 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     passwordResetTtlSeconds: config.passwordResetTtlSeconds,
     emailVerificationTtlSeconds: config.emailVerificationTtlSeconds,
     throttle: { accountRequests: config.mailThrottleAccountRequests, addressRequests: config.mailThrottleAddressRequests, windowSeconds: config.mailThrottleWindowSeconds },
-    registerDeadlineMs: config.registerDeadlineMs,
     log: app.log,
   })
   // One count of password checks under way for login and re-entered passwords alike: one throttle.
@@ -231,8 +233,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     ...(options.now === undefined ? {} : { now: options.now }),
   })
   const metrics = createMetrics(engine, {
-    info: { version: packageVersion, strategy: config.hashStrategy },
-    clusterWorker: options.clusterWorker ?? config.hashStrategy === 'cluster',
+    info: { version: packageVersion, strategy: options.harness?.strategy ?? 'tollbooth' },
+    clusterWorker: options.clusterWorker ?? false,
     shedReasons,
     pacing: () => ({ held: pacer.held, heldTotal: pacer.heldTotal }),
   })
@@ -240,7 +242,6 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     db,
     engine,
     sessions,
-    loginDeadlineMs: config.loginDeadlineMs,
     registerDeadlineMs: config.registerDeadlineMs,
     loginThrottle: loginThrottlePolicy(config),
     checksUnderWay,
@@ -310,9 +311,11 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     await api.register(accountMailRoutes, { prefix: '/api/v1', account: accountMail, engine, pacer, registerDeadlineMs: config.registerDeadlineMs })
     await api.register(postRoutes, { prefix: '/api/v1', db, accessTokens, sessions })
     await api.register(accountRoutes, { prefix: '/api/v1', account, accessTokens, sessions, engine, pacer, loginDeadlineMs: config.loginDeadlineMs })
-    if (config.labDiagnostics) {
-      api.log.warn('lab diagnostics are on: /api/v1/lab/login skips the password check in two of its variants')
-      await api.register(labRoutes, { prefix: '/api/v1', db, auth, accessTokens })
+    const harnessRoutes = options.harness?.apiRoutes
+    if (harnessRoutes !== undefined) {
+      await api.register(async (scope) => {
+        await harnessRoutes(scope, { db, auth, accessTokens, loginAdmission: { engine, pacer, kind: 'verify', deadlineMs: config.loginDeadlineMs } })
+      }, { prefix: '/api/v1' })
     }
   })
 

@@ -10,10 +10,9 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import pg from 'pg'
 import { createError, errorRegistry, isTollboothError, TollboothError, type ErrorCode } from '../errors.js'
-import { isDatabaseFault, toDatabaseFault } from '../db/errors.js'
+import { isDatabaseFault, toDatabaseFault } from '../db/index.js'
 import { patternMessages } from './schemas.js'
-import { connectionKeys } from '../overload/hash-admission.js'
-import type { RefusalPacer } from '../overload/pacing.js'
+import { connectionKeys, type RefusalPacer } from '../overload/index.js'
 
 interface ValidationIssue {
   instancePath?: string

@@ -7,11 +7,10 @@
  */
 import fs from 'node:fs'
 import { performance } from 'node:perf_hooks'
-import type { KeyObject } from 'node:crypto'
-import { createPrivateKey } from 'node:crypto'
+import { type KeyObject, createPrivateKey } from 'node:crypto'
 import type pg from 'pg'
 import { createError, isTollboothError } from '../errors.js'
-import { createSigningKeyIfNeeded, listSigningKeys, type StoredSigningKey } from '../db/signing-keys.js'
+import { createSigningKeyIfNeeded, listSigningKeys, type StoredSigningKey } from '../db/index.js'
 import { keySchedule, nextKeyActivation, type RotationPolicy } from './schedule.js'
 import { openPrivateKey, sealPrivateKey } from './sealing.js'
 import { algorithmOf, generateSigningKey, keyFromPem, privateKeyPem, publicJwkOf, publicKeyPem, type PublicJwk, type SigningAlgorithm } from './signing-key.js'

@@ -5,7 +5,8 @@
  *
  * - `startDatabase()`: a throwaway embedded PostgreSQL (a scratch folder, removed on stop).
  * - `startServe()`: `tollbooth serve` as its own process; its URL comes from the ready
- *   file the service writes once it listens (TOLLBOOTH_READY_FILE), never from log text.
+ *   file the service writes once it listens (`--ready-file`), never from log text. With
+ *   `harness`, the lab's research harness instead (src/harness/serve.ts).
  * - `machineFacts()`: what the service would see of this machine (its CPU budget), and its version.
  * - `startReplicas()`: N services on one PostgreSQL, each under a CPU quota, behind HAProxy.
  */
@@ -13,13 +14,16 @@ import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import type { ReadyInfo } from '../cli/ready-file.js'
-import { scratchClusterDir, startEmbeddedPostgres } from '../db/embedded/embedded.js'
+import type { ReadyInfo } from '../cli/index.js'
+import { scratchClusterDir, startEmbeddedPostgres } from '../db/index.js'
 import { detectCpuBudget, withHashMallocEnv } from '../machine/index.js'
 import { packageRoot, packageVersion } from '../paths.js'
 
 /** The service's command line: `node <tollboothBin> serve`. */
 export const tollboothBin: string = path.join(packageRoot, 'bin', 'tollbooth.js')
+
+/** The lab's harness: `serve` with a seed article's strategy or the diagnostic routes (not in a production install). */
+const harnessEntry: string = path.join(packageRoot, 'dist', 'src', 'harness', 'serve.js')
 
 /** The service package's version. */
 export const serviceVersion: string = packageVersion
@@ -85,12 +89,15 @@ export interface HarnessOptions {
   labDiagnostics?: boolean
 }
 
-/** The harness's choices as the service's environment. */
-function harnessEnv (harness: HarnessOptions | undefined): NodeJS.ProcessEnv {
-  return {
-    ...(harness?.strategy === undefined ? {} : { TOLLBOOTH_HASH_STRATEGY: harness.strategy }),
-    ...(harness?.labDiagnostics === true ? { TOLLBOOTH_LAB_DIAGNOSTICS: 'true' } : {}),
-  }
+/** The command that starts the service, or the harness when one is asked for, and what the harness adds to its environment. */
+function serveCommand (options: StartServeOptions, readyFile: string): { command: string[], env: NodeJS.ProcessEnv } {
+  const serveArgs = ['serve', ...(options.args ?? []), '--ready-file', readyFile]
+  const { harness } = options
+  if (harness === undefined) return { command: [process.execPath, tollboothBin, ...serveArgs], env: {} }
+  const harnessArgs = [...(harness.strategy === undefined ? [] : ['--hash-strategy', harness.strategy]), ...(harness.labDiagnostics === true ? ['--lab-diagnostics'] : [])]
+  // libuv sizes its pool once, before any of the harness's code runs: the seed articles set it so.
+  const env = harness.strategy === 'libuv-128' ? { UV_THREADPOOL_SIZE: '128' } : {}
+  return { command: [process.execPath, harnessEntry, ...serveArgs, ...harnessArgs], env }
 }
 
 export interface ServeProcess {
@@ -123,11 +130,13 @@ function readReady (file: string): ReadyInfo | undefined {
  * if it exits first or does not listen within the timeout.
  */
 export async function startServe (options: StartServeOptions = {}): Promise<ServeProcess> {
+  if (options.harness !== undefined && !fs.existsSync(harnessEntry)) throw new Error(`the lab's harness is not installed here (${harnessEntry}): it comes with the repository's workspace, not with the service's package`)
   const readyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-ready-'))
   const readyFile = path.join(readyDir, 'ready.json')
+  const serve = serveCommand(options, readyFile)
   // glibc's malloc settings for the hash threads' memory, where the caller did not set its own (malloc-env.ts).
-  const env: NodeJS.ProcessEnv = { ...withHashMallocEnv(options.env ?? process.env), ...harnessEnv(options.harness), TOLLBOOTH_READY_FILE: readyFile }
-  const command = [process.execPath, tollboothBin, 'serve', ...(options.args ?? [])]
+  const env: NodeJS.ProcessEnv = { ...withHashMallocEnv(options.env ?? process.env), ...serve.env }
+  const { command } = serve
   const child = options.cgroupProcsFile === undefined
     ? spawn(command[0] ?? '', command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
     : spawn('/bin/sh', ['-c', 'echo $$ > "$1" && shift && exec "$@"', 'sh', options.cgroupProcsFile, ...command], { env, stdio: ['ignore', 'pipe', 'pipe'] })

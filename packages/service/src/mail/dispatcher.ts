@@ -13,7 +13,7 @@
  */
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
-import { claimDueMail, claimForLog, clearLoggedTexts, markAttemptFailed, markSent, releaseClaim, type ClaimedMail } from '../db/mail-outbox.js'
+import { claimDueMail, claimForLog, clearLoggedTexts, markAttemptFailed, markSent, releaseClaim, type ClaimedMail } from '../db/index.js'
 import { RetryWakeups } from './retry-wakeups.js'
 import type { MailTransport } from './transport.js'
 

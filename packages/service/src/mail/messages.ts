@@ -3,7 +3,7 @@
  * token as `?token=...` under TOLLBOOTH_PUBLIC_URL, where the application's page posts it to
  * the API (POST /api/v1/auth/verify-email, POST /api/v1/auth/password/reset).
  */
-import type { MailMessage } from '../db/mail-outbox.js'
+import type { MailMessage } from '../db/index.js'
 
 /** `<publicUrl>/<page>?token=<token>`, whatever the base's trailing slash or path. */
 export function accountLink (publicUrl: string, page: 'verify-email' | 'reset-password', token: string): string {

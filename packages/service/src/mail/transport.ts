@@ -4,7 +4,7 @@
  * that went away costs nothing between sends.
  */
 import nodemailer from 'nodemailer'
-import type { MailMessage } from '../db/mail-outbox.js'
+import type { MailMessage } from '../db/index.js'
 
 export interface MailTransport {
   /** The server for the log: scheme, host and port, never a user or password. */

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import client from 'prom-client'
 import { hashMallocState } from '../machine/index.js'
-import type { PasswordEngine } from '../hashing/types.js'
+import type { PasswordEngine } from '../hashing/index.js'
 import { clusterMetrics, exposeRegistryToPrimary } from './cluster-metrics.js'
 
 export interface Metrics {

@@ -1,22 +1,32 @@
 /**
- * Hash admission at the door: a login or registration the hash queue cannot serve before
- * its deadline is refused in `onRequest`, before its body is read, parsed or validated and
- * before any query, so a refusal costs a fraction of a served request. Refusals are paced
- * (pacing.ts): a client that is back before its `Retry-After` is held, not answered at once.
+ * Hash admission at the door. A route that hashes (login, registration, a reset, a password
+ * given again) is admitted once, in `onRequest`, before its body is read, parsed or validated
+ * and before any query: refused (503 + Retry-After) when the hash queue cannot serve it before
+ * its deadline, so a refusal costs a fraction of a served request; admitted with a ticket
+ * (`HashTicket`: its deadline, its client, the signal of its client leaving, a place in the
+ * queue) that the rest of the request consumes. Refusals are paced (pacing.ts): a client back
+ * before its Retry-After is held, then asked once more.
  */
 import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
-import type { HashRequestOptions, HashReservation, HashTaskKind, PasswordEngine } from '../hashing/index.js'
+import { hashDeadlineAt, type HashRequest, type HashTaskKind, type HashTicket, type PasswordEngine } from '../hashing/index.js'
 import type { ClientKeys, RefusalPacer } from './pacing.js'
 import { connectionAgeMs } from './connection-age.js'
-import { clientGoneSignal, hashDeadlineAt, requestReceivedAt } from '../http/request-context.js'
 import { whenBodyLate } from './late-body.js'
-import { whenAnswerCloses } from '../http/socket-close.js'
+import { clientGoneSignal, requestReceivedAt, whenAnswerCloses } from './request-events.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The hash ticket admission gave this request at the door; null on a route that hashes nothing. */
+    hashTicket: HashTicket | null
+  }
+}
 
 export interface HashAdmissionOptions {
   engine: PasswordEngine
   pacer: RefusalPacer
   kind: HashTaskKind
+  /** When the route's answer is due, from the request's arrival. */
   deadlineMs: number
 }
 
@@ -34,59 +44,65 @@ export function connectionKeys (request: FastifyRequest, reply: FastifyReply, ke
 }
 
 /**
- * The hash options of this request: its deadline counts from arrival, its address is its place
- * in the turn order, and its reservation, once admitted, is its own (left out of its checks).
+ * Admits the request through the pacer: admission asked once, and once more after a hold. The
+ * hold never takes more than half the deadline: a held request keeps time to be admitted and
+ * finish its hash when asked again (a longer hold would only ever end in a refusal).
  */
-export function hashRequestOptions (request: FastifyRequest, reply: FastifyReply, deadlineMs: number): HashRequestOptions & { deadlineAt: number } {
-  const options = { deadlineAt: hashDeadlineAt(requestReceivedAt(reply), deadlineMs), client: request.ip }
-  const held = request.hashReservation ?? undefined
-  return held === undefined ? options : { ...options, reservation: held }
-}
-
-/**
- * Holds the request's place from its admission until its hash is submitted (the pool releases
- * it then) or its request ends, answered or abandoned (its connection's close included:
- * socket-close.ts), whichever comes first.
- */
-function holdPlace (request: FastifyRequest, reply: FastifyReply, reservation: HashReservation | undefined): void {
-  if (reservation === undefined) return
-  request.hashReservation = reservation
-  whenAnswerCloses(reply.raw, request.raw.socket, () => { reservation.release() })
-  // A body that has not all come a turn after its headers gives the place back (late-body.ts): a
-  // client that sends headers and then nothing must not hold places that refuse every login.
-  whenBodyLate(request.raw, () => { reservation.release() })
-}
-
-/**
- * Admits (returns) or refuses (throws, counted) a hash request with these options, holding it
- * first if this client is back before its Retry-After. The hold never takes more than half the
- * deadline: a held request keeps time to be admitted and finish its hash when checked again
- * (a longer hold would only ever end in a refusal, and a client held again for as long would
- * never get in).
- */
-export async function pacedHashAdmission (
-  { engine, pacer, kind, deadlineMs }: HashAdmissionOptions,
-  client: ClientKeys,
-  request: FastifyRequest,
-  reply: FastifyReply
-): Promise<void> {
-  const options = hashRequestOptions(request, reply, deadlineMs)
-  await pacer.admit(
+async function pacedTicket ({ engine, pacer, kind, deadlineMs }: HashAdmissionOptions, hashRequest: HashRequest, client: ClientKeys, request: FastifyRequest, reply: FastifyReply): Promise<HashTicket> {
+  const arrivedAt = requestReceivedAt(reply)
+  return await pacer.admit(
     client,
-    () => engine.admission(kind, options),
-    () => { engine.assertAdmissible(kind, options) },
-    // Half the route's deadline from arrival (the hash's own deadline is a reserve earlier than the route's).
-    { maxHoldMs: requestReceivedAt(reply) + deadlineMs / 2 - performance.now(), holdSignal: () => clientGoneSignal(reply) }
+    () => engine.admit(kind, hashRequest),
+    (refusal) => engine.refuse(kind, refusal),
+    { maxHoldMs: arrivedAt + deadlineMs / 2 - performance.now(), holdSignal: () => hashRequest.signal ?? clientGoneSignal(reply) }
   )
-  // Admitted: a place from now until its hash is submitted. Admitted once (the hook, before the
-  // body) and checked again (the route, on the account's key), a request holds one place.
-  // One given back because its body came late (`holdPlace`) is taken again now the body is here.
-  if (request.hashReservation === null || request.hashReservation.released) holdPlace(request, reply, engine.reserve(kind, options))
 }
 
-/** The onRequest hook: paced hash admission by connection and address, before the body is read. */
-export function hashAdmission (admission: HashAdmissionOptions): onRequestAsyncHookHandler {
+/**
+ * The place is held from the admission until the hash is submitted (the engine takes it then)
+ * or the request ends, answered or abandoned, whichever comes first. A body that has not all
+ * come a turn after its headers gives the place back (late-body.ts): a client that sends
+ * headers and then nothing must not hold places that refuse every login; such a request is
+ * admitted again when its body is here (`readmitAfterBody`).
+ */
+function holdTicket (request: FastifyRequest, reply: FastifyReply, ticket: HashTicket): void {
+  request.hashTicket = ticket
+  whenAnswerCloses(reply.raw, request.raw.socket, () => { ticket.release() })
+  whenBodyLate(request.raw, () => { ticket.release() })
+}
+
+/** The onRequest hook of a route that hashes: its ticket, or its refusal, before the body is read. */
+export function hashAdmission (options: HashAdmissionOptions): onRequestAsyncHookHandler {
   return async (request, reply) => {
-    await pacedHashAdmission(admission, connectionKeys(request, reply), request, reply)
+    holdTicket(request, reply, await pacedTicket(options, doorRequest(options, request, reply), connectionKeys(request, reply), request, reply))
+  }
+}
+
+/**
+ * The request's ticket, once its body is here. A ticket that kept its place is used as it is: no
+ * second admission. One whose place was given back while its body came is admitted again (a
+ * wait ended), paced also by `sharedKeys` only the body tells (a login's account: clients that
+ * change connection and address to retry one account are slowed to a few tries a second). A
+ * route without the hook (the lab's diagnostic login) is admitted here.
+ */
+export async function admittedTicket (options: HashAdmissionOptions, request: FastifyRequest, reply: FastifyReply, sharedKeys: readonly string[] = []): Promise<HashTicket> {
+  const ticket = request.hashTicket
+  if (ticket?.holdsPlace === true) return ticket
+  const again = ticket === null ? doorRequest(options, request, reply) : ticketRequest(ticket)
+  const admitted = await pacedTicket(options, again, connectionKeys(request, reply, [`ip:${request.ip}`, ...sharedKeys]), request, reply)
+  holdTicket(request, reply, admitted)
+  return admitted
+}
+
+/** A request as the door admits it: due by its route's deadline from its arrival, in its client's turn, dropped when it leaves. */
+function doorRequest ({ deadlineMs }: HashAdmissionOptions, request: FastifyRequest, reply: FastifyReply): HashRequest {
+  return { deadlineAt: hashDeadlineAt(requestReceivedAt(reply), deadlineMs), client: request.ip, signal: clientGoneSignal(reply) }
+}
+
+function ticketRequest (ticket: HashTicket): HashRequest {
+  return {
+    ...(ticket.deadlineAt === undefined ? {} : { deadlineAt: ticket.deadlineAt }),
+    client: ticket.client,
+    ...(ticket.signal === undefined ? {} : { signal: ticket.signal }),
   }
 }

@@ -43,7 +43,7 @@ import http from 'node:http'
 import type { FastifyServerFactory } from 'fastify'
 import { noteRequest } from './connection-age.js'
 import { whenBodyLate } from './late-body.js'
-import { whenAnswerCloses } from '../http/socket-close.js'
+import { whenAnswerCloses } from './request-events.js'
 
 type RequestHandler = (request: http.IncomingMessage, response: http.ServerResponse) => void
 

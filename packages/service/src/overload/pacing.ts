@@ -99,10 +99,7 @@ export interface ClientKeys {
 export interface AdmitOptions {
   /** This request is held at most this long (a caller that must keep time for the work after). */
   maxHoldMs?: number
-  /**
-   * Made only when a request is held; it aborts when the client hangs up (the refusal is then
-   * thrown unanswered: no one reads it).
-   */
+  /** Made only when a request is held; it aborts when the client hangs up. */
   holdSignal?: () => AbortSignal
 }
 
@@ -197,20 +194,23 @@ export class RefusalPacer {
   }
 
   /**
-   * The whole rule. `peek()` says whether the request would be refused now (counting nothing);
-   * `decide()` admits it (returns) or throws its refusal, counted. A client that is early is
-   * held before `decide()`; the refusal `decide()` throws is noted for the client's connection,
-   * and for its shared keys if the request arrived on a young connection or with none.
+   * The whole rule. `attempt()` admits the request (returns what admission gives it) or returns
+   * the refusal it would get now, counting nothing; `refuse(refusal)` counts and throws the
+   * refusal it is answered with. A client that is early is held, then tried once more; the
+   * refusal it is answered with is noted for the client's connection, and for its shared keys if
+   * the request arrived on a young connection or with none. So admission is asked once, and once
+   * more after a hold.
    */
-  async admit (client: ClientKeys, peek: () => TollboothError | undefined, decide: () => void, options: AdmitOptions = {}): Promise<void> {
-    const refusal = peek()
+  async admit<T> (client: ClientKeys, attempt: () => T | TollboothError, refuse: (refusal: TollboothError) => never, options: AdmitOptions = {}): Promise<T> {
+    const first = attempt()
     // Looked up before the connection is registered: a client that gives no age is young until the pacer has seen it.
     const own = this.ownNotBefore(client)
     if (client.connection !== undefined && own === undefined) this.byConnection.set(client.connection, 0)
-    if (refusal === undefined) return
+    if (!isTollboothError(first)) return first
     const dueMs = this.holdMsOf(client, own)
     const young = this.arrivedYoung(client, own)
     const holdMs = Math.min(dueMs * (1 + this.releaseSpread * this.random()), this.maxHoldMs, options.maxHoldMs ?? Infinity)
+    let answer = first
     // Under a millisecond due (a connection a moment from the end of its youth) is no hold: a
     // timer would wait a millisecond or more, and the metric would count it.
     if (dueMs >= 1 && holdMs >= 1 && this.heldNow < this.maxHeld) {
@@ -219,17 +219,17 @@ export class RefusalPacer {
       try {
         await hold(holdMs, options.holdSignal?.())
       } catch {
-        throw refusal
+        // The client left while held: no one reads the answer, and nothing is counted.
+        throw first
       } finally {
         this.heldNow--
       }
+      const again = attempt()
+      if (!isTollboothError(again)) return again
+      answer = again
     }
-    try {
-      decide()
-    } catch (err) {
-      if (isTollboothError(err) && err.retryAfterSeconds !== undefined) this.note(client, err.retryAfterSeconds, young)
-      throw err
-    }
+    if (answer.retryAfterSeconds !== undefined) this.note(client, answer.retryAfterSeconds, young)
+    return refuse(answer)
   }
 
   /**

@@ -9,9 +9,7 @@
  * and /readyz with the workers it has listening.
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import { installErrorHandling } from '../http/error-handler.js'
-import { installSecurityHeaders } from '../http/security-headers.js'
-import { metricsRoute, type MetricsRouteOptions } from '../http/routes/health.js'
+import { installErrorHandling, installSecurityHeaders, metricsRoute, type MetricsRouteOptions } from '../http/index.js'
 
 export interface AdminServerOptions {
   host: string

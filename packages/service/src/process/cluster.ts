@@ -1,11 +1,11 @@
 /**
- * Several processes on one port (node:cluster), in two flavours that share the primary:
+ * Several processes on one port (node:cluster):
  *
- * - `serve --workers N` (tollbooth's own): the processes share ONE CPU budget, each running
- *   tollbooth's hash pool with its share of the threads (worker-budget.ts), so cheap requests
- *   scale with cores while hashing stays within the CPU there is.
- * - the `cluster` strategy, as the Piscina article's final setup: one worker process per CPU,
- *   each with a plain Piscina pool of default options. It exists for the load lab's comparison.
+ * - `serve --workers N`: the processes share ONE CPU budget, each running tollbooth's hash pool
+ *   with its share of the threads (worker-budget.ts), so cheap requests scale with cores while
+ *   hashing stays within the CPU there is.
+ * - under the lab's harness (`processPerCpu`), the Piscina article's final setup: one worker
+ *   process per CPU, each with the harness's executor.
  *
  * Either way the primary owns the database (embedded or DATABASE_URL) and runs the migrations
  * once, then forks the workers; /metrics, answered by whichever worker gets the scrape,
@@ -19,9 +19,9 @@ import type { Config } from '../config/index.js'
 import { detectCpuBudget, missingHashMallocEnv } from '../machine/index.js'
 import { createError } from '../errors.js'
 import { startAdminServer, type AdminServer } from './admin.js'
-import { primaryMetrics, serveClusterMetrics } from '../metrics/cluster-metrics.js'
+import { primaryMetrics, serveClusterMetrics } from '../metrics/index.js'
 import { startDatabase } from './database.js'
-import { jwtSecretOf, startService, type RunningService } from './start.js'
+import { jwtSecretOf, startService, type RunningService, type ServiceHarness } from './start.js'
 import { splitCpuBudget } from './worker-budget.js'
 
 const workerConfigEnv = 'TOLLBOOTH_CLUSTER_WORKER_CONFIG'
@@ -59,20 +59,20 @@ export function isClusterWorker (): boolean {
   return cluster.isWorker && process.env[workerConfigEnv] !== undefined
 }
 
-/** In a worker: the config the primary resolved (database URL, key, strategy, hash threads). */
+/** In a worker: the config the primary resolved (database URL, key, hash threads). */
 export function clusterWorkerConfig (): Config {
   return JSON.parse(process.env[workerConfigEnv] ?? '{}') as Config
 }
 
-/** Processes `serve` runs: the cluster strategy's or `--workers`' count; 1 means no cluster at all. */
-export function clusterSize (config: Pick<Config, 'hashStrategy' | 'hashThreads' | 'workers'>): number {
+/** Processes `serve` runs: `--workers`' count, or one per CPU under a harness that asks for it; 1 means no cluster at all. */
+export function clusterSize (config: Pick<Config, 'hashThreads' | 'workers'>, harness?: ServiceHarness): number {
   const budget = config.hashThreads ?? detectCpuBudget().cpus
-  if (config.hashStrategy === 'cluster') return budget
+  if (harness?.processPerCpu === true) return budget
   return splitCpuBudget(budget, config.workers).workers
 }
 
-export async function startClusterWorker (log: pino.Logger): Promise<RunningService> {
-  const service = await startService(clusterWorkerConfig(), { logger: log.child({ worker: cluster.worker?.id }), listeningMessage: 'cluster worker listening', clusterWorker: true })
+export async function startClusterWorker (log: pino.Logger, harness?: ServiceHarness): Promise<RunningService> {
+  const service = await startService(clusterWorkerConfig(), { logger: log.child({ worker: cluster.worker?.id }), listeningMessage: 'cluster worker listening', clusterWorker: true, ...(harness === undefined ? {} : { harness }) })
   let stopping: Promise<void> | undefined
   const stop = (drain: boolean): void => {
     stopping ??= (drain ? service.drain() : Promise.resolve())
@@ -96,7 +96,7 @@ export interface RunningCluster {
   /** The admin listener (TOLLBOOTH_ADMIN_PORT), in the primary: the workers' metrics aggregated. */
   adminUrl: string | undefined
   workers: number
-  /** Hash threads in each worker's pool (undefined: the cluster strategy's Piscina default). */
+  /** Hash threads in each worker's pool (undefined: the harness executor's own default). */
   threadsPerWorker: number | undefined
   /** Tells every worker to drain (readiness off, still serving) and resolves after TOLLBOOTH_SHUTDOWN_DRAIN_MS. */
   drain (): Promise<void>
@@ -108,8 +108,8 @@ export interface RunningCluster {
 const quickDeathMs = 10_000
 const maxRestartDelayMs = 30_000
 
-export async function startClusterPrimary (config: Config, log: pino.Logger): Promise<RunningCluster> {
-  const strategyCluster = config.hashStrategy === 'cluster'
+export async function startClusterPrimary (config: Config, log: pino.Logger, harness?: ServiceHarness): Promise<RunningCluster> {
+  const strategyCluster = harness?.processPerCpu === true
   const budget = config.hashThreads ?? detectCpuBudget().cpus
   const split = splitCpuBudget(budget, config.workers)
   const workerCount = strategyCluster ? budget : split.workers
@@ -121,7 +121,7 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
   const database = await startDatabase(config, log)
   // HS256 needs one secret for every worker, found (or made) here once; the other algorithms' keys live in PostgreSQL.
   const jwtSecret = jwtSecretOf(config)
-  // The cluster strategy: hashThreads counted the workers; inside each, the Piscina pool keeps its default size.
+  // One process per CPU: hashThreads counted the processes; inside each, the executor keeps its own size.
   const workerConfig: Config = { ...config, databaseUrl: database.url, jwtSecret, hashThreads: threadsPerWorker, workers: workerCount }
   const stopServingMetrics = serveClusterMetrics()
 
@@ -199,9 +199,8 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
   // `--workers`: each worker accepts for itself on the one socket, through its own 16 descriptors
   // (acceptors.ts). Round robin, node's default, has the primary accept every connection and hand
   // it to a worker over IPC, one at a time per worker, each after the worker's reply: a crowd of new
-  // connections then waited seconds in the primary (bench/README, "serve --workers and a crowd").
-  // The cluster strategy keeps round robin, as the Piscina article ran it. Read by node at the first
-  // fork, so one process's first cluster decides.
+  // connections then waits seconds in the primary. One process per CPU keeps round robin, as the
+  // Piscina article ran it. Read by node at the first fork, so one process's first cluster decides.
   cluster.schedulingPolicy = strategyCluster ? cluster.SCHED_RR : cluster.SCHED_NONE
   const listening = Array.from({ length: workerCount }, async () => await whenStarted(fork()))
   let ports: number[]
@@ -238,7 +237,7 @@ export async function startClusterPrimary (config: Config, log: pino.Logger): Pr
     url,
     ...(admin === undefined ? {} : { adminUrl: admin.url }),
     workers: workerCount,
-    strategy: config.hashStrategy,
+    strategy: harness?.strategy ?? 'tollbooth',
     ...(threadsPerWorker === undefined ? {} : { cpuBudget: split.budget, threadsPerWorker, unusedCpus: split.unusedCpus }),
   }, 'tollbooth is listening')
   return { url, adminUrl: admin?.url, workers: workerCount, threadsPerWorker, drain, close }

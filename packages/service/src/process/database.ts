@@ -6,9 +6,7 @@
 import path from 'node:path'
 import type pino from 'pino'
 import type { Config } from '../config/index.js'
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded/embedded.js'
-import { migrate } from '../db/migrate.js'
-import { createDatabasePool } from '../db/pool.js'
+import { startEmbeddedPostgres, type EmbeddedDatabase, migrate, createDatabasePool } from '../db/index.js'
 
 export interface ServiceDatabase {
   url: string

@@ -9,20 +9,15 @@ import path from 'node:path'
 import type pino from 'pino'
 import type pg from 'pg'
 import type { Config } from '../config/index.js'
-import type { EmbeddedDatabase } from '../db/embedded/embedded.js'
-import { ThrottledFaultLog } from '../db/fault-log.js'
-import { createDatabasePool } from '../db/pool.js'
-import { createPasswordEngine } from '../hashing/index.js'
+import { type EmbeddedDatabase, ThrottledFaultLog, createDatabasePool } from '../db/index.js'
+import { createPasswordEngine, type ExecutorFactory, type PasswordEngine } from '../hashing/index.js'
 import { missingHashMallocEnv } from '../machine/index.js'
-import type { PasswordEngine } from '../hashing/types.js'
 import { packageVersion } from '../paths.js'
 import { addAcceptors, type Acceptors } from './acceptors.js'
 import { startAdminServer, type AdminServer } from './admin.js'
-import { buildApp, type TollboothApp } from '../http/app.js'
+import { buildApp, type AppHarness, type TollboothApp, createLogger, checkReadiness } from '../http/index.js'
 import { startDatabase, type ServiceDatabase } from './database.js'
 import { createError } from '../errors.js'
-import { createLogger } from '../http/logger.js'
-import { checkReadiness } from '../http/routes/health.js'
 
 export interface RunningService {
   app: TollboothApp
@@ -111,16 +106,34 @@ export function checkConnectionLimits (config: Pick<Config, 'maxConnections' | '
   return { openFiles, somaxconn, warnings }
 }
 
+/**
+ * What the lab's harness (src/harness/) changes of the service it starts: a seed article's hash
+ * strategy in place of tollbooth's pool, and its diagnostic routes. Production passes none, and
+ * never loads the harness.
+ */
+export interface ServiceHarness extends AppHarness {
+  /** The executor hashes run on, in place of tollbooth's pool. */
+  createExecutor?: ExecutorFactory
+  /**
+   * One process per CPU of the budget, the primary handing each new connection to a worker in
+   * turn (node's round robin), each worker with its own pool: the Piscina article's cluster.
+   */
+  processPerCpu?: boolean
+  /** Refuses (CONFIG_INVALID) a configuration the harness must not run under. */
+  checkConfig?: (config: Config) => void
+}
+
 export interface StartServiceOptions {
   logger?: pino.Logger
   listeningMessage?: string
-  /** One of the worker processes of `--workers` or of the `cluster` strategy (cluster.ts). */
+  /** One of the worker processes of `--workers` (cluster.ts). */
   clusterWorker?: boolean
+  harness?: ServiceHarness
 }
 
 export async function startService (config: Config, options: StartServiceOptions = {}): Promise<RunningService> {
   const log = options.logger ?? createLogger(config.logLevel)
-  if (config.hashStrategy === 'cluster' && options.clusterWorker !== true) throw new Error('the cluster strategy starts through startClusterPrimary()')
+  const { harness } = options
   let database: ServiceDatabase | undefined
   let db: pg.Pool | undefined
   let engine: PasswordEngine | undefined
@@ -154,13 +167,11 @@ export async function startService (config: Config, options: StartServiceOptions
     })
     engine = await createPasswordEngine({
       policy: config.hashPolicy,
-      // Each cluster worker hashes with a plain Piscina pool, as in the Piscina article.
-      strategy: config.hashStrategy === 'cluster' ? 'piscina' : config.hashStrategy,
       ...(config.hashThreads === undefined ? {} : { threads: config.hashThreads }),
       ...(config.hashMaxQueue === undefined ? {} : { maxQueue: config.hashMaxQueue }),
       threadNice: config.hashThreadNice,
       log: new ThrottledFaultLog(log.child({ component: 'hashing' })),
-    })
+    }, harness?.createExecutor)
     const stats = engine.stats()
     log.info({
       strategy: engine.strategy,
@@ -171,7 +182,7 @@ export async function startService (config: Config, options: StartServiceOptions
     }, `hash pool: ${stats.threads} thread(s) from the CPU budget (${engine.cpuBudget.source}${config.hashThreads === undefined ? '' : ', overridden by config'})`)
 
     const jwtSecret = jwtSecretOf(config)
-    app = await buildApp({ config, db, engine, jwtSecret, logger: log, clusterWorker: options.clusterWorker === true })
+    app = await buildApp({ config, db, engine, jwtSecret, logger: log, clusterWorker: options.clusterWorker === true, ...(harness === undefined ? {} : { harness }) })
     const limits = checkConnectionLimits(config)
     for (const warning of limits.warnings) log.warn({ openFiles: limits.openFiles, somaxconn: limits.somaxconn }, warning)
     // Past it, Node closes a new connection at once: better than running out of descriptors,
@@ -179,8 +190,8 @@ export async function startService (config: Config, options: StartServiceOptions
     if (config.maxConnections > 0) app.server.maxConnections = config.maxConnections
     const url = await app.listen({ host: config.host, port: config.port, backlog: config.listenBacklog })
     // A `--workers` worker holds the socket itself (cluster.ts sets SCHED_NONE) and accepts through
-    // its own copies; the cluster strategy's workers get their connections from the primary (round robin).
-    if (options.clusterWorker !== true || config.hashStrategy !== 'cluster') {
+    // its own copies; with round robin the primary accepts every connection and hands it over.
+    if (options.clusterWorker !== true || harness?.processPerCpu !== true) {
       acceptors = await addAcceptors(app.server, config.acceptors, {
         maxConnections: config.maxConnections,
         backlog: config.listenBacklog,
@@ -202,8 +213,8 @@ export async function startService (config: Config, options: StartServiceOptions
         },
       })
     }
-    log.info({ url, ...(admin === undefined ? {} : { adminUrl: admin.url }), version: packageVersion, strategy: config.hashStrategy }, options.listeningMessage ?? 'tollbooth is listening')
-    // Only where glibc takes them (2.35 and later): see hashing/malloc-env.ts.
+    log.info({ url, ...(admin === undefined ? {} : { adminUrl: admin.url }), version: packageVersion, strategy: engine.strategy }, options.listeningMessage ?? 'tollbooth is listening')
+    // Only where glibc takes them (2.35 and later): see machine/malloc-env.ts.
     const mallocMissing = missingHashMallocEnv(process.env)
     if (Object.keys(mallocMissing).length > 0) {
       log.info({ missing: mallocMissing }, 'glibc malloc maps a large scrypt buffer afresh for every hash: set these variables before node starts (the Dockerfile and tollbooth\'s launchers do) for cheaper scrypt hashes at N * r of 2^18 and more')

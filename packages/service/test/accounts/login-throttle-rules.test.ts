@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { loadConfig, parseTrustProxy } from '../../src/config/index.js'
 import { fastifyTrustProxy, loginThrottlePolicy } from '../../src/http/app.js'
-import { passwordCheckRules, startPasswordCheck, verifyFormsOfCheck } from '../../src/accounts/auth-service.js'
-import { HashReservation } from '../../src/hashing/scheduler.js'
-import type { PasswordEngine } from '../../src/hashing/types.js'
+import { passwordCheckRules, startPasswordCheck, verifyFormsOfCheck } from '../../src/accounts/password-check.js'
+import { AdmissionTicket, type AdmissionRequest, type HashOptions } from '../../src/hashing/index.js'
+import { QueuePlace } from '../../src/hashing/scheduler.js'
 import { ChecksUnderWay } from '../../src/accounts/checks-under-way.js'
 import { createLogger } from '../../src/http/logger.js'
 import { waitFor } from '../helpers/wait.js'
@@ -186,48 +186,71 @@ describe('login throttle rules', () => {
     assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter left behind')
   })
 
-  it('a check gives back its hash queue place while it waits for its account\'s other checks', async () => {
+  it('a check gives back its hash queue place while it waits for its account\'s other checks, and is admitted again once woken', async () => {
     // Fifty logins of one account at once: five checks run, the rest wait. Holding their places,
-    // the waiting ones counted each other as queued ahead and were refused (7,000 503s in 30 s of
-    // better-auth's storm where there were 150).
+    // the waiting ones counted each other as queued ahead and were refused.
     const checks = new ChecksUnderWay()
     const keys = { account: 'crowded@example.com', address: '192.0.2.50' }
     const ends = Array.from({ length: 5 }, () => checks.begin(keys))
     let releases = 0
-    const reservation = new HashReservation('verify', Number.POSITIVE_INFINITY, () => { releases++ })
-    const engine = { assertAdmissible () {} } as unknown as PasswordEngine
-    const hashOptions = { deadlineAt: checks.now() + 20_000, reservation }
-    const rules = passwordCheckRules({ checksUnderWay: checks, loginThrottle: policy, loginDeadlineMs: 20_000, engine }, hashOptions, { client: '192.0.2.50' })
+    let readmissions = 0
+    const place = (): QueuePlace => new QueuePlace('verify', Number.POSITIVE_INFINITY, () => { releases++ })
+    const request: AdmissionRequest = { kind: 'verify', deadlineAt: checks.now() + 20_000, client: '192.0.2.50', signal: undefined }
+    const ticket = new AdmissionTicket(request, place(), () => { readmissions++; return place() })
+    const rules = passwordCheckRules({ checksUnderWay: checks, loginThrottle: policy }, ticket)
     const read = async (): Promise<{ failures: { account: FailureCount | undefined } }> => ({ failures: { account: undefined } })
     const started = startPasswordCheck(read, keys, rules, silentLogging)
-    await waitFor('the check waiting, its place given back', () => reservation.released, { intervalMs: 1 })
+    await waitFor('the check waiting, its place given back', () => !ticket.holdsPlace, { intervalMs: 1 })
     assert.equal(releases, 1)
+    assert.equal(readmissions, 0, 'not admitted again while it waits')
     ends[0]?.()
     const { end } = await started
+    assert.equal(readmissions, 1, 'admitted again once, after its wait')
+    assert.ok(ticket.holdsPlace, 'with a place of its own again')
     end()
     for (const other of ends.slice(1)) other()
     assert.equal(releases, 1, 'once')
   })
 
+  it('a check that waited and cannot be admitted again is refused with admission\'s answer', async () => {
+    const checks = new ChecksUnderWay()
+    const keys = { account: 'late@example.com', address: '192.0.2.51' }
+    const endFirst = Array.from({ length: 5 }, () => checks.begin(keys))
+    const overloaded = Object.assign(new Error('queue full'), { code: 'SERVICE_OVERLOADED' })
+    const request: AdmissionRequest = { kind: 'verify', deadlineAt: checks.now() + 20_000, client: '192.0.2.51', signal: undefined }
+    const ticket = new AdmissionTicket(request, new QueuePlace('verify', Number.POSITIVE_INFINITY, () => {}), () => { throw overloaded })
+    const read = async (): Promise<{ failures: { account: FailureCount | undefined } }> => ({ failures: { account: undefined } })
+    const started = startPasswordCheck(read, keys, passwordCheckRules({ checksUnderWay: checks, loginThrottle: policy }, ticket), silentLogging)
+    await waitFor('the check waiting', () => !ticket.holdsPlace, { intervalMs: 1 })
+    endFirst[0]?.()
+    await assert.rejects(started, overloaded)
+    for (const end of endFirst.slice(1)) end()
+    assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter left behind')
+  })
+
   it('a check\'s later forms run without the client\'s signal, its first is kept once started, and a later form that cannot run counts as not matching', async () => {
     const signal = new AbortController().signal
-    const seen: Array<{ form: string, signal: boolean, keepIfStarted: boolean }> = []
-    const verify = (results: Array<boolean | Error>) => async (form: string, options: { signal?: AbortSignal, keepIfStarted?: boolean }) => {
-      seen.push({ form, signal: options.signal !== undefined, keepIfStarted: options.keepIfStarted === true })
+    const ticket = new AdmissionTicket({ kind: 'verify', deadlineAt: 1000, client: '192.0.2.60', signal }, undefined, () => undefined)
+    const seen: Array<{ form: string, ticket: boolean, signal: boolean, deadlineAt: number | undefined, keepIfStarted: boolean }> = []
+    const verify = (results: Array<boolean | Error>) => async (form: string, options: HashOptions) => {
+      seen.push({ form, ticket: options.ticket === ticket, signal: options.signal !== undefined, deadlineAt: options.deadlineAt, keepIfStarted: options.keepIfStarted === true })
       const result = results[seen.length - 1]
       if (result instanceof Error) throw result
       return { match: result === true, needsRehash: false }
     }
     const forms = ['nfc', 'typed']
-    assert.deepEqual(await verifyFormsOfCheck(forms, { signal, deadlineMs: 100 }, verify([false, true])), { match: true, needsRehash: false, form: 'typed' })
-    assert.deepEqual(seen, [{ form: 'nfc', signal: true, keepIfStarted: true }, { form: 'typed', signal: false, keepIfStarted: false }])
+    assert.deepEqual(await verifyFormsOfCheck(forms, ticket, verify([false, true])), { match: true, needsRehash: false, form: 'typed' })
+    assert.deepEqual(seen, [
+      { form: 'nfc', ticket: true, signal: false, deadlineAt: undefined, keepIfStarted: true },
+      { form: 'typed', ticket: false, signal: false, deadlineAt: 1000, keepIfStarted: false },
+    ], 'the first under the ticket (its signal and place), kept once started; the later with its deadline alone')
     seen.length = 0
     const overloaded = new Error('queue full')
-    assert.deepEqual(await verifyFormsOfCheck(forms, { signal }, verify([false, overloaded])), { match: false, needsRehash: false, form: 'nfc', unfinished: overloaded })
+    assert.deepEqual(await verifyFormsOfCheck(forms, ticket, verify([false, overloaded])), { match: false, needsRehash: false, form: 'nfc', unfinished: overloaded })
     seen.length = 0
-    await assert.rejects(verifyFormsOfCheck(forms, { signal }, verify([overloaded])), overloaded, 'the first form\'s refusal is the answer: no verify ran')
+    await assert.rejects(verifyFormsOfCheck(forms, ticket, verify([overloaded])), overloaded, 'the first form\'s refusal is the answer: no verify ran')
     seen.length = 0
-    assert.deepEqual(await verifyFormsOfCheck(['nfc'], {}, verify([true])), { match: true, needsRehash: false, form: 'nfc' })
+    assert.deepEqual(await verifyFormsOfCheck(['nfc'], ticket, verify([true])), { match: true, needsRehash: false, form: 'nfc' })
   })
 
   it('says when no check is under way any more (the close waits for that)', async () => {

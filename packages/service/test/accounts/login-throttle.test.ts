@@ -1,3 +1,4 @@
+import { parseTrustProxy } from '../../src/config/index.js'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, it } from 'node:test'
@@ -202,10 +203,10 @@ describe('login throttling per client address', () => {
     assertThrottled(await login(service, uniqueEmail('spoof'), 'guess', { 'x-forwarded-for': '198.51.100.200' }, from))
   })
 
-  for (const trustProxy of ['127.0.0.1', '1']) {
-    it(`takes the client address from X-Forwarded-For when the proxy is trusted (TOLLBOOTH_TRUST_PROXY=${trustProxy})`, async () => {
+  for (const setting of ['127.0.0.1', '1']) {
+    it(`takes the client address from X-Forwarded-For when the proxy is trusted (TOLLBOOTH_TRUST_PROXY=${setting})`, async () => {
       const logs = capturingLogger()
-      const service = await start({ config: { trustProxy }, logger: logs.logger })
+      const service = await start({ config: { trustProxy: parseTrustProxy(setting) }, logger: logs.logger })
       const { email, password } = await registerUser(service)
       // 20 failures spread over 5 clients behind the proxy: each far below the address bound.
       for (let i = 0; i < 5; i++) await failTimes(service, uniqueEmail('proxied'), 4, { 'x-forwarded-for': `203.0.113.${i}` })

@@ -72,20 +72,10 @@ describe('secrets come from the environment or a _FILE, never a flag', () => {
   })
 })
 
-describe('lab diagnostics only on a loopback address', () => {
-  it('refuses TOLLBOOTH_LAB_DIAGNOSTICS with HOST on every address or a public one', () => {
-    for (const host of ['0.0.0.0', '::', '192.0.2.10', 'example.com']) {
-      assert.throws(() => loadConfig({ env: { TOLLBOOTH_LAB_DIAGNOSTICS: 'true', HOST: host } }), isConfigInvalid(/TOLLBOOTH_LAB_DIAGNOSTICS needs the service on a loopback address/), host)
-    }
-  })
-
-  it('starts them on loopback, and leaves other hosts alone when they are off', () => {
-    for (const host of ['127.0.0.1', '127.0.0.2', '::1', '[::1]', 'localhost']) {
-      assert.equal(loadConfig({ env: { TOLLBOOTH_LAB_DIAGNOSTICS: 'true', HOST: host } }).labDiagnostics, true, host)
-    }
-    assert.equal(loadConfig({ env: { HOST: '0.0.0.0' } }).host, '0.0.0.0')
-    assert.equal(isLoopbackHost('::ffff:127.0.0.1'), true)
-    assert.equal(isLoopbackHost('::ffff:10.0.0.1'), false)
+describe('loopback addresses', () => {
+  it('are 127.0.0.0/8, ::1 (also IPv4-mapped) and the name localhost', () => {
+    for (const host of ['127.0.0.1', '127.0.0.2', '::1', '[::1]', 'localhost', '::ffff:127.0.0.1']) assert.equal(isLoopbackHost(host), true, host)
+    for (const host of ['0.0.0.0', '::', '192.0.2.10', 'example.com', '::ffff:10.0.0.1']) assert.equal(isLoopbackHost(host), false, host)
   })
 })
 

@@ -1,22 +1,29 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { describe, it } from 'node:test'
-import { createPasswordEngine, type HashAlgorithm, type HashStrategy } from '../../src/hashing/index.js'
+import { createPasswordEngine, type HashAlgorithm, type PasswordEngine, type PasswordEngineOptions } from '../../src/hashing/index.js'
+import { executorFor } from '../../src/harness/strategies/index.js'
 import { cheapPolicy, policyFor, seedPolicy } from '../hashing/fixtures.js'
 
-const comparisonStrategies: HashStrategy[] = ['event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina']
+const comparisonStrategies = ['event-loop', 'libuv', 'libuv-128', 'spawn', 'piscina'] as const
+type Strategy = typeof comparisonStrategies[number]
+
+/** An engine on one of the harness's executors, as the harness makes it. */
+async function seedEngine (strategy: Strategy, options: PasswordEngineOptions): Promise<PasswordEngine> {
+  return await createPasswordEngine(options, executorFor(strategy))
+}
 const algorithms: HashAlgorithm[] = ['argon2id', 'bcrypt', 'scrypt']
 
 describe('the load lab\'s comparison strategies', () => {
   for (const strategy of comparisonStrategies) {
     it(`${strategy}: hashes and verifies every algorithm, and hashes made elsewhere`, async () => {
-      const engine = await createPasswordEngine({ policy: cheapPolicy, strategy, threads: 2 })
+      const engine = await seedEngine(strategy, { policy: cheapPolicy, threads: 2 })
       const reference = await createPasswordEngine({ policy: policyFor('bcrypt'), threads: 1 })
       try {
         assert.equal(engine.strategy, strategy)
         assert.ok((await engine.hash('open sesame', { deadlineMs: 60_000 })).startsWith('$argon2id$'))
         for (const algorithm of algorithms) {
-          const other = await createPasswordEngine({ policy: policyFor(algorithm), strategy, threads: 1 })
+          const other = await seedEngine(strategy, { policy: policyFor(algorithm), threads: 1 })
           const made = await other.hash('open sesame')
           await other.close()
           assert.deepEqual(await engine.verify('open sesame', made), { match: true, needsRehash: algorithm !== 'argon2id' })
@@ -34,7 +41,7 @@ describe('the load lab\'s comparison strategies', () => {
   }
 
   it('event-loop: the hash blocks the event loop while it runs', async () => {
-    const engine = await createPasswordEngine({ policy: seedPolicy, strategy: 'event-loop' })
+    const engine = await seedEngine('event-loop', { policy: seedPolicy })
     try {
       const stored = await engine.hash('pw')
       const timerDue = performance.now()
@@ -51,7 +58,7 @@ describe('the load lab\'s comparison strategies', () => {
   })
 
   it('libuv: hashes queue on libuv\'s shared pool and starve other pool work', async () => {
-    const engine = await createPasswordEngine({ policy: seedPolicy, strategy: 'libuv' })
+    const engine = await seedEngine('libuv', { policy: seedPolicy })
     try {
       assert.equal(engine.stats().threads, 4)
       const stored = await engine.hash('pw')

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { bcryptHasher } from '../../src/hashing/hashers/bcrypt.js'
 import { createPasswordEngine, type PasswordEngine } from '../../src/hashing/index.js'
+import { executorFor } from '../../src/harness/strategies/index.js'
 import { policyFor, rejection, seedPolicy, thrown } from './fixtures.js'
 
 // bcrypt reads 72 bytes; the library would silently drop the rest.
@@ -41,7 +42,7 @@ describe('bcrypt and passwords over 72 bytes', () => {
   })
 
   it('costs a full verify on libuv\'s pool too (the lab\'s libuv strategies), not an instant false', async () => {
-    const libuv = await createPasswordEngine({ policy: seedPolicy, strategy: 'libuv', threads: 1 })
+    const libuv = await createPasswordEngine({ policy: seedPolicy, threads: 1 }, executorFor('libuv'))
     try {
       const runs: number[] = []
       libuv.onTask((event) => { runs.push(event.runMs) })

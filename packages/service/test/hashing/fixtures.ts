@@ -1,4 +1,5 @@
 /** Tiny shared fixtures for the hashing tests. */
+import { AdmissionTicket, type AdmissionRequest, type HashWork } from '../../src/hashing/index.js'
 import assert from 'node:assert/strict'
 import { isTollboothError, type ErrorCode, type TollboothError } from '../../src/errors.js'
 import type { HashPolicy } from '../../src/hashing/index.js'
@@ -32,4 +33,9 @@ export function thrown (fn: () => unknown, code: ErrorCode): TollboothError {
     return err
   }
   assert.fail(`expected ${code} to be thrown`)
+}
+
+/** How an executor is asked to run a task outside the engine: a ticket with no place, admitted when the task is submitted. */
+export function unadmitted (kind: 'hash' | 'verify' = 'verify', request: Partial<Omit<AdmissionRequest, 'kind'>> = {}): HashWork {
+  return { ticket: new AdmissionTicket({ kind, deadlineAt: undefined, client: '', signal: undefined, ...request }, undefined, () => undefined), keepIfStarted: false, now: performance.now() }
 }

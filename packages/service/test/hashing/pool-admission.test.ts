@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { isTollboothError } from '../../src/errors.js'
+import { isTollboothError, TollboothError } from '../../src/errors.js'
 import { bcryptHasher } from '../../src/hashing/hashers/bcrypt.js'
 import { createPasswordEngine, type HashTaskEvent, type PasswordEngine, type PasswordEngineOptions } from '../../src/hashing/index.js'
 import { cheapPolicy, rejection, seedPolicy, thrown } from './fixtures.js'
@@ -41,7 +41,7 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     const stats = engine.stats()
     assert.ok(stats.meanRunMs > 0, 'seeded by the warm-up hash')
     assert.deepEqual({ ...stats, meanRunMs: 0 }, {
-      strategy: 'tollbooth', threads: 1, running: 0, queued: 0, completed: 0, rejected: 0, deadlineExceeded: 0, cancelled: 0, failed: 0, meanRunMs: 0,
+      strategy: 'tollbooth', threads: 1, running: 0, queued: 0, completed: 0, rejected: 0, deadlineExceeded: 0, cancelled: 0, failed: 0, meanRunMs: 0, admissionChecks: 0,
     })
   })
 
@@ -206,27 +206,42 @@ describe('pool admission, deadlines and cancellation (1 real worker thread)', ()
     assert.equal(engine.stats().rejected, 2)
   })
 
-  it('assertAdmissible answers as a submission would, counts a refusal, and reserves nothing', async () => {
+  it('admit answers as a submission would, counts only the refusals answered, and a ticket is queued without a second admission', async () => {
     const { engine, events } = await open({ maxQueue: 1000 })
     const stored = await engine.hash('x')
-    engine.assertAdmissible('verify', { deadlineMs: 0 }) // a free thread: admitted
+    const free = engine.admit('verify', { deadlineMs: 0 }) // a free thread: admitted
+    assert.ok(!(free instanceof TollboothError) && free.holdsPlace, 'a ticket holding a place')
+    free.release()
+    assert.equal(free.holdsPlace, false)
     const blocker = engine.verify('blocker', slowStored)
     assert.equal(engine.stats().running, 1)
     const queued = Array.from({ length: 200 }, async () => await engine.verify('queued', stored))
     const budgetMs = 20 * engine.stats().meanRunMs
-    const overloaded = thrown(() => { engine.assertAdmissible('verify', { deadlineAt: performance.now() + budgetMs }) }, 'SERVICE_OVERLOADED')
+    const overloaded = engine.admit('verify', { deadlineAt: performance.now() + budgetMs })
+    assert.ok(isTollboothError(overloaded, 'SERVICE_OVERLOADED'), String(overloaded))
     assertRetryAfter(overloaded.retryAfterSeconds)
-    thrown(() => { engine.assertAdmissible('hash', { deadlineAt: performance.now() - 5 }) }, 'HASH_DEADLINE_EXCEEDED')
-    engine.assertAdmissible('verify', { deadlineMs: 60_000 }) // a far deadline: admitted
-    engine.assertAdmissible('verify') // no deadline: admitted
+    assert.equal(engine.stats().rejected, 0, 'a refusal returned is not counted yet')
+    thrown(() => engine.refuse('verify', overloaded), 'SERVICE_OVERLOADED')
+    assert.equal(engine.stats().rejected, 1, 'counted once answered')
+    const late = engine.admit('hash', { deadlineAt: performance.now() - 5 })
+    assert.ok(isTollboothError(late, 'HASH_DEADLINE_EXCEEDED'))
+    thrown(() => engine.refuse('hash', late), 'HASH_DEADLINE_EXCEEDED')
+    const far = engine.admit('verify', { deadlineMs: 60_000 }) // a far deadline: admitted
+    assert.ok(!(far instanceof TollboothError))
     const stats = engine.stats()
-    assert.equal(stats.rejected, 1)
     assert.equal(stats.deadlineExceeded, 1)
-    assert.equal(stats.queued, 200, 'a check queues nothing')
+    assert.equal(stats.queued, 200, 'admission queues nothing')
     assert.deepEqual(events.map((e) => `${e.kind}:${e.outcome}`).slice(-2), ['verify:rejected', 'hash:deadline'])
-    assert.throws(() => { engine.assertAdmissible('verify', { deadlineAt: Number.NaN }) }, TypeError)
+    assert.throws(() => engine.admit('verify', { deadlineAt: Number.NaN }), TypeError)
+    assert.throws(() => engine.admit('sign' as 'verify'), TypeError)
+    // The admitted ticket's verify is queued as it is: no second admission decision.
+    const checks = engine.stats().admissionChecks
+    const verified = engine.verify('x', stored, { ticket: far })
+    assert.equal(engine.stats().admissionChecks, checks, 'no admission asked at submission')
+    assert.equal(far.holdsPlace, false, 'the queue entry took its place')
     await Promise.all([blocker, ...queued])
-    assert.equal((await engine.verify('x', stored)).match, true)
+    assert.equal((await verified).match, true)
+    await assert.rejects(engine.verify('x', stored, { ticket: far, deadlineMs: 10 }), TypeError, 'a ticket carries its own request')
   })
 
   it('lets logins go ahead of queued registrations: a verify is admitted and runs before them', async () => {

@@ -158,9 +158,6 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     assert.equal(h.scheduler.reserved('verify'), reservations.length)
     // A hash waits behind the places held by verifies too.
     assert.equal(h.scheduler.refusal('hash', 'signup', Date.now() + 1000)?.code, 'SERVICE_OVERLOADED')
-    // Its own place is left out of a request's own check: the last admitted is still admissible.
-    const last = reservations[reservations.length - 1]
-    assert.equal(h.scheduler.refusal('verify', 'last', Date.now() + 1000, Date.now(), last), undefined)
     // Released (submitted, or its request ended): room again. Twice is once.
     for (const reservation of reservations.slice(0, 5)) { reservation.release(); reservation.release() }
     assert.equal(h.scheduler.reserved('verify'), reservations.length - 5)

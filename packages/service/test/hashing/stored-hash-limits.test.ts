@@ -102,7 +102,7 @@ describe('policy validation', () => {
   it('createPasswordEngine refuses bad options before starting any thread', async () => {
     const cases: Array<[string, Record<string, unknown>]> = [
       ['policy.bcrypt.cost', { policy: { ...cheapPolicy, bcrypt: { cost: 3 } } }],
-      ['strategy', { policy: cheapPolicy, strategy: 'fast' }],
+      ['threadNice', { policy: cheapPolicy, threadNice: 20 }],
       ['threads', { policy: cheapPolicy, threads: 0 }],
       ['threads', { policy: cheapPolicy, threads: 2.5 }],
       ['maxQueue', { policy: cheapPolicy, maxQueue: -1 }],

@@ -1,18 +1,19 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { createPasswordEngine, type HashStrategy } from '../../src/hashing/index.js'
+import { createPasswordEngine, type ExecutorFactory } from '../../src/hashing/index.js'
+import { executorFor } from '../../src/harness/strategies/index.js'
 import { cheapPolicy } from './fixtures.js'
 
 describe('a task listener that throws', () => {
-  for (const strategy of ['tollbooth', 'event-loop'] satisfies HashStrategy[]) {
+  const executors: Array<[string, ExecutorFactory | undefined]> = [['tollbooth', undefined], ['event-loop', executorFor('event-loop')]]
+  for (const [strategy, executor] of executors) {
     it(`${strategy}: hashing goes on, the error goes to the engine's log, the counters count`, async () => {
       const warnings: Array<{ fields: Record<string, unknown>, message: string }> = []
       const engine = await createPasswordEngine({
         policy: cheapPolicy,
-        strategy,
         threads: 1,
         log: { warn: (fields, message) => { warnings.push({ fields, message }) } },
-      })
+      }, executor)
       try {
         engine.onTask(() => { throw new Error('broken metrics') })
         const stored = await engine.hash('pw')

@@ -11,9 +11,14 @@ export interface StartedCli {
   output: () => string
 }
 
-/** Runs `bin/tollbooth.js` as `npm start` does and waits for its "listening" log line. */
-export async function startCli (env: NodeJS.ProcessEnv, args: string[] = [], timeoutMs = 60_000): Promise<StartedCli> {
-  const child = spawn(process.execPath, [path.join(packageRoot, 'bin', 'tollbooth.js'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+/** The CLI as `npm start` runs it. */
+export const tollboothEntry = path.join(packageRoot, 'bin', 'tollbooth.js')
+/** The lab's harness (src/harness/serve.ts), which `serve`s with a seed article's strategy. */
+export const harnessEntry = path.join(packageRoot, 'dist', 'src', 'harness', 'serve.js')
+
+/** Runs `bin/tollbooth.js` as `npm start` does (or another entry) and waits for its "listening" log line. */
+export async function startCli (env: NodeJS.ProcessEnv, args: string[] = [], timeoutMs = 60_000, entry = tollboothEntry): Promise<StartedCli> {
+  const child = spawn(process.execPath, [entry, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   const lines = (): Array<Record<string, unknown>> => output.split('\n').flatMap((line) => {
     try { return [JSON.parse(line) as Record<string, unknown>] } catch { return [] }

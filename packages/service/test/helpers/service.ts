@@ -1,10 +1,10 @@
 import type { AddressInfo } from 'node:net'
 import type pino from 'pino'
 import { Agent, fetch as undiciFetch } from 'undici'
-import { loadConfig, type Config } from '../../src/config/index.js'
+import { loadConfig, type Config, type FlatConfig } from '../../src/config/index.js'
 import { createPasswordEngine } from '../../src/hashing/index.js'
 import type { HashPolicy, PasswordEngine } from '../../src/hashing/types.js'
-import { buildApp, type TollboothApp } from '../../src/http/app.js'
+import { buildApp, type AppHarness, type TollboothApp } from '../../src/http/app.js'
 import { createLogger } from '../../src/http/logger.js'
 import { createTestDatabase, type TestDatabase } from './database.js'
 import { cheapPolicy } from './policies.js'
@@ -58,13 +58,16 @@ export interface TestServiceOptions {
   policy?: HashPolicy
   threads?: number
   maxQueue?: number
-  config?: Partial<Record<string, unknown>>
+  /** Settings by their key in the config (settings.ts); a key that is none fails to compile. */
+  config?: Partial<FlatConfig>
   /** Reuse a database (e.g. to restart with another policy). */
   db?: TestDatabase
   /** A logger to read what the service logs; default: none. */
   logger?: pino.Logger
   /** The service's wall clock (epoch ms) for login throttling; default Date.now. */
   now?: () => number
+  /** What the lab's harness changes of the app (its diagnostic routes, say); default: none, as production. */
+  harness?: AppHarness
 }
 
 export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
@@ -76,7 +79,7 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
     threads: options.threads ?? 2,
     ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
   })
-  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false, ...(options.now === undefined ? {} : { now: options.now }) })
+  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false, ...(options.now === undefined ? {} : { now: options.now }), ...(options.harness === undefined ? {} : { harness: options.harness }) })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
   const ownsDb = options.db === undefined

@@ -3,6 +3,7 @@
  * accepted and what it refuses is declared invalid (schemathesis's positive and negative data
  * checks), and every status a route can answer is in its list.
  */
+import { labRoutes } from '../../src/harness/lab-routes.js'
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { registerUser, request, startTestService, type TestService } from '../helpers/service.js'
@@ -42,7 +43,7 @@ describe('the OpenAPI document lists every status a route can answer', () => {
   let service: TestService
   let document: OpenApiDocument
   before(async () => {
-    service = await startTestService({ config: { labDiagnostics: true } })
+    service = await startTestService({ harness: { strategy: 'tollbooth', shedding: true, apiRoutes: labRoutes } })
     document = await openApiDocument(service)
   })
   after(async () => { await service.close() })

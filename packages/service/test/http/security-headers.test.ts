@@ -1,3 +1,4 @@
+import { labRoutes } from '../../src/harness/lab-routes.js'
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { request, startTestService, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
@@ -13,7 +14,7 @@ function assertSecurityHeaders (response: JsonResponse, what: string): void {
 
 describe('security headers and no-store on token responses', () => {
   let service: TestService
-  before(async () => { service = await startTestService({ threads: 1, config: { labDiagnostics: true } }) })
+  before(async () => { service = await startTestService({ threads: 1, harness: { strategy: 'tollbooth', shedding: true, apiRoutes: labRoutes } }) })
   after(async () => { await service.close() })
 
   it('every response carries the standard security headers: routes, errors, 404, 405, operations, the OpenAPI document', async () => {

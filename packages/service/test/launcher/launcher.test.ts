@@ -2,6 +2,7 @@
  * The launcher API (tollbooth/launcher) and the ready file it relies on: what the lab and the
  * test runner use to start the service without reading its logs.
  */
+import { waitFor } from '../helpers/wait.js'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -82,7 +83,7 @@ async function readyFileFor (file: string, url: string): Promise<Record<string, 
   }
 }
 
-describe('TOLLBOOTH_READY_FILE', () => {
+describe('serve --ready-file', () => {
   let database: TestDatabase
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-ready-test-'))
   before(async () => { database = await createTestDatabase({ migrate: false }) })
@@ -94,7 +95,7 @@ describe('TOLLBOOTH_READY_FILE', () => {
   it('holds the URL the service listens on, its pid, version and strategy, once it listens', async () => {
     const file = path.join(dir, 'ready.json')
     fs.writeFileSync(file, JSON.stringify({ url: 'http://127.0.0.1:1', pid: 1 }))
-    const started = await startCli(serviceEnv(database.url, { TOLLBOOTH_READY_FILE: file }), ['serve'], 120_000)
+    const started = await startCli(serviceEnv(database.url), ['serve', '--ready-file', file], 120_000)
     try {
       const ready = await readyFileFor(file, started.url)
       assert.deepEqual(ready, { url: started.url, pid: started.child.pid, version: serviceVersion, strategy: 'tollbooth' })
@@ -105,8 +106,8 @@ describe('TOLLBOOTH_READY_FILE', () => {
       const metrics = await (await fetch(`${started.url}/metrics`)).text()
       if (Object.keys(missing).length > 0) {
         const isHint = (line: Record<string, unknown>): boolean => String(line.msg).startsWith('glibc malloc maps a large scrypt buffer afresh')
-        // Written just after the "listening" line: give the pipe a moment (a generous bound, not a measure).
-        for (let waited = 0; !started.lines().some(isHint) && waited < 5000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50))
+        // Written just after the "listening" line.
+        await waitFor('the hint in the log', () => started.lines().some(isHint))
         const hint = started.lines().find(isHint)
         assert.deepEqual(hint?.missing, missing, 'the log names the settings to set')
         assert.match(metrics, /tollbooth_hash_pool_info\{[^}]*malloc_settings="missing"/)
@@ -122,7 +123,7 @@ describe('TOLLBOOTH_READY_FILE', () => {
     const file = path.join(dir, 'stale.json')
     fs.writeFileSync(file, JSON.stringify({ url: 'http://127.0.0.1:1', pid: 1 }))
     // A database that refuses connections: the service exits before it listens.
-    const child = spawn(process.execPath, [tollboothBin, 'serve'], { env: serviceEnv('postgres://tollbooth@127.0.0.1:1/none', { TOLLBOOTH_READY_FILE: file }), stdio: 'ignore' })
+    const child = spawn(process.execPath, [tollboothBin, 'serve', '--ready-file', file], { env: serviceEnv('postgres://tollbooth@127.0.0.1:1/none'), stdio: 'ignore' })
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
     assert.notEqual(code, 0)
     assert.equal(fs.existsSync(file), false)

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
-import { answerReserveMs, hashDeadlineAt } from '../../src/http/request-context.js'
+import { TollboothError } from '../../src/errors.js'
+import { answerReserveMs, hashDeadlineAt, type PasswordEngine } from '../../src/hashing/index.js'
+import { slowBcryptHash } from '../helpers/policies.js'
 import { watchQueries } from '../helpers/database.js'
 import { parseResponses, rawConnection } from '../helpers/raw-http.js'
 import { waitFor } from '../helpers/wait.js'
@@ -99,38 +101,87 @@ describe('a login\'s hash is due before its answer', () => {
     const service = await startTestService({ config: { loginDeadlineMs: deadlineMs } })
     try {
       const account = await registerUser(service)
-      const engine = service.engine
-      const admission = engine.admission.bind(engine)
-      const verify = engine.verify.bind(engine)
-      const admitted: Array<{ deadlineAt: number | undefined, dueInMs: number }> = []
-      const verified: Array<number | undefined> = []
-      // The admission comes in onRequest, right after the arrival; the verify after the user's lookup.
-      engine.admission = (kind, options) => {
-        admitted.push({ deadlineAt: options?.deadlineAt, dueInMs: (options?.deadlineAt ?? Infinity) - performance.now() })
-        return admission(kind, options)
-      }
-      engine.verify = async (password, storedHash, options) => {
-        verified.push(options?.deadlineAt)
-        return await verify(password, storedHash, options)
-      }
+      const { admitted, verified, restore } = spyOnAdmission(service.engine)
       try {
         assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password } })).status, 200)
       } finally {
-        engine.admission = admission
-        engine.verify = verify
+        restore()
       }
-      // Asked in onRequest, then again by the route before its lookup (assertAdmissible asks it too).
-      assert.ok(admitted.length >= 1)
+      assert.equal(admitted.length, 1)
       assert.equal(verified.length, 1)
       const [{ deadlineAt, dueInMs }] = admitted as [{ deadlineAt: number, dueInMs: number }]
-      for (const later of admitted) assert.ok(Math.abs((later.deadlineAt ?? Infinity) - deadlineAt) < 1, 'every check of the login has one deadline')
-      // Counted from the arrival, which came before this call: at most the deadline less the reserve.
+      // Counted from the arrival, which came before the admission: at most the deadline less the reserve.
       assert.ok(dueInMs <= deadlineMs - answerReserveMs(deadlineMs), `the hash was due in ${dueInMs} ms at its admission`)
       assert.ok(dueInMs > deadlineMs - answerReserveMs(deadlineMs) - 1000, `and not much earlier: ${dueInMs} ms`)
       assert.ok(Math.abs((verified[0] as number) - deadlineAt) < 1, 'the verify is due when its admission said')
     } finally {
       await service.close()
     }
+  })
+})
+
+/** Watches a live engine's admissions (their deadlines, the tickets' re-admissions) and the deadline each verify runs under. */
+function spyOnAdmission (engine: PasswordEngine): { admitted: Array<{ deadlineAt: number | undefined, dueInMs: number }>, verified: Array<number | undefined>, readmissions: () => number, restore: () => void } {
+  const admit = engine.admit.bind(engine)
+  const verify = engine.verify.bind(engine)
+  const admitted: Array<{ deadlineAt: number | undefined, dueInMs: number }> = []
+  const verified: Array<number | undefined> = []
+  let readmissions = 0
+  engine.admit = (kind, hashRequest) => {
+    admitted.push({ deadlineAt: hashRequest?.deadlineAt, dueInMs: (hashRequest?.deadlineAt ?? Infinity) - performance.now() })
+    const ticket = admit(kind, hashRequest)
+    if (ticket instanceof TollboothError) return ticket
+    const readmit = ticket.readmit.bind(ticket)
+    ticket.readmit = () => { readmissions++; readmit() }
+    return ticket
+  }
+  engine.verify = async (password, storedHash, options) => {
+    verified.push(options?.ticket?.deadlineAt ?? options?.deadlineAt)
+    return await verify(password, storedHash, options)
+  }
+  return { admitted, verified, readmissions: () => readmissions, restore: () => { engine.admit = admit; engine.verify = verify } }
+}
+
+describe('one admission per login', () => {
+  let service: TestService
+  before(async () => {
+    service = await startTestService({ policy: seedPolicy, threads: 1, config: { loginDeadlineMs: 20_000 } })
+  })
+  after(async () => { await service.close() })
+
+  it('asks admission once, at the door, for a right password, a wrong one and an unknown email: the verify is queued on its ticket', async () => {
+    const account = await registerUser(service)
+    const bodies = [{ email: account.email, password: account.password }, { email: account.email, password: 'not the password' }, { email: uniqueEmail('nobody'), password: 'not the password' }]
+    for (const [index, body] of bodies.entries()) {
+      const { admitted, restore } = spyOnAdmission(service.engine)
+      const before = service.engine.stats().admissionChecks
+      try {
+        assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body })).status, index === 0 ? 200 : 401)
+      } finally {
+        restore()
+      }
+      assert.equal(admitted.length, 1, 'one admission, in onRequest')
+      assert.equal(service.engine.stats().admissionChecks - before, 1, 'and no other decision of the queue: none at the lookup, none when the verify is queued')
+    }
+  })
+
+  it('asks again only after a wait: a login that waits for its account\'s other checks is admitted again once per wake', async () => {
+    // Six wrong passwords for one account at once, against a stored hash of cost 12 (a quarter of a
+    // second a verify on one thread): five checks run, the sixth waits for them to end.
+    const account = await registerUser(service)
+    await service.db.pool.query('UPDATE users SET password_hash = $1 WHERE email = $2', [slowBcryptHash(12), account.email.toLowerCase()])
+    const { admitted, readmissions, restore } = spyOnAdmission(service.engine)
+    const before = service.engine.stats().admissionChecks
+    let statuses: number[]
+    try {
+      statuses = await Promise.all(Array.from({ length: 6 }, async () => (await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: 'a wrong guess' } })).status))
+    } finally {
+      restore()
+    }
+    assert.deepEqual(statuses.sort(), [401, 401, 401, 401, 401, 429], 'five wrong guesses checked, the sixth throttled once it could read their failures')
+    assert.equal(admitted.length, 6, 'one admission per login at the door')
+    assert.ok(readmissions() >= 1, 'the sixth waited, and was admitted again when woken')
+    assert.equal(service.engine.stats().admissionChecks - before, 6 + readmissions(), 'nothing else asked the queue')
   })
 })
 

@@ -18,9 +18,11 @@ import { registerUser, request, seedPolicy, startTestService, type TestService }
 import { waitFor } from '../helpers/wait.js'
 
 const overloaded = (): TollboothError => createError('SERVICE_OVERLOADED', undefined, { retryAfterSeconds: 2 })
+/** What admission answers with a refusal: counted elsewhere, thrown here. */
+const refuse = (refusal: TollboothError): never => { throw refusal }
 
 /** Runs `admit` and says how it ended: 'admitted' or the refusal's code, and when (mocked ms). */
-async function outcome (pacer: RefusalPacer, promise: Promise<void>): Promise<{ result: string, heldNow: number }> {
+async function outcome (pacer: RefusalPacer, promise: Promise<unknown>): Promise<{ result: string, heldNow: number }> {
   const heldNow = pacer.held
   try {
     await promise
@@ -40,7 +42,7 @@ describe('refusal pacer (mock timers)', () => {
   it('answers a first refusal at once and remembers when the client may come back', async () => {
     const pacer = pacerAt()
     const client = { connection: {}, keys: ['ip:a'] }
-    const first = await outcome(pacer, pacer.admit(client, overloaded, () => { throw overloaded() }))
+    const first = await outcome(pacer, pacer.admit(client, overloaded, refuse))
     assert.equal(first.result, 'SERVICE_OVERLOADED')
     assert.equal(pacer.held, 0)
     assert.equal(pacer.holdMs(client), 2000)
@@ -52,16 +54,16 @@ describe('refusal pacer (mock timers)', () => {
     const pacer = pacerAt()
     const neighbour = { connection: {}, keys: ['ip:office'] }
     // A neighbour behind the same address, whose connection has had a request admitted before.
-    assert.equal((await outcome(pacer, pacer.admit(neighbour, () => undefined, () => {}))).result, 'admitted')
+    assert.equal((await outcome(pacer, pacer.admit(neighbour, () => 'ticket', refuse))).result, 'admitted')
     const refused = { connection: {}, keys: ['ip:office'] }
-    assert.equal((await outcome(pacer, pacer.admit(refused, overloaded, () => { throw overloaded() }))).result, 'SERVICE_OVERLOADED')
+    assert.equal((await outcome(pacer, pacer.admit(refused, overloaded, refuse))).result, 'SERVICE_OVERLOADED')
     assert.equal(pacer.holdMs(refused), 2000, 'the refused client is paced by its own connection')
     assert.equal(pacer.holdMs(neighbour), 0, 'a neighbour on a connection of its own is not held by that refusal')
     assert.equal(pacer.holdMs({ connection: {}, keys: ['ip:office'] }), 200, 'a new connection from that address is, a moment (a client that reconnects each time, or a neighbour\'s first request)')
     assert.equal(pacer.holdMs({ keys: ['ip:office'] }), 2000, 'a request with no connection of its own (through a proxy): its whole Retry-After')
     assert.equal(pacer.holdMs({ connection: neighbour.connection, keys: ['account:x', 'ip:office'] }), 0)
     // The neighbour, straight back to be refused, is refused at once, not held; then it is paced by its own refusal.
-    const back = await outcome(pacer, pacer.admit(neighbour, overloaded, () => { throw overloaded() }))
+    const back = await outcome(pacer, pacer.admit(neighbour, overloaded, refuse))
     assert.deepEqual(back, { result: 'SERVICE_OVERLOADED', heldNow: 0 })
     assert.equal(pacer.heldTotal, 0)
     assert.equal(pacer.holdMs(neighbour), 2000)
@@ -84,13 +86,13 @@ describe('refusal pacer (mock timers)', () => {
     const pacer = pacerAt()
     // A user refused on its keep-alive connection of some seconds: paced by it, not by its address.
     const user = { connection: {}, connectionAgeMs: 5000, keys: ['ip:nat', 'account:family'] }
-    assert.equal((await outcome(pacer, pacer.admit(user, overloaded, () => { throw overloaded() }))).result, 'SERVICE_OVERLOADED')
+    assert.equal((await outcome(pacer, pacer.admit(user, overloaded, refuse))).result, 'SERVICE_OVERLOADED')
     pacer.noteRefusal(user, 2)
     assert.equal(pacer.holdMs(user), 2000, 'its own connection is paced')
     assert.equal(pacer.holdMs({ connection: {}, connectionAgeMs: 0, keys: ['ip:nat', 'account:family'] }), 0, 'a stranger\'s new connection is not')
     // A client refused on a new connection (one that reconnects to retry): its address learns it.
     const reconnecting = { connection: {}, connectionAgeMs: 0, keys: ['ip:nat'] }
-    assert.equal((await outcome(pacer, pacer.admit(reconnecting, overloaded, () => { throw overloaded() }))).result, 'SERVICE_OVERLOADED')
+    assert.equal((await outcome(pacer, pacer.admit(reconnecting, overloaded, refuse))).result, 'SERVICE_OVERLOADED')
     assert.equal(pacer.holdMs({ connection: {}, connectionAgeMs: 0, keys: ['ip:nat'] }), 200)
     // Through a proxy: its address learns it.
     pacer.noteRefusal({ keys: ['ip:proxied'] }, 2)
@@ -110,11 +112,11 @@ describe('refusal pacer (mock timers)', () => {
   it('holds a client that is back early until its Retry-After, then checks again: admitted if there is room', async () => {
     const pacer = pacerAt()
     const client = { connection: {}, keys: ['ip:a'] }
-    await outcome(pacer, pacer.admit(client, overloaded, () => { throw overloaded() }))
+    await outcome(pacer, pacer.admit(client, overloaded, refuse))
     mock.timers.tick(500)
     let room = false
     let settled = false
-    const early = pacer.admit(client, overloaded, () => { if (!room) throw overloaded() })
+    const early = pacer.admit(client, () => room ? 'ticket' : overloaded(), refuse)
     void early.then(() => { settled = true }, () => { settled = true })
     await Promise.resolve()
     assert.equal(pacer.held, 1)
@@ -134,7 +136,7 @@ describe('refusal pacer (mock timers)', () => {
     let requests = 0
     const admitOnce = async (): Promise<string> => {
       requests++
-      return (await outcome(pacer, pacer.admit(client, overloaded, () => { throw overloaded() }))).result
+      return (await outcome(pacer, pacer.admit(client, overloaded, refuse))).result
     }
     // A client that retries the instant it is answered, for 10 mocked seconds.
     const loop = (async () => { while (Date.now() < 10_000) await admitOnce() })()
@@ -152,9 +154,9 @@ describe('refusal pacer (mock timers)', () => {
   it('does not hold a polite client that waited out its Retry-After', async () => {
     const pacer = pacerAt()
     const client = { connection: {}, keys: ['ip:a'] }
-    await outcome(pacer, pacer.admit(client, overloaded, () => { throw overloaded() }))
+    await outcome(pacer, pacer.admit(client, overloaded, refuse))
     mock.timers.tick(2000)
-    const back = await outcome(pacer, pacer.admit(client, overloaded, () => { throw overloaded() }))
+    const back = await outcome(pacer, pacer.admit(client, overloaded, refuse))
     assert.deepEqual(back, { result: 'SERVICE_OVERLOADED', heldNow: 0 })
   })
 
@@ -163,7 +165,7 @@ describe('refusal pacer (mock timers)', () => {
     pacer.noteRefusal({ keys: ['ip:a'] }, 2)
     const late = { connection: {}, connectionAgeMs: 199.5, keys: ['ip:a'] }
     assert.equal(pacer.holdMs(late), 0.5)
-    assert.deepEqual(await outcome(pacer, pacer.admit(late, overloaded, () => { throw overloaded() })), { result: 'SERVICE_OVERLOADED', heldNow: 0 })
+    assert.deepEqual(await outcome(pacer, pacer.admit(late, overloaded, refuse)), { result: 'SERVICE_OVERLOADED', heldNow: 0 })
     assert.equal(pacer.heldTotal, 0)
   })
 
@@ -172,7 +174,7 @@ describe('refusal pacer (mock timers)', () => {
     const client = { keys: ['ip:a'] }
     pacer.noteRefusal(client, 5)
     let settled = false
-    const held = pacer.admit(client, overloaded, () => { throw overloaded() }, { maxHoldMs: 1000 })
+    const held = pacer.admit(client, overloaded, refuse, { maxHoldMs: 1000 })
     void held.catch(() => {}).finally(() => { settled = true })
     mock.timers.tick(999)
     await new Promise((resolve) => setImmediate(resolve))
@@ -188,7 +190,7 @@ describe('refusal pacer (mock timers)', () => {
     for (const client of clients) pacer.noteRefusal(client, 2)
     const releasedAt: number[] = []
     const held = clients.map(async (client) => {
-      await pacer.admit(client, overloaded, () => { throw overloaded() }).catch(() => {})
+      await pacer.admit(client, overloaded, refuse).catch(() => {})
       releasedAt.push(Date.now())
     })
     for (let ms = 0; ms <= 2500; ms += 50) {
@@ -208,7 +210,7 @@ describe('refusal pacer (mock timers)', () => {
     const pacer = pacerAt()
     const client = { connection: {}, keys: ['ip:a'] }
     pacer.noteRefusal(client, 5)
-    assert.equal((await outcome(pacer, pacer.admit(client, () => undefined, () => {}))).result, 'admitted')
+    assert.equal((await outcome(pacer, pacer.admit(client, () => 'ticket', refuse))).result, 'admitted')
     assert.equal(pacer.heldTotal, 0)
   })
 
@@ -216,11 +218,11 @@ describe('refusal pacer (mock timers)', () => {
     const pacer = pacerAt()
     const clients = [0, 1, 2].map((i) => ({ keys: [`ip:${i}`] }))
     for (const client of clients) pacer.noteRefusal(client, 2)
-    const held = clients.map((client) => pacer.admit(client, overloaded, () => { throw overloaded() }))
+    const held = clients.map((client) => pacer.admit(client, overloaded, refuse))
     held.forEach((promise) => { promise.catch(() => {}) })
     await Promise.resolve()
     assert.equal(pacer.held, 2)
-    assert.equal((await outcome(pacer, held[2] as Promise<void>)).result, 'SERVICE_OVERLOADED', 'the third is answered at once')
+    assert.equal((await outcome(pacer, held[2] as Promise<unknown>)).result, 'SERVICE_OVERLOADED', 'the third is answered at once')
     mock.timers.tick(2000)
     await Promise.allSettled(held)
     assert.equal(pacer.held, 0)
@@ -231,7 +233,7 @@ describe('refusal pacer (mock timers)', () => {
     const client = { keys: ['ip:a'] }
     pacer.noteRefusal(client, 5)
     const controller = new AbortController()
-    const held = pacer.admit(client, overloaded, () => { throw overloaded() }, { holdSignal: () => controller.signal })
+    const held = pacer.admit(client, overloaded, refuse, { holdSignal: () => controller.signal })
     await Promise.resolve()
     assert.equal(pacer.held, 1)
     controller.abort()

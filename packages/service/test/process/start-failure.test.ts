@@ -1,3 +1,4 @@
+import { harnessEntry } from '../helpers/cli.js'
 import assert from 'node:assert/strict'
 import { createHook } from 'node:async_hooks'
 import cluster from 'node:cluster'
@@ -74,12 +75,12 @@ describe('a start that fails', () => {
 
   it('the cluster primary, when its workers cannot listen: rejects, with no worker and no embedded PostgreSQL left running', async () => {
     const squatter = await squat()
-    // The workers run the CLI, as under `tollbooth --hash-strategy cluster`.
-    cluster.setupPrimary({ exec: path.join(packageRoot, 'bin', 'tollbooth.js'), silent: true })
+    // The workers run the lab's harness, as under its `--hash-strategy cluster`.
+    cluster.setupPrimary({ exec: harnessEntry, args: ['--hash-strategy', 'cluster'], silent: true })
     try {
       const { logger, lines } = capturingLogger('info')
-      const config = loadConfig({ env: {}, overrides: { dataDir, port: squatter.port, logLevel: 'info', hashStrategy: 'cluster', hashThreads: 2 } })
-      await assert.rejects(startClusterPrimary(config, logger), /exited with code 1 before listening/)
+      const config = loadConfig({ env: {}, overrides: { dataDir, port: squatter.port, logLevel: 'info', hashThreads: 2 } })
+      await assert.rejects(startClusterPrimary(config, logger, { strategy: 'cluster', shedding: false, processPerCpu: true }), /exited with code 1 before listening/)
       const pgPort = Number(lines.find((line) => line.msg === 'embedded PostgreSQL started')?.port)
       assert.ok(pgPort > 0, 'the embedded PostgreSQL had started')
       assert.ok(await portIsClosed(pgPort), 'the embedded PostgreSQL was stopped')

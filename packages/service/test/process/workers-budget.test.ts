@@ -28,11 +28,4 @@ describe('serve --workers: one CPU budget shared by the worker processes', () =>
       assert.throws(() => loadConfig({ env: { TOLLBOOTH_WORKERS: bad } }), (err: { code?: string, field?: string }) => err.code === 'CONFIG_INVALID' && err.field === 'TOLLBOOTH_WORKERS', bad)
     }
   })
-
-  it('is refused with a hash strategy other than tollbooth (the cluster strategy forks its own)', () => {
-    for (const strategy of ['cluster', 'piscina']) {
-      assert.throws(() => loadConfig({ env: { TOLLBOOTH_WORKERS: '2', TOLLBOOTH_HASH_STRATEGY: strategy } }), (err: { code?: string }) => err.code === 'CONFIG_INVALID', strategy)
-    }
-    assert.equal(loadConfig({ env: { TOLLBOOTH_WORKERS: '1', TOLLBOOTH_HASH_STRATEGY: 'piscina' } }).workers, 1)
-  })
 })

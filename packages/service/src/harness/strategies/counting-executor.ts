@@ -6,13 +6,13 @@
  */
 import { performance } from 'node:perf_hooks'
 import { createError, type ErrorCode, type TollboothError } from '../../errors.js'
-import type { HashExecutor, HashReply, HashTask, TimedValue } from '../../hashing/executor.js'
-import { nextMeanRunMs, type HashReservation } from '../../hashing/scheduler.js'
-import { processWarningLog, TaskCounters } from '../../hashing/task-counters.js'
-import type { HashFaultLog, HashPoolStats, HashRequestOptions, HashStrategy, HashTaskEvent, HashTaskKind } from '../../hashing/types.js'
+import {
+  AdmissionTicket, nextMeanRunMs, processWarningLog, TaskCounters,
+  type AdmissionRequest, type HashExecutor, type HashFaultLog, type HashPoolStats, type HashReply, type HashTask, type HashTaskEvent, type HashTaskKind, type HashWork, type TimedValue,
+} from '../../hashing/index.js'
 
 export abstract class CountingExecutor implements HashExecutor {
-  abstract readonly strategy: HashStrategy
+  abstract readonly strategy: string
   abstract readonly threads: number
   private readonly counters: TaskCounters
   private inFlight = 0
@@ -27,11 +27,7 @@ export abstract class CountingExecutor implements HashExecutor {
   protected abstract execute (task: HashTask): Promise<HashReply>
   protected abstract shutdown (): Promise<void>
 
-  async run (task: HashTask, _options?: HashRequestOptions): Promise<string | boolean> {
-    return (await this.submit(task, false)).value
-  }
-
-  async runTimed (task: HashTask, _options?: HashRequestOptions): Promise<TimedValue> {
+  async run (task: HashTask, _work: HashWork): Promise<TimedValue> {
     return await this.submit(task, false)
   }
 
@@ -62,14 +58,9 @@ export abstract class CountingExecutor implements HashExecutor {
     throw createError(reply.code as ErrorCode, reply.message)
   }
 
-  /** No admission, so no place to hold. */
-  reserve (_kind: HashTaskKind, _options?: HashRequestOptions): HashReservation | undefined {
-    return undefined
-  }
-
-  /** No admission here by design: everything is admitted while the executor is open. */
-  admission (_kind: HashTaskKind, _options?: HashRequestOptions): TollboothError | undefined {
-    return this.closed ? createError('HASH_POOL_CLOSED') : undefined
+  /** No admission here by design: everything is admitted while the executor is open, and holds no place. */
+  admit (request: AdmissionRequest, _now: number): AdmissionTicket | TollboothError {
+    return this.closed ? createError('HASH_POOL_CLOSED') : new AdmissionTicket(request, undefined, () => undefined)
   }
 
   async ping (_timeoutMs: number): Promise<void> {
@@ -82,7 +73,7 @@ export abstract class CountingExecutor implements HashExecutor {
 
   stats (): HashPoolStats {
     // These strategies cannot see their queue (libuv's, the kernel's): everything in flight counts as running.
-    return { strategy: this.strategy, threads: this.threads, running: this.inFlight, queued: 0, ...this.counters.counts, meanRunMs: this.meanRunMs }
+    return { strategy: this.strategy, threads: this.threads, running: this.inFlight, queued: 0, ...this.counters.counts, meanRunMs: this.meanRunMs, admissionChecks: 0 }
   }
 
   onTask (listener: (event: HashTaskEvent) => void): () => void {

@@ -3,8 +3,7 @@
  * functions), as in the Piscina article's baseline. Every other request, health
  * checks included, waits while it runs.
  */
-import type { HashReply, HashTask } from '../../hashing/executor.js'
-import runOnThisThread from '../../hashing/worker.js'
+import { runHashTask, type HashReply, type HashTask } from '../../hashing/index.js'
 import { CountingExecutor } from './counting-executor.js'
 
 export class EventLoopExecutor extends CountingExecutor {
@@ -12,7 +11,7 @@ export class EventLoopExecutor extends CountingExecutor {
   readonly threads = 1
 
   protected async execute (task: HashTask): Promise<HashReply> {
-    return runOnThisThread(task)
+    return runHashTask(task)
   }
 
   protected async shutdown (): Promise<void> {}

@@ -10,12 +10,10 @@ import { performance } from 'node:perf_hooks'
 import { hash as argon2Hash, verify as argon2Verify, type Algorithm, type Version } from '@node-rs/argon2'
 import { hash as bcryptHash, verify as bcryptVerify } from '@node-rs/bcrypt'
 import { createError, isTollboothError } from '../../errors.js'
-import type { HashReply, HashTask } from '../../hashing/executor.js'
-import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from '../../hashing/hashers/bcrypt.js'
-import { hasherFor } from '../../hashing/hashers/registry.js'
-import { formatScrypt, parseScrypt } from '../../hashing/hashers/phc.js'
-import { scryptMaxmemBytes } from '../../hashing/hashers/scrypt.js'
-import type { HashFaultLog, ScryptParams } from '../../hashing/types.js'
+import {
+  bcryptMaxPasswordBytes, bcryptPasswordTooLong, formatScrypt, hasherFor, parseScrypt, scryptMaxmemBytes,
+  type HashFaultLog, type HashReply, type HashTask, type ScryptParams,
+} from '../../hashing/index.js'
 import { CountingExecutor } from './counting-executor.js'
 
 const argon2id = 2 as Algorithm.Argon2id

@@ -5,16 +5,12 @@
  * only the pool policy differs.
  */
 import { Piscina } from 'piscina'
-import type { HashReply, HashTask } from '../../hashing/executor.js'
-import { errorFields } from '../../hashing/task-counters.js'
-import type { HashFaultLog } from '../../hashing/types.js'
+import { errorFields, hashWorkerUrl, type HashFaultLog, type HashReply, type HashTask } from '../../hashing/index.js'
 import { CountingExecutor } from './counting-executor.js'
-
-const workerUrl = new URL('../../hashing/worker.js', import.meta.url).href
 
 export class PiscinaDefaultExecutor extends CountingExecutor {
   readonly strategy = 'piscina' as const
-  private readonly piscina = new Piscina<HashTask, HashReply>({ filename: workerUrl })
+  private readonly piscina = new Piscina<HashTask, HashReply>({ filename: hashWorkerUrl })
 
   constructor (log?: HashFaultLog) {
     super(log)

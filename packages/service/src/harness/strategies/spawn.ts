@@ -6,8 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import type { HashReply, HashTask } from '../../hashing/executor.js'
-import type { HashFaultLog } from '../../hashing/types.js'
+import type { HashFaultLog, HashReply, HashTask } from '../../hashing/index.js'
 import { CountingExecutor } from './counting-executor.js'
 
 const defaultScript = fileURLToPath(new URL('./spawn-verify.js', import.meta.url))

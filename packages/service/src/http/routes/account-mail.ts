@@ -5,12 +5,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { AccountTokenBody, EmailBody, errors, mailAcceptedMessage, ResetPasswordBody } from '../schemas.js'
-import { normaliseEmail } from '../../accounts/auth-service.js'
-import type { AccountMailService } from '../../accounts/account-mail-service.js'
-import type { PasswordEngine } from '../../hashing/types.js'
-import type { RefusalPacer } from '../../overload/pacing.js'
-import { hashAdmission } from '../../overload/hash-admission.js'
-import { requestContext } from '../request-context.js'
+import { normaliseEmail, type AccountMailService } from '../../accounts/index.js'
+import type { PasswordEngine } from '../../hashing/index.js'
+import { hashAdmission, type HashAdmissionOptions, type RefusalPacer } from '../../overload/index.js'
+import { admittedRequest } from '../request-context.js'
 import { trimEmail } from './auth.js'
 
 export interface AccountMailRoutesOptions {
@@ -21,6 +19,7 @@ export interface AccountMailRoutesOptions {
 }
 
 export const accountMailRoutes: FastifyPluginAsyncTypebox<AccountMailRoutesOptions> = async (app, { account, engine, pacer, registerDeadlineMs }) => {
+  const resetAdmission: HashAdmissionOptions = { engine, pacer, kind: 'hash', deadlineMs: registerDeadlineMs }
   app.post('/auth/password/forgot', {
     preValidation: trimEmail,
     schema: {
@@ -36,7 +35,7 @@ export const accountMailRoutes: FastifyPluginAsyncTypebox<AccountMailRoutesOptio
   })
 
   app.post('/auth/password/reset', {
-    onRequest: hashAdmission({ engine, pacer, kind: 'hash', deadlineMs: registerDeadlineMs }),
+    onRequest: hashAdmission(resetAdmission),
     schema: {
       tags: ['auth'],
       summary: 'Set a new password with the token of a reset mail',
@@ -45,7 +44,7 @@ export const accountMailRoutes: FastifyPluginAsyncTypebox<AccountMailRoutesOptio
       response: { 204: Type.Null({ description: 'Password changed; sign in with it' }), ...errors(400, 401, 413, 415, 503) },
     },
   }, async (request, reply) => {
-    await account.resetPassword(request.body, requestContext(request, reply))
+    await account.resetPassword(request.body, await admittedRequest(resetAdmission, request, reply))
     return await reply.code(204).send(null)
   })
 

@@ -3,13 +3,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { bearerAuth, ChangePasswordBody, DeleteAccountBody, errors, SessionList, SessionParams } from '../schemas.js'
-import { requestContext, requireUser } from '../request-context.js'
-import type { AccessTokens } from '../../accounts/tokens.js'
-import type { SessionCheck } from '../../accounts/session-check.js'
-import type { AccountService, Caller } from '../../accounts/account-service.js'
-import type { PasswordEngine } from '../../hashing/types.js'
-import type { RefusalPacer } from '../../overload/pacing.js'
-import { hashAdmission } from '../../overload/hash-admission.js'
+import { admittedRequest, requireUser } from '../request-context.js'
+import type { AccessTokens, AccountService, Caller, SessionCheck } from '../../accounts/index.js'
+import type { PasswordEngine } from '../../hashing/index.js'
+import { hashAdmission, type HashAdmissionOptions, type RefusalPacer } from '../../overload/index.js'
 
 export interface AccountRoutesOptions {
   account: AccountService
@@ -28,7 +25,8 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountRoutesOptions> = as
   const { account, accessTokens, sessions, engine, pacer, loginDeadlineMs } = options
   const signedIn = requireUser(accessTokens, sessions)
   // Authenticated first (cheap, and an anonymous caller costs no admission), then login's hash admission.
-  const signedInWithPassword = [signedIn, hashAdmission({ engine, pacer, kind: 'verify', deadlineMs: loginDeadlineMs })]
+  const passwordAdmission: HashAdmissionOptions = { engine, pacer, kind: 'verify', deadlineMs: loginDeadlineMs }
+  const signedInWithPassword = [signedIn, hashAdmission(passwordAdmission)]
 
   app.get('/me/sessions', {
     onRequest: signedIn,
@@ -78,7 +76,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountRoutesOptions> = as
       response: { 204: Type.Null({ description: 'Changed' }), ...errors(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
-    await account.changePassword(caller(request), request.body, requestContext(request, reply))
+    await account.changePassword(caller(request), request.body, await admittedRequest(passwordAdmission, request, reply))
     return await reply.code(204).send(null)
   })
 
@@ -93,7 +91,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountRoutesOptions> = as
       response: { 204: Type.Null({ description: 'Deleted' }), ...errors(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
-    await account.deleteAccount(caller(request), request.body.password, requestContext(request, reply))
+    await account.deleteAccount(caller(request), request.body.password, await admittedRequest(passwordAdmission, request, reply))
     return await reply.code(204).send(null)
   })
 }

@@ -2,13 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { bearerAuth, errors, LoginBody, mailAcceptedMessage, RefreshBody, RegisterBody } from '../schemas.js'
 import type { preValidationAsyncHookHandler } from 'fastify'
-import { requestContext, requireUser } from '../request-context.js'
-import { normaliseEmail, type AuthService } from '../../accounts/auth-service.js'
-import type { AccessTokens } from '../../accounts/tokens.js'
-import type { SessionCheck } from '../../accounts/session-check.js'
-import type { PasswordEngine } from '../../hashing/types.js'
-import type { RefusalPacer } from '../../overload/pacing.js'
-import { connectionKeys, hashAdmission, pacedHashAdmission } from '../../overload/hash-admission.js'
+import { admittedRequest, requireUser } from '../request-context.js'
+import { normaliseEmail, type AccessTokens, type AuthService, type SessionCheck } from '../../accounts/index.js'
+import type { PasswordEngine } from '../../hashing/index.js'
+import { hashAdmission, type HashAdmissionOptions, type RefusalPacer } from '../../overload/index.js'
 
 export interface AuthRoutesOptions {
   auth: AuthService
@@ -34,10 +31,11 @@ export const trimEmail: preValidationAsyncHookHandler = async (request) => {
 
 export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, options) => {
   const { auth, accessTokens, sessions, engine, pacer, loginDeadlineMs, registerDeadlineMs } = options
-  const loginAdmission = { engine, pacer, kind: 'verify' as const, deadlineMs: loginDeadlineMs }
+  const loginAdmission: HashAdmissionOptions = { engine, pacer, kind: 'verify', deadlineMs: loginDeadlineMs }
+  const registerAdmission: HashAdmissionOptions = { engine, pacer, kind: 'hash', deadlineMs: registerDeadlineMs }
   app.post('/auth/register', {
     config: { tokenResponse: true },
-    onRequest: hashAdmission({ engine, pacer, kind: 'hash', deadlineMs: registerDeadlineMs }),
+    onRequest: hashAdmission(registerAdmission),
     preValidation: trimEmail,
     schema: {
       tags: ['auth'],
@@ -47,11 +45,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       response: { 201: Type.Ref('AuthResponse'), 202: Type.Ref('MailAccepted'), ...errors(400, 409, 413, 415, 503) },
     },
   }, async (request, reply) => {
+    const context = await admittedRequest(registerAdmission, request, reply)
     if (options.registrationMode === 'enumeration-safe') {
-      await auth.registerQuietly(request.body, requestContext(request, reply))
+      await auth.registerQuietly(request.body, context)
       return await reply.code(202).send({ message: mailAcceptedMessage })
     }
-    const result = await auth.register(request.body, requestContext(request, reply))
+    const result = await auth.register(request.body, context)
     return await reply.code(201).send(result)
   })
 
@@ -67,12 +66,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
-    // The account is a pacing key too, shared like the address (pacing.ts): it holds a login on a
-    // young connection a moment (clients that change connection and address to retry one account
-    // are slowed to a few tries a second), one through a trusted proxy in full. Known only now
-    // the body is parsed, so it holds only refusals noted here.
-    await pacedHashAdmission(loginAdmission, connectionKeys(request, reply, [`account:${normaliseEmail(request.body.email)}`]), request, reply)
-    return await auth.login(request.body, requestContext(request, reply))
+    // The account is a pacing key too, shared like the address (pacing.ts), known once the body is
+    // here: a login admitted again after its body came late is held for its account's refusals.
+    return await auth.login(request.body, await admittedRequest(loginAdmission, request, reply, [`account:${normaliseEmail(request.body.email)}`]))
   })
 
   app.post('/auth/refresh', {

@@ -3,10 +3,10 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { createError, isTollboothError } from '../../errors.js'
-import { isConnectionFailure, isDatabaseFault } from '../../db/errors.js'
-import type { PasswordEngine } from '../../hashing/types.js'
+import { isConnectionFailure, isDatabaseFault } from '../../db/index.js'
+import type { PasswordEngine } from '../../hashing/index.js'
 import { errors } from '../schemas.js'
-import type { Metrics } from '../../metrics/metrics.js'
+import type { Metrics } from '../../metrics/index.js'
 
 export interface HealthRoutesOptions {
   db: pg.Pool

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { KeyRing } from '../../keys/key-ring.js'
+import type { KeyRing } from '../../keys/index.js'
 
 export interface JwksRoutesOptions {
   /** Undefined with HS256: the set is empty (a shared secret is never published). */

@@ -2,11 +2,10 @@ import type pg from 'pg'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { createError } from '../../errors.js'
-import { insertPost, listPosts } from '../../db/posts.js'
+import { insertPost, listPosts } from '../../db/index.js'
 import { bearerAuth, CreatePostBody, errors, ListPostsQuery, PostPage } from '../schemas.js'
 import { requireUser } from '../request-context.js'
-import type { AccessTokens } from '../../accounts/tokens.js'
-import type { SessionCheck } from '../../accounts/session-check.js'
+import type { AccessTokens, SessionCheck } from '../../accounts/index.js'
 
 export interface PostRoutesOptions {
   db: pg.Pool

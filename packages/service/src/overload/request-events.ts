@@ -1,7 +1,8 @@
 /**
- * Calls back when a connection closes, with one `close` listener per socket whatever the
- * number of callbacks.
+ * What happens to a request after it arrived: when it arrived, when its answer or its connection
+ * closes, and a signal for its client leaving.
  *
+ * Closing is followed with one `close` listener per socket whatever the number of callbacks.
  * Why not a response's own `close`: a response to a pipelined request (one sent on a
  * connection before the answer to the one ahead of it) waits in Node's queue without a socket,
  * and if the connection dies there it never emits `close`. What was counted or waited for on
@@ -12,6 +13,8 @@
  */
 import type http from 'node:http'
 import type net from 'node:net'
+import { performance } from 'node:perf_hooks'
+import { createError } from '../errors.js'
 
 const callbacksBySocket = new WeakMap<net.Socket, Set<() => void>>()
 
@@ -61,4 +64,27 @@ export function whenAnswerCloses (response: http.ServerResponse, socket: net.Soc
   }
   response.once('close', once)
   forgetSocket = whenSocketCloses(socket, once)
+}
+
+/** When Fastify started on this request, in `performance.now()` time: deadlines count from here. */
+export function requestReceivedAt (reply: { elapsedTime: number }): number {
+  return performance.now() - reply.elapsedTime
+}
+
+/**
+ * Aborts (with HASH_CANCELLED) when the client hangs up before the response is written, so a
+ * queued hash is dropped; aborted already when it hung up before this was asked (a `close` that
+ * has passed never fires again, and the hash would run for nobody). Its connection's `close`
+ * counts too: the response to a pipelined request, queued behind the one ahead of it, never
+ * closes when the connection dies.
+ */
+export function clientGoneSignal (reply: { raw: http.ServerResponse, request: { raw: { socket: net.Socket } } }): AbortSignal {
+  const controller = new AbortController()
+  const response = reply.raw
+  const gone = (): void => {
+    if (!response.writableFinished) controller.abort(createError('HASH_CANCELLED'))
+  }
+  if (response.destroyed) gone()
+  else whenAnswerCloses(response, reply.request.raw.socket, gone)
+  return controller.signal
 }

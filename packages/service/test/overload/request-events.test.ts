@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import http from 'node:http'
 import net, { type AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
-import { clientGoneSignal } from '../../src/http/request-context.js'
+import { clientGoneSignal } from '../../src/overload/request-events.js'
 
 /** What `clientGoneSignal` reads of a Fastify reply: the response, and the request's socket. */
 type Reply = Parameters<typeof clientGoneSignal>[0]

@@ -1,0 +1,268 @@
+/**
+ * A password check, as login and a signed-in user giving their password again make it: decided
+ * by the throttle before any hash (failures recorded per account and address, and the checks of
+ * those keys under way), then verified through the engine under the request's ticket, each form
+ * of the typed password in turn, an unknown account costing what a wrong password costs.
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import { createError, isTollboothError } from '../errors.js'
+import { hashDeadlineAt, type HashOptions, type HashTicket, type PasswordEngine, type VerifyResult } from '../hashing/index.js'
+import { type Queryable, recordFailure, type FailureCounts, type ThrottleKeys, type ThrottleScope } from '../db/index.js'
+import { decide, windowExpiredAtOrBefore, withChecksInFlight, type LoginThrottlePolicy } from './login-throttle.js'
+import type { ChecksUnderWay } from './checks-under-way.js'
+
+/** A request whose route hashes, as the account rules see it. */
+export interface HashedRequest {
+  /** Its admission ticket (overload/hash-admission.ts): the deadline, client and signal of its first hash. */
+  ticket: HashTicket
+  /** When it arrived, in performance.now() time: a second hash's deadline counts from here too. */
+  receivedAt: number
+  /** The User-Agent a new session records. */
+  userAgent?: string | undefined
+}
+
+/**
+ * A second hash of the request (the new password, once the current one is verified): due
+ * `deadlineMs` after the request arrived, in the ticket's turn, dropped when its client leaves,
+ * and admitted when queued (the first hash took the ticket's place).
+ */
+export function laterHashOptions (request: HashedRequest, deadlineMs: number): HashOptions {
+  const { client, signal } = request.ticket
+  return { deadlineAt: hashDeadlineAt(request.receivedAt, deadlineMs), client, ...(signal === undefined ? {} : { signal }) }
+}
+
+/** A verify's result, with the form of the typed password that matched (undefined: none tried). */
+export interface VerifiedForm extends VerifyResult {
+  form: string | undefined
+  /**
+   * Why a form after the first could not be verified (the queue, the deadline), when that
+   * happened: the check is then decided as not matching, and this is its answer, once the failure
+   * is counted (`verifyFormsOfCheck`).
+   */
+  unfinished?: unknown
+}
+
+/**
+ * The verifies of one password check, one per form of the typed password (NFC first), through
+ * `verifyForm` (a stored hash, or the dummy). Once a verify has started, the client has something
+ * to learn from the time of the answer, so from then on the check is decided and its failure
+ * counted whatever the client does: the first form may be cancelled only while queued (no hash
+ * ran, nothing learnt: `keepIfStarted`); the later forms run without the client's signal; and a
+ * later form that cannot run (queue, deadline) counts as not matching, its refusal kept to answer
+ * after the failure is written. Without this, hanging up during a second form's verify (after the
+ * first form's answer time had shown no match) skipped the count: unlimited guesses of passwords
+ * with a decomposable character. Stops at the first match.
+ */
+export async function verifyFormsOfCheck (forms: readonly string[], ticket: HashTicket, verifyForm: (form: string, options: HashOptions) => Promise<VerifyResult>): Promise<VerifiedForm> {
+  let result: VerifiedForm = { match: false, needsRehash: false, form: undefined }
+  // The later forms: the ticket's deadline and turn, without its client's signal, and admitted when
+  // queued (the first took the place).
+  const afterFirst: HashOptions = { ...(ticket.deadlineAt === undefined ? {} : { deadlineAt: ticket.deadlineAt }), client: ticket.client }
+  for (const [index, form] of forms.entries()) {
+    let verified: VerifyResult
+    try {
+      verified = await verifyForm(form, index === 0 ? { ticket, keepIfStarted: true } : afterFirst)
+    } catch (err) {
+      if (index === 0) throw err
+      return { ...result, match: false, unfinished: err }
+    }
+    result = { ...verified, form }
+    if (verified.match) break
+  }
+  return result
+}
+
+/** Hashes a new password the policy accepted, through the pool; PASSWORD_TOO_LONG names the body's field. */
+export async function hashAcceptedPassword (engine: PasswordEngine, password: string, field: string, options: HashOptions): Promise<string> {
+  try {
+    return await engine.hash(password, options)
+  } catch (err) {
+    if (isTollboothError(err, 'PASSWORD_TOO_LONG')) throw createError('PASSWORD_TOO_LONG', err.message, { field })
+    throw err
+  }
+}
+
+/** A stored hash's check: the forms' verdict, and whether the engine refused the stored hash itself. */
+export interface StoredPasswordCheck extends VerifiedForm {
+  /** The stored hash could not be computed (out of bounds, an unknown format): answered as a wrong password. */
+  storedHashRefused?: true
+}
+
+/**
+ * Verifies the forms of a typed password against a user's stored hash in order (NFC, then the raw
+ * form when it differs: password-policy.ts passwordForms) and stops at the first match. A stored
+ * hash the engine refuses to compute is the operator's problem (an import gone wrong, a tampered
+ * row), not the client's: it is logged, and the check is decided as not matching at a wrong
+ * password's cost (the dummies), so the account cannot be told apart from others. Login and
+ * re-authentication (account-service.ts) share it; `check` names which in the log.
+ */
+export async function verifyPasswordForms (deps: { engine: PasswordEngine, log: FastifyBaseLogger }, forms: readonly string[], user: { id: string, passwordHash: string }, ticket: HashTicket, check: string): Promise<StoredPasswordCheck> {
+  try {
+    return await verifyFormsOfCheck(forms, ticket, async (form, options) => await deps.engine.verify(form, user.passwordHash, options))
+  } catch (err) {
+    if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
+    deps.log.error({ userId: user.id, code: err.code, reason: err.message }, `stored password hash refused; the ${check} is answered as a wrong password`)
+    return { match: false, needsRehash: false, form: undefined, storedHashRefused: true, unfinished: await verifyDummyForms(deps.engine, forms, ticket) }
+  }
+}
+
+/**
+ * One dummy verify per form, under the rules of a real check's (`verifyFormsOfCheck`): what a
+ * wrong password of the same input costs a known account. Returns the refusal of a later form
+ * that could not run, if one could not.
+ */
+export async function verifyDummyForms (engine: PasswordEngine, forms: readonly string[], ticket: HashTicket): Promise<unknown> {
+  return (await verifyFormsOfCheck(forms, ticket, async (form, options) => {
+    await engine.verifyDummy(form, options)
+    return { match: false, needsRehash: false }
+  })).unfinished
+}
+
+/** What a password check (a login, or a signed-in user giving their password again) logs with its throttle events. */
+export interface PasswordCheckLog {
+  log: FastifyBaseLogger
+  /** The log line's message for a throttled check, and for a failed one. */
+  throttled: string
+  failed: string
+  /** Fields added to both lines (e.g. `reauthentication: true`). */
+  fields?: Record<string, unknown>
+}
+
+/**
+ * Throws TOO_MANY_ATTEMPTS (logged as a security event) when the throttle refuses a password
+ * check now, before any hash; first wakes the checks waiting on the refused keys, which read the
+ * same failures.
+ */
+function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog, checks: ChecksUnderWay): void {
+  const decision = decide(failures, nowMs, policy)
+  if (decision.allowed) return
+  checks.wakeAll(keys, decision.scopes)
+  const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
+  logging.log.warn({
+    event: 'login_throttled',
+    account: keys.account,
+    address: keys.address,
+    scopes: decision.scopes,
+    accountFailures: failures.account?.failures ?? 0,
+    addressFailures: failures.address?.failures ?? 0,
+    retryAfterSeconds,
+    ...logging.fields,
+  }, logging.throttled)
+  throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
+}
+
+const throttleScopes: readonly ThrottleScope[] = ['account', 'address']
+
+/** What `startPasswordCheck` decides a check by, and how long it may wait. */
+export interface PasswordCheckRules {
+  checks: ChecksUnderWay
+  policy: LoginThrottlePolicy
+  now: () => number
+  /** Until when (performance.now() time) it may wait for its account's and address's other checks. */
+  waitUntil: number
+  signal?: AbortSignal | undefined
+  /** Called as the check starts to wait for others of its account or address. */
+  beforeWait?: () => void
+  /** Called when such a wait ended, before the counts are read again; may throw to refuse the check. */
+  afterWait?: () => void
+}
+
+/** What a service's password checks share: the throttle's policy, the checks under way, the clock. */
+export interface PasswordCheckDeps {
+  checksUnderWay: ChecksUnderWay
+  loginThrottle: LoginThrottlePolicy
+  /** Wall-clock time in epoch ms (tests pass their own); default Date.now. */
+  now?: (() => number) | undefined
+}
+
+/**
+ * The rules of a password check made under a request's ticket: it may wait until the ticket's
+ * hash is due, stops waiting when its client leaves, and gives its queue place back while it
+ * waits (a check waiting behind its account's others is not about to queue its hash, and checks
+ * waiting on one account would otherwise count each other as queued ahead), to be admitted again
+ * when the wait ends.
+ */
+export function passwordCheckRules (deps: PasswordCheckDeps, ticket: HashTicket): PasswordCheckRules {
+  if (ticket.deadlineAt === undefined) throw new TypeError('a password check needs a ticket with a deadline')
+  return {
+    checks: deps.checksUnderWay,
+    policy: deps.loginThrottle,
+    now: deps.now ?? Date.now,
+    waitUntil: ticket.deadlineAt,
+    signal: ticket.signal,
+    beforeWait: () => { ticket.release() },
+    afterWait: () => { ticket.readmit() },
+  }
+}
+
+/**
+ * Reads the throttle's counts (`read`) and decides a password check on them, before any hash:
+ * TOO_MANY_ATTEMPTS (a security event) on the recorded failures, as ever. Otherwise the check
+ * starts only if it would still pass were every check under way for its keys to fail; if not,
+ * it waits for one of them to end and reads again (checks-under-way.ts), until `waitUntil`
+ * (performance.now() time: then SERVICE_OVERLOADED) or its client leaves (HASH_CANCELLED).
+ * `afterWait` may refuse a check that waited (its hash can no longer be served in time).
+ * Returns the last read and the function that ends the check, to call once its outcome is
+ * recorded (the failure written, or the success's reset).
+ */
+export async function startPasswordCheck<T extends { failures: FailureCounts }> (
+  read: () => Promise<T>,
+  keys: ThrottleKeys,
+  rules: PasswordCheckRules,
+  logging: PasswordCheckLog
+): Promise<{ found: T, end: () => void }> {
+  const { checks, policy, now, waitUntil, signal, beforeWait, afterWait } = rules
+  /** The scope whose check's end woke this one, until it takes that room or hands it on. */
+  let wokenBy: ThrottleScope | undefined
+  /** Its place in the queues of checks waiting, kept from its first wait on. */
+  let place: number | undefined
+  try {
+    for (;;) {
+      const readStartedAt = checks.now()
+      const found = await read()
+      const nowMs = now()
+      assertNotThrottled(found.failures, keys, nowMs, policy, logging, checks)
+      const counts: FailureCounts = {}
+      for (const scope of throttleScopes) {
+        const count = withChecksInFlight(found.failures[scope], checks.count(scope, keys[scope], readStartedAt), nowMs, policy)
+        if (count !== undefined) counts[scope] = count
+      }
+      const decision = decide(counts, nowMs, policy)
+      if (decision.allowed) return { found, end: checks.begin(keys) }
+      // Held back only by checks that have ended, whose failures are written: read again at once.
+      const blocking = decision.scopes.filter((scope) => checks.underWay(scope, keys[scope]) > 0)
+      if (blocking.length > 0) {
+        // Woken for room it cannot take (its other key holds it back): the next check waiting may.
+        if (wokenBy !== undefined && !blocking.includes(wokenBy)) checks.passOn(keys, [wokenBy])
+        wokenBy = undefined
+        place ??= checks.takePlace()
+        beforeWait?.()
+        const woke = await checks.waitForEnd(keys, blocking, waitUntil, signal, place)
+        if (woke === null) {
+          if (signal?.aborted === true) throw createError('HASH_CANCELLED', 'The client left while its password check waited for others of its account or address')
+          throw createError('SERVICE_OVERLOADED', 'Other password checks of this account or address are still under way', { retryAfterSeconds: 1 })
+        }
+        wokenBy = woke
+        afterWait?.()
+      }
+    }
+  } catch (err) {
+    // Woken, then refused (a 429 now that the failures are written): the next waiting check is decided too.
+    if (wokenBy !== undefined) checks.passOn(keys, [wokenBy])
+    throw err
+  }
+}
+
+/** Counts a failed password check for the account and the address (before answering) and logs it; never the password. */
+export async function recordFailedCheck (db: Queryable, keys: ThrottleKeys, reason: string, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): Promise<void> {
+  const counts = await recordFailure(db, keys, { nowMs, windowExpiredAtOrBefore: windowExpiredAtOrBefore(nowMs, policy) })
+  logging.log.info({
+    event: 'login_failed',
+    reason,
+    account: keys.account,
+    address: keys.address,
+    accountFailures: counts.account?.failures,
+    addressFailures: counts.address?.failures,
+    ...logging.fields,
+  }, logging.failed)
+}

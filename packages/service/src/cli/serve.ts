@@ -1,0 +1,37 @@
+/**
+ * `tollbooth serve`: one process, or `--workers` processes on one port; SIGINT and SIGTERM stop
+ * it (SIGTERM after a drain). `--ready-file FILE` is the command's own flag, not a setting: once
+ * the service listens, `{ url, adminUrl?, pid, version, strategy }` is written there (ready-file.ts)
+ * for the program that started it (the launcher API, a supervisor).
+ */
+import { parseArgs } from 'node:util'
+import { loadConfig } from '../config/index.js'
+import { packageVersion } from '../paths.js'
+import { createLogger } from '../http/index.js'
+import { clusterSize, clusterWorkerConfig, handleSignals, isClusterWorker, startClusterPrimary, startClusterWorker, startService, type ServiceHarness } from '../process/index.js'
+import { clearReadyFile, writeReadyFile } from './ready-file.js'
+
+/** `--ready-file` taken out of the arguments; the rest are the service's settings. */
+function takeReadyFile (argv: string[]): { readyFile: string | undefined, settings: string[] } {
+  const { tokens } = parseArgs({ args: argv, strict: false, tokens: true, allowPositionals: true, options: { 'ready-file': { type: 'string' } } })
+  const taken = tokens.find((token) => token.kind === 'option' && token.name === 'ready-file')
+  if (taken === undefined || taken.kind !== 'option') return { readyFile: undefined, settings: argv }
+  const settings = argv.filter((_, index) => index !== taken.index && !(taken.inlineValue === false && index === taken.index + 1))
+  return { readyFile: taken.value, settings }
+}
+
+/** Runs the service until a signal stops it; `harness` is the lab's (src/harness/), production passes none. */
+export async function runServe (argv: string[], harness?: ServiceHarness): Promise<void> {
+  if (isClusterWorker()) {
+    await startClusterWorker(createLogger(clusterWorkerConfig().logLevel), harness)
+    return
+  }
+  const { readyFile, settings } = takeReadyFile(argv)
+  const config = loadConfig({ argv: settings })
+  harness?.checkConfig?.(config)
+  const log = createLogger(config.logLevel)
+  clearReadyFile(readyFile)
+  const service = clusterSize(config, harness) > 1 ? await startClusterPrimary(config, log, harness) : await startService(config, { logger: log, ...(harness === undefined ? {} : { harness }) })
+  handleSignals(service, log)
+  writeReadyFile(readyFile, { url: service.url, ...(service.adminUrl === undefined ? {} : { adminUrl: service.adminUrl }), pid: process.pid, version: packageVersion, strategy: harness?.strategy ?? 'tollbooth' })
+}

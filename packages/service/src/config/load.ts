@@ -1,0 +1,284 @@
+/**
+ * Environment variables and command-line flags -> one validated, typed config (settings.ts
+ * declares each setting). Flags win over the environment; secrets come from the environment or
+ * a file, never from a flag.
+ */
+import fs from 'node:fs'
+import net from 'node:net'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { createError, isTollboothError } from '../errors.js'
+import { parseKeyEncryptionKey } from '../keys/index.js'
+import { validatePolicy, type HashPolicy } from '../hashing/index.js'
+import { settings, type Config, type FlatConfig, type Setting, type TrustProxy } from './settings.js'
+
+function parseValue (setting: Setting, raw: string, origin: string): unknown {
+  const where = `${origin} (${setting.env} / --${setting.flag})`
+  switch (setting.kind) {
+    case 'string':
+      if (raw.length === 0) throw createError('CONFIG_INVALID', `${where} must not be empty`)
+      return raw
+    case 'bool':
+      if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true
+      if (['0', 'false', 'no', 'off', ''].includes(raw.toLowerCase())) return false
+      throw createError('CONFIG_INVALID', `${where} must be true or false, got "${raw}"`)
+    case 'enum':
+      if (setting.choices?.includes(raw) !== true) {
+        throw createError('CONFIG_INVALID', `${where} must be one of ${setting.choices?.join(', ')}, got "${raw}"`)
+      }
+      return raw
+    case 'int': {
+      if (!/^-?\d+$/.test(raw.trim())) throw createError('CONFIG_INVALID', `${where} must be a whole number, got "${raw}"`)
+      const value = Number(raw)
+      if ((setting.min !== undefined && value < setting.min) || (setting.max !== undefined && value > setting.max)) {
+        throw createError('CONFIG_INVALID', `${where} must be between ${setting.min} and ${setting.max}, got ${value}`)
+      }
+      return value
+    }
+  }
+}
+
+export interface LoadConfigInput {
+  env?: NodeJS.ProcessEnv
+  argv?: string[]
+  /** Values that win over env and flags (tests, the lab). */
+  overrides?: Partial<FlatConfig>
+}
+
+/** Variables that were settings once and are not any more: named with where their job went, never ignored. */
+const retiredSettings: Readonly<Record<string, string>> = {
+  TOLLBOOTH_HASH_STRATEGY: 'the seed strategies run under the lab\'s harness (docs/how-to/run-the-lab.md), which the lab starts itself',
+  TOLLBOOTH_LAB_DIAGNOSTICS: 'the diagnostic routes run under the lab\'s harness (docs/how-to/run-the-lab.md), which the lab starts itself',
+  TOLLBOOTH_READY_FILE: 'give `tollbooth serve --ready-file FILE` instead',
+}
+
+/** Parses flags (which win over env) and env into a validated Config; throws CONFIG_INVALID. */
+export function loadConfig ({ env = process.env, argv = [], overrides = {} }: LoadConfigInput = {}): Config {
+  for (const [name, instead] of Object.entries(retiredSettings)) {
+    if (env[name] !== undefined && env[name] !== '') throw createError('CONFIG_INVALID', `${name} is not a setting of the service: ${instead}`, { field: name })
+  }
+  const options: Record<string, { type: 'string' | 'boolean' }> = {}
+  for (const setting of settings) options[setting.flag] = { type: setting.kind === 'bool' ? 'boolean' : 'string' }
+  let parsed: ReturnType<typeof parseArgs>
+  try {
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false })
+  } catch (err) {
+    throw createError('CONFIG_INVALID', (err as Error).message)
+  }
+
+  const flat: Record<string, unknown> = {}
+  for (const setting of settings) {
+    const fromFlag = parsed.values[setting.flag]
+    if (setting.secret === true && fromFlag !== undefined) throw secretFlagRefused(setting)
+    const fromEnv = setting.secret === true ? secretFromEnvironment(setting, env) : env[setting.env]
+    if (fromFlag !== undefined) {
+      flat[setting.key] = parseValue(setting, String(fromFlag), 'flag')
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      flat[setting.key] = parseValue(setting, fromEnv, 'environment variable')
+    } else if (setting.defaultValue !== undefined) {
+      flat[setting.key] = parseValue(setting, setting.defaultValue, 'default')
+    }
+  }
+  Object.assign(flat, overrides)
+  // Its default depends on where the database is: a link in a deployment's log is a leaked secret.
+  flat.mailLogLinks ??= flat.databaseUrl === undefined
+  const c = flat as unknown as FlatConfig
+
+  if (c.jwtSecret !== undefined && c.jwtSecret.length < 32) {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_JWT_SECRET must be at least 32 characters')
+  }
+  if (c.databaseUrl !== undefined) {
+    try {
+      const url = new URL(c.databaseUrl)
+      if (!['postgres:', 'postgresql:'].includes(url.protocol)) throw new Error('not postgres')
+    } catch {
+      throw createError('CONFIG_INVALID', 'DATABASE_URL must be a postgres:// or postgresql:// URL')
+    }
+    if (c.jwtAlgorithm === 'HS256' && c.jwtSecret === undefined) {
+      throw createError('CONFIG_INVALID', 'TOLLBOOTH_JWT_SECRET is required with DATABASE_URL and TOLLBOOTH_JWT_ALGORITHM=HS256 (instances behind one load balancer must share it)')
+    }
+    if (c.jwtAlgorithm !== 'HS256' && c.signingKeyFile === undefined && c.keyEncryptionKey === undefined) {
+      throw createError('CONFIG_INVALID', `TOLLBOOTH_KEY_ENCRYPTION_KEY (or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE) is required with DATABASE_URL and TOLLBOOTH_JWT_ALGORITHM=${c.jwtAlgorithm}: it seals the signing keys shared by every replica (or give the key as TOLLBOOTH_SIGNING_KEY_FILE, or set TOLLBOOTH_JWT_ALGORITHM=HS256 with TOLLBOOTH_JWT_SECRET)`, { field: 'TOLLBOOTH_KEY_ENCRYPTION_KEY' })
+    }
+  }
+  checkTokenSettings(c)
+  if (c.adminPort !== undefined && c.adminPort !== 0 && c.adminPort === c.port) {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_ADMIN_PORT must differ from PORT (${c.port}): the admin listener is a second one`, { field: 'TOLLBOOTH_ADMIN_PORT' })
+  }
+  checkMailSettings(c)
+
+  c.trustProxy = parseTrustProxy(c.trustProxy)
+  c.workers = parseWorkers(c.workers)
+  if (c.loginThrottleMaxDelaySeconds > c.loginThrottleWindowSeconds) {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_LOGIN_THROTTLE_MAX_DELAY_SECONDS (${c.loginThrottleMaxDelaySeconds}) must not exceed TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS (${c.loginThrottleWindowSeconds}): a wait never outlasts the window it counts in`)
+  }
+
+  const { hashAlgorithm, bcryptCost, argon2MemoryKiB, argon2TimeCost, argon2Parallelism, scryptN, scryptR, scryptP, ...rest } = c
+  const hashPolicy: HashPolicy = {
+    algorithm: hashAlgorithm,
+    argon2: { memoryKiB: argon2MemoryKiB, timeCost: argon2TimeCost, parallelism: argon2Parallelism },
+    bcrypt: { cost: bcryptCost },
+    scrypt: { N: scryptN, r: scryptR, p: scryptP },
+  }
+  checkPolicy(hashPolicy)
+  return { ...rest, dataDir: path.resolve(c.dataDir), hashPolicy }
+}
+
+function secretFlagRefused (setting: Setting): Error {
+  return createError('CONFIG_INVALID', `--${setting.flag} is refused: a secret on the command line is visible to every user of the machine (ps, /proc). Set ${setting.env} in the environment, or ${setting.env}_FILE to a file that holds it`, { field: setting.env })
+}
+
+/**
+ * One secret for a command other than `serve` (`tollbooth migrate`): from its variable or its
+ * _FILE, and its flag, when given, refused just as `serve` refuses it.
+ */
+export function readSecret (envName: string, env: NodeJS.ProcessEnv, flagValue?: string): string | undefined {
+  const setting = settings.find((s) => s.env === envName && s.secret === true)
+  if (setting === undefined) throw new TypeError(`${envName} is not a secret setting`)
+  if (flagValue !== undefined) throw secretFlagRefused(setting)
+  const value = secretFromEnvironment(setting, env)
+  return value === '' ? undefined : value
+}
+
+/**
+ * A secret setting's value: its environment variable, or the content of the file `<env>_FILE`
+ * names (read once, here; one trailing newline dropped, as `echo` and editors leave one).
+ */
+function secretFromEnvironment (setting: Setting, env: NodeJS.ProcessEnv): string | undefined {
+  const value = env[setting.env]
+  const fileVariable = `${setting.env}_FILE`
+  const file = env[fileVariable]
+  if (file === undefined || file === '') return value
+  if (value !== undefined && value !== '') {
+    throw createError('CONFIG_INVALID', `set ${setting.env} or ${fileVariable}, not both`, { field: setting.env })
+  }
+  let text: string
+  try {
+    text = fs.readFileSync(file, 'utf8')
+  } catch (err) {
+    throw createError('CONFIG_INVALID', `cannot read ${fileVariable} (${file}): ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { field: fileVariable })
+  }
+  const secret = text.replace(/\r?\n$/, '')
+  if (secret.length === 0) throw createError('CONFIG_INVALID', `${fileVariable} (${file}) is empty`, { field: fileVariable })
+  return secret
+}
+
+/** 127.0.0.0/8, ::1 (also as ::ffff:127.x) or the name localhost: reachable from this machine alone. */
+export function isLoopbackHost (host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase()
+  if (bare === 'localhost') return true
+  if (net.isIPv4(bare)) return bare.startsWith('127.')
+  if (net.isIPv6(bare)) {
+    if (bare === '::1' || bare === '0:0:0:0:0:0:0:1') return true
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare)?.[1]
+    return mapped !== undefined && mapped.startsWith('127.')
+  }
+  return false
+}
+
+/** The token settings that only make sense together (the key material itself is read at start). */
+function checkTokenSettings (c: FlatConfig): void {
+  if (c.keyEncryptionKey !== undefined) parseKeyEncryptionKey(c.keyEncryptionKey, 'TOLLBOOTH_KEY_ENCRYPTION_KEY')
+  if (c.jwtAlgorithm === 'HS256' && c.signingKeyFile !== undefined) {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_SIGNING_KEY_FILE needs TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256, not HS256', { field: 'TOLLBOOTH_SIGNING_KEY_FILE' })
+  }
+  if (c.verificationKeyFiles !== undefined && c.signingKeyFile === undefined) {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_VERIFICATION_KEY_FILES needs TOLLBOOTH_SIGNING_KEY_FILE', { field: 'TOLLBOOTH_VERIFICATION_KEY_FILES' })
+  }
+}
+
+/** The mail settings' URLs, checked at start rather than at the first mail. */
+function checkMailSettings (c: FlatConfig): void {
+  const check = (value: string | undefined, env: string, protocols: string[]): void => {
+    if (value === undefined) return
+    let protocol: string
+    try {
+      protocol = new URL(value).protocol
+    } catch {
+      throw createError('CONFIG_INVALID', `${env} must be a URL (${protocols.join(' or ')})`, { field: env })
+    }
+    if (!protocols.includes(protocol)) throw createError('CONFIG_INVALID', `${env} must be a ${protocols.join(' or ')} URL`, { field: env })
+  }
+  check(c.smtpUrl, 'TOLLBOOTH_SMTP_URL', ['smtp:', 'smtps:'])
+  check(c.publicUrl, 'TOLLBOOTH_PUBLIC_URL', ['http:', 'https:'])
+}
+
+/** Most worker processes `--workers` starts (each holds a database pool and at least one hash thread). */
+export const maxWorkers = 256
+
+/** TOLLBOOTH_WORKERS as text (or a number, from overrides) -> a count; 0 means one per CPU of the budget (`auto`). */
+export function parseWorkers (raw: unknown): number {
+  const text = String(raw).trim().toLowerCase()
+  if (text === 'auto') return 0
+  if (/^\d+$/.test(text) && Number(text) <= maxWorkers) return Number(text)
+  throw createError('CONFIG_INVALID', `TOLLBOOTH_WORKERS / --workers must be auto or a whole number from 0 to ${maxWorkers}, got "${String(raw)}"`, { field: 'TOLLBOOTH_WORKERS' })
+}
+
+/** proxy-addr's names for address ranges, accepted in a trust list as Fastify does. */
+const trustProxyNames = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+function isAddressOrCidr (entry: string): boolean {
+  if (trustProxyNames.has(entry)) return true
+  const [address = '', prefix, ...rest] = entry.split('/')
+  const family = net.isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  if (prefix === undefined) return true
+  // A prefix length, or (IPv4 only) a dotted netmask, as proxy-addr takes.
+  if (/^\d{1,3}$/.test(prefix)) return Number(prefix) <= (family === 4 ? 32 : 128)
+  return family === 4 && net.isIPv4(prefix)
+}
+
+/** TOLLBOOTH_TRUST_PROXY as text (or a value already typed, from overrides) -> Fastify's `trustProxy`. */
+export function parseTrustProxy (raw: unknown): TrustProxy {
+  if (typeof raw === 'boolean' || (typeof raw === 'number' && Number.isInteger(raw) && raw >= 0)) return raw
+  if (Array.isArray(raw) && raw.every((entry) => typeof entry === 'string' && isAddressOrCidr(entry))) return raw as string[]
+  const text = String(raw).trim()
+  if (['true', 'false'].includes(text.toLowerCase())) return text.toLowerCase() === 'true'
+  if (/^\d+$/.test(text)) return Number(text)
+  const entries = text.split(',').map((entry) => entry.trim())
+  const bad = entries.find((entry) => !isAddressOrCidr(entry))
+  if (bad !== undefined) {
+    throw createError('CONFIG_INVALID', `TOLLBOOTH_TRUST_PROXY / --trust-proxy must be true, false, a hop count, or a comma-separated list of addresses and CIDRs; "${bad}" is none of these`, { field: 'TOLLBOOTH_TRUST_PROXY' })
+  }
+  return entries
+}
+
+/** Each policy field and the setting it comes from, so a refusal names what the operator set. */
+const policySettings: Record<string, keyof FlatConfig> = {
+  'policy.algorithm': 'hashAlgorithm',
+  'policy.argon2.memoryKiB': 'argon2MemoryKiB',
+  'policy.argon2.timeCost': 'argon2TimeCost',
+  'policy.argon2.parallelism': 'argon2Parallelism',
+  'policy.bcrypt.cost': 'bcryptCost',
+  'policy.scrypt.N': 'scryptN',
+  'policy.scrypt.r': 'scryptR',
+  'policy.scrypt.p': 'scryptP',
+}
+
+/**
+ * The engine's own policy check, at load time: combinations each range allows alone (scrypt
+ * N=2^20 at r=8 is 1 GiB a verify) stop the start here, before PostgreSQL is started.
+ */
+function checkPolicy (policy: HashPolicy): void {
+  try {
+    validatePolicy(policy)
+  } catch (err) {
+    if (!isTollboothError(err, 'CONFIG_INVALID') || err.field === undefined) throw err
+    const setting = settings.find((s) => s.key === policySettings[err.field ?? ''])
+    if (setting === undefined) throw err
+    const message = err.message.startsWith(err.field) ? err.message.slice(err.field.length).trimStart() : err.message
+    throw createError('CONFIG_INVALID', `${setting.env} / --${setting.flag} ${message}`, { field: setting.env })
+  }
+}
+
+/** The settings for `tollbooth --help`: what an operator sets first, then the tuning. */
+export function configHelp (): string {
+  const line = (s: Setting): string => {
+    const def = s.defaultValue === undefined ? '' : ` (default ${s.defaultValue})`
+    const choices = s.choices === undefined ? '' : ` [${s.choices.join(' | ')}]`
+    if (s.secret === true) return `  ${'(secret: no flag)'.padEnd(28)} ${s.env} or ${s.env}_FILE\n      ${s.description}`
+    return `  --${s.flag.padEnd(26)} ${s.env}${choices}${def}\n      ${s.description}`
+  }
+  const tier = (name: Setting['tier']): string => settings.filter((s) => s.tier === name).map(line).join('\n')
+  return `Operator settings:\n${tier('operator')}\n\nTuning (the defaults fit most deployments; several are derived from the machine):\n${tier('tuning')}`
+}

@@ -1,19 +1,21 @@
-/** The db room's public face: what the rest of the service uses of it. */
-export { createDatabasePool, type Queryable, withTransaction } from './pool.js'
-export { type AccountTokenPurpose, insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens } from './account-tokens.js'
-export { countMailRequest } from './mail-throttle.js'
-export { type FailureCount, type FailureCounts, readFailures, recordFailure, resetAccountFailures, type ThrottleKeys, type ThrottleScope } from './login-throttle.js'
-export { insertSessionWithToken, isSessionLive, listLiveSessions, lockSessionForRefresh, revokeAllSessionIds, revokeSession, touchSession } from './sessions.js'
-export { findUserById, insertUser, lockUserKeyShare, markEmailVerified, publicUser, replacePasswordHash, setPasswordHashByMail, type User, type UserWithHash } from './users.js'
-export { claimDueMail, type ClaimedMail, claimForLog, clearLoggedTexts, enqueueMail, type MailMessage, markAttemptFailed, markSent, releaseClaim } from './mail-outbox.js'
-export { deleteAccount } from './accounts.js'
-export { isConnectionFailure, isDatabaseFault, isForeignKeyViolation, toDatabaseFault } from './errors.js'
-export { findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated } from './refresh-tokens.js'
-export { type LoginLookup, lookUpLogin } from './login-lookup.js'
-export { purgeBatch, type PurgeTarget, purgeTargets } from './purge.js'
+/**
+ * PostgreSQL: the pool and its transactions (pool.ts), the versioned migrations (migrate.ts,
+ * migrations/), the embedded server for development (embedded/), and one small repository per
+ * table or group of tables, each a set of parameterised statements.
+ */
+export { createDatabasePool, withTransaction, type Queryable } from './pool.js'
 export { migrate } from './migrate.js'
+export { isConnectionFailure, isDatabaseFault, isForeignKeyViolation, toDatabaseFault } from './errors.js'
+export { ThrottledFaultLog } from './fault-log.js'
+export { scratchClusterDir, startEmbeddedPostgres, type EmbeddedDatabase } from './embedded/index.js'
+export { findUserByEmail, findUserById, insertUser, lockUserKeyShare, markEmailVerified, publicUser, replacePasswordHash, setPasswordHashByMail, type User, type UserWithHash } from './users.js'
+export { deleteAccount } from './accounts.js'
+export {
+  findTokenFamily, insertRefreshToken, insertSessionWithToken, isSessionLive, listLiveSessions, lockRefreshToken, lockSessionForRefresh, markRotated, revokeAllSessionIds, revokeSession, touchSession,
+} from './sessions.js'
+export { lookUpLogin, readFailures, recordFailure, resetAccountFailures, type FailureCount, type FailureCounts, type LoginLookup, type ThrottleKeys, type ThrottleScope } from './login-throttle.js'
+export { insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose } from './account-tokens.js'
+export { claimDueMail, claimForLog, clearLoggedTexts, countMailRequest, enqueueMail, markAttemptFailed, markSent, releaseClaim, type ClaimedMail, type MailMessage } from './mail-outbox.js'
 export { insertPost, listPosts } from './posts.js'
 export { createSigningKeyIfNeeded, listSigningKeys, type StoredSigningKey } from './signing-keys.js'
-export { type EmbeddedDatabase, scratchClusterDir, startEmbeddedPostgres } from './embedded/index.js'
-export { ThrottledFaultLog } from './fault-log.js'
-export { findUserByEmail } from './users.js'
+export { purgeBatch, purgeTargets, type PurgeTarget } from './purge.js'

@@ -5,8 +5,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import { lookUpLogin } from '../../src/db/login-lookup.js'
-import { readFailures, recordFailure, type ThrottleKeys } from '../../src/db/login-throttle.js'
+import { lookUpLogin, readFailures, recordFailure, type ThrottleKeys } from '../../src/db/login-throttle.js'
 import { findUserByEmail, insertUser } from '../../src/db/users.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 

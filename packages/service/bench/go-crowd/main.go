@@ -3,7 +3,7 @@
 // On two cores shared by the service, PostgreSQL and the generator, the lab's one Node.js
 // generator thread could not send a crowd of 1.5 times the capacity of a fast host: it
 // saturated, and left arrivals unsent (bench/README, "A crowd sent from Go"). This sends the
-// same requests as `bench/scenarios/me-crowd.mjs`, closed (virtual users in a loop) or open (a
+// same requests as the lab's `me-crowd` scenario, closed (virtual users in a loop) or open (a
 // constant arrival rate, each latency counted from its arrival's intended time, so a stalled
 // service shows in every arrival it delayed), and probes `/healthz` from a connection of its
 // own. It prints one JSON object.

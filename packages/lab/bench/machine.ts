@@ -1,0 +1,11 @@
+/**
+ * What a bench prints first: the machine it ran on (CPU model, cores, the CPU budget the service
+ * would size itself to, Node), so its figures are never read without it.
+ */
+import os from 'node:os'
+import { machineFacts } from 'tollbooth/launcher'
+
+export function machineLine (): string {
+  const { cpuBudget } = machineFacts()
+  return `${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${os.cpus().length} cores, CPU budget ${cpuBudget.cpus} (${cpuBudget.source}), Node ${process.version}`
+}

@@ -26,7 +26,7 @@ export interface OpenedAccessTokens {
 }
 
 /** The KEK from the setting (or its _FILE, read by loadConfig), or (development, the embedded database) the data folder. */
-export function keyEncryptionKey (config: Config, log: RingLog): Buffer {
+function keyEncryptionKey (config: Config, log: RingLog): Buffer {
   if (config.keyEncryptionKey !== undefined) return parseKeyEncryptionKey(config.keyEncryptionKey, 'TOLLBOOTH_KEY_ENCRYPTION_KEY')
   // loadConfig refuses DATABASE_URL without a KEK; here is the embedded database (or a
   // cluster worker of it, which shares the data folder).

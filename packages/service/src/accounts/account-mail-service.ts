@@ -17,7 +17,7 @@ import { accountLink, passwordResetMail, registrationAttemptMail, verificationMa
 import { addressKey } from './login-throttle.js'
 import { hashAcceptedPassword, type HashedRequest } from './password-check.js'
 
-export interface MailThrottlePolicy {
+interface MailThrottlePolicy {
   accountRequests: number
   addressRequests: number
   windowSeconds: number
@@ -45,7 +45,7 @@ export function newAccountToken (): AccountToken {
   return { token, tokenHash: hashAccountToken(token) }
 }
 
-export function hashAccountToken (token: string): Buffer {
+function hashAccountToken (token: string): Buffer {
   return createHash('sha256').update(token).digest()
 }
 

@@ -64,7 +64,7 @@ export interface AuthServiceDeps {
  * `request.ip` is whatever the client put in X-Forwarded-For, so anything else is dropped
  * rather than stored (the column holds 64 characters).
  */
-export function sessionAddress (client: string | undefined): string | null {
+function sessionAddress (client: string | undefined): string | null {
   return client !== undefined && isIP(client) !== 0 ? client : null
 }
 

@@ -9,7 +9,7 @@
 import net from 'node:net'
 import type { FailureCount, ThrottleScope } from '../db/index.js'
 
-export type { FailureCount, ThrottleScope }
+export type { FailureCount }
 
 export interface LoginThrottlePolicy {
   /** Failures an account may have in a window before each further login waits. */

@@ -7,7 +7,6 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createError } from '../errors.js'
 import { packageRoot } from '../paths.js'
-import { Password } from '../http/index.js'
 
 // Node 20 has String.prototype.isWellFormed (V8 11.x); TypeScript declares it from ES2024's lib,
 // which the workspace's ES2023 lib does not include.
@@ -52,9 +51,9 @@ export function commonPasswordCount (): number {
 // Nothing a person can see: white space, and control and format characters (zero-width space, BOM).
 const blankPattern = /^[\p{White_Space}\p{Cc}\p{Cf}]*$/u
 
-/** The schema's bounds, counted as the schema counts them: in code points. */
-const minLength = Password.minLength ?? 8
-const maxLength = Password.maxLength ?? 1024
+/** A new password's length once normalised, in code points, as JSON Schema counts (the API's schema says the same). */
+export const passwordMinLength = 8
+export const passwordMaxLength = 1024
 
 function codePoints (text: string): number {
   // UTF-16 units less the second half of each surrogate pair (the text is well-formed here).
@@ -86,8 +85,8 @@ export function acceptNewPassword (password: string, field = 'password'): string
   const normalised = password.normalize('NFC')
   if (blankPattern.test(normalised)) throw createError('PASSWORD_BLANK', undefined, { field })
   const length = codePoints(normalised)
-  if (length < minLength || length > maxLength) {
-    throw createError('VALIDATION_FAILED', `${field} must have ${minLength} to ${maxLength} characters once normalised (NFC)`, { field })
+  if (length < passwordMinLength || length > passwordMaxLength) {
+    throw createError('VALIDATION_FAILED', `${field} must have ${passwordMinLength} to ${passwordMaxLength} characters once normalised (NFC)`, { field })
   }
   if (commonPasswords.has(normalised.toLowerCase())) throw createError('PASSWORD_TOO_COMMON', undefined, { field })
   return normalised

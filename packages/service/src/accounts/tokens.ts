@@ -11,10 +11,10 @@ import { createError } from '../errors.js'
 import type { KeyRing, RingKey } from '../keys/index.js'
 
 /** Who issues access tokens (`iss`), and the API they are for (`aud`): other verifiers check both. */
-export const accessTokenIssuer = 'tollbooth'
-export const accessTokenAudience = 'tollbooth-api'
+const accessTokenIssuer = 'tollbooth'
+const accessTokenAudience = 'tollbooth-api'
 /** How far ahead of this clock a token's `iat` may be (another replica's clock running fast). */
-export const maxClockSkewSeconds = 60
+const maxClockSkewSeconds = 60
 /** User ids and session ids are PostgreSQL uuids; anything else would fail the database cast (a 500). */
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const requiredClaims = ['exp', 'iat', 'iss', 'sub', 'aud', 'sid']
@@ -85,7 +85,7 @@ const jsonObjectStart = /^[\t\n\r ]*\{/
  * message and a stack trace, made a garbage bearer token cost the main thread twice what a
  * refusal does (bench/README, "A malformed token").
  */
-export function tokenKid (token: string): string | undefined {
+function tokenKid (token: string): string | undefined {
   const end = token.indexOf('.')
   if (end <= 0 || end > 1024) return undefined
   const text = Buffer.from(token.slice(0, end), 'base64url').toString('utf8')

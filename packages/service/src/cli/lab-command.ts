@@ -10,7 +10,7 @@ interface LabCli {
   runLab (argv: string[], options?: { commandName?: string }): Promise<number>
 }
 
-export const labPackage = '@tollbooth/lab'
+const labPackage = '@tollbooth/lab'
 
 export const labMissingMessage = `tollbooth lab: the load lab is not installed. It is the ${labPackage} package, kept out of
 production installs. In a checkout of the tollbooth repository, run "npm ci" at the root

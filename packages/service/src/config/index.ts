@@ -1,3 +1,3 @@
 /** The service's settings: the table (settings.ts) and the loader (load.ts). */
-export { databaseStatementKinds, settings, type Config, type DatabaseStatements, type FlatConfig, type Setting, type SettingTier, type TrustProxy } from './settings.js'
-export { configHelp, isLoopbackHost, loadConfig, maxWorkers, parseTrustProxy, parseWorkers, readSecret, type LoadConfigInput } from './load.js'
+export { settings, type Config, type FlatConfig } from './settings.js'
+export { configHelp, isLoopbackHost, loadConfig, parseTrustProxy, parseWorkers, readSecret } from './load.js'

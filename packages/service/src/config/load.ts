@@ -204,7 +204,7 @@ function checkMailSettings (c: FlatConfig): void {
 }
 
 /** Most worker processes `--workers` starts (each holds a database pool and at least one hash thread). */
-export const maxWorkers = 256
+const maxWorkers = 256
 
 /** TOLLBOOTH_WORKERS as text (or a number, from overrides) -> a count; 0 means one per CPU of the budget (`auto`). */
 export function parseWorkers (raw: unknown): number {

@@ -4,21 +4,21 @@
  */
 import { hashAlgorithms, type HashAlgorithm, type HashPolicy } from '../hashing/index.js'
 
-export const databaseStatementKinds = ['named', 'unnamed'] as const
-export type DatabaseStatements = typeof databaseStatementKinds[number]
+const databaseStatementKinds = ['named', 'unnamed'] as const
+type DatabaseStatements = typeof databaseStatementKinds[number]
 
 /** The hash settings arrive flat (one variable each) and leave grouped as a HashPolicy. */
-export type FlatHashSettings = 'hashAlgorithm' | 'bcryptCost' | 'argon2MemoryKiB' | 'argon2TimeCost' | 'argon2Parallelism' | 'scryptN' | 'scryptR' | 'scryptP'
+type FlatHashSettings = 'hashAlgorithm' | 'bcryptCost' | 'argon2MemoryKiB' | 'argon2TimeCost' | 'argon2Parallelism' | 'scryptN' | 'scryptR' | 'scryptP'
 
 export type Config = Omit<FlatConfig, FlatHashSettings> & { hashPolicy: HashPolicy }
 
-export type Kind = 'string' | 'int' | 'bool' | 'enum'
+type Kind = 'string' | 'int' | 'bool' | 'enum'
 
 /**
  * `operator`: what a deployment sets (docs/reference/config.md's first table); `tuning`: what the
  * defaults, most of them derived from the machine, already get right for nearly everyone.
  */
-export type SettingTier = 'operator' | 'tuning'
+type SettingTier = 'operator' | 'tuning'
 
 export interface Setting {
   key: keyof FlatConfig

@@ -33,7 +33,7 @@ interface FailureRow {
 }
 
 /** One key's count from its stored columns. */
-export function toFailureCount (row: { failures: number, window_started_at: Date, last_failure_at: Date }): FailureCount {
+function toFailureCount (row: { failures: number, window_started_at: Date, last_failure_at: Date }): FailureCount {
   return { failures: row.failures, windowStartedAt: row.window_started_at.getTime(), lastFailureAt: row.last_failure_at.getTime() }
 }
 

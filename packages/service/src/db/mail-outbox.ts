@@ -7,7 +7,7 @@
  */
 import type { Queryable } from './pool.js'
 
-export type MailKind = 'verify_email' | 'password_reset' | 'registration_attempt' | 'test'
+type MailKind = 'verify_email' | 'password_reset' | 'registration_attempt' | 'test'
 
 export interface MailMessage {
   kind: MailKind

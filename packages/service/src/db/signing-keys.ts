@@ -4,16 +4,19 @@
  * lock, so replicas starting or rotating together create one key, not one each.
  */
 import type pg from 'pg'
-import type { PublicJwk, SigningAlgorithm } from '../keys/index.js'
 import { withTransaction, type Queryable } from './pool.js'
 
 /** Arbitrary constant, distinct from the migrations' lock. */
 const signingKeyLockKey = 7_351_024_118
 
-export interface StoredSigningKey {
+/**
+ * A row as the key ring reads it. The table's CHECK constraint keeps `alg` to the algorithms the
+ * key ring signs with, whose public key it wrote as `publicJwk`: the ring names those types.
+ */
+export interface StoredSigningKey<Alg extends string = string, Jwk extends object = object> {
   kid: string
-  alg: SigningAlgorithm
-  publicJwk: PublicJwk
+  alg: Alg
+  publicJwk: Jwk
   privateKeySealed: Buffer
   createdAtMs: number
   /** From when it signs (until the next key activates); published before that. */
@@ -22,12 +25,12 @@ export interface StoredSigningKey {
   retiredAtMs: number | undefined
 }
 
-export type NewSigningKey = Omit<StoredSigningKey, 'createdAtMs' | 'retiredAtMs'> & { createdAtMs: number }
+export type NewSigningKey<Alg extends string = string, Jwk extends object = object> = Omit<StoredSigningKey<Alg, Jwk>, 'createdAtMs' | 'retiredAtMs'> & { createdAtMs: number }
 
-interface Row {
+interface Row<Alg extends string, Jwk extends object> {
   kid: string
-  alg: SigningAlgorithm
-  public_jwk: PublicJwk
+  alg: Alg
+  public_jwk: Jwk
   private_key_sealed: Buffer
   created_at: Date
   activates_at: Date
@@ -35,8 +38,8 @@ interface Row {
 }
 
 /** Every key, oldest activation first. */
-export async function listSigningKeys (db: Queryable): Promise<StoredSigningKey[]> {
-  const { rows } = await db.query<Row>('SELECT kid, alg, public_jwk, private_key_sealed, created_at, activates_at, retired_at FROM signing_keys ORDER BY activates_at, created_at, kid')
+export async function listSigningKeys<Alg extends string, Jwk extends object> (db: Queryable): Promise<Array<StoredSigningKey<Alg, Jwk>>> {
+  const { rows } = await db.query<Row<Alg, Jwk>>('SELECT kid, alg, public_jwk, private_key_sealed, created_at, activates_at, retired_at FROM signing_keys ORDER BY activates_at, created_at, kid')
   return rows.map((row) => ({
     kid: row.kid,
     alg: row.alg,
@@ -52,10 +55,10 @@ export async function listSigningKeys (db: Queryable): Promise<StoredSigningKey[
  * Under the lock, shows `decide` the keys as they are now; inserts the key it returns, if any.
  * Returns the key inserted (undefined when another replica had already done it).
  */
-export async function createSigningKeyIfNeeded (pool: pg.Pool, decide: (keys: StoredSigningKey[]) => NewSigningKey | undefined): Promise<NewSigningKey | undefined> {
+export async function createSigningKeyIfNeeded<Alg extends string, Jwk extends object> (pool: pg.Pool, decide: (keys: Array<StoredSigningKey<Alg, Jwk>>) => NewSigningKey<Alg, Jwk> | undefined): Promise<NewSigningKey<Alg, Jwk> | undefined> {
   return await withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [signingKeyLockKey])
-    const key = decide(await listSigningKeys(client))
+    const key = decide(await listSigningKeys<Alg, Jwk>(client))
     if (key === undefined) return undefined
     await client.query(
       'INSERT INTO signing_keys (kid, alg, public_jwk, private_key_sealed, created_at, activates_at) VALUES ($1, $2, $3, $4, $5, $6)',
@@ -63,10 +66,4 @@ export async function createSigningKeyIfNeeded (pool: pg.Pool, decide: (keys: St
     )
     return key
   })
-}
-
-/** Ends a key at once (believed compromised): it neither signs nor verifies from `atMs`. */
-export async function retireSigningKey (db: Queryable, kid: string, atMs: number): Promise<boolean> {
-  const { rowCount } = await db.query('UPDATE signing_keys SET retired_at = $2 WHERE kid = $1 AND retired_at IS NULL', [kid, new Date(atMs)])
-  return rowCount === 1
 }

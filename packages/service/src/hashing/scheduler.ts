@@ -372,6 +372,6 @@ export class HashScheduler<T extends Ticket> {
 }
 
 /** Whole seconds until a request that may wait `budgetMs` would be admitted, expecting `expectedWaitMs` now; at least 1. */
-export function retryAfterSeconds (expectedWaitMs: number, budgetMs: number): number {
+function retryAfterSeconds (expectedWaitMs: number, budgetMs: number): number {
   return Math.max(1, Math.ceil((expectedWaitMs - budgetMs) / 1000))
 }

@@ -23,7 +23,7 @@ const deviationWeight = 0.25
 /** The calibration is the mean ratio plus this many mean deviations: most requests wait no longer than it says. */
 const deviations = 2
 /** The calibration never scales the model by more than this (nor below 1). */
-export const calibrationBound = 4
+const calibrationBound = 4
 /**
  * How far toward 1 a calibration moves for each request that leaves the queue with a prediction
  * and a wait both under a run (which teach nothing). Without it, a high calibration, which admits

@@ -86,7 +86,7 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
 }
 
 /** The API routes (POST) whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
-export const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password'])
+const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password'])
 
 function sheddingOptions (config: Config, on: boolean, answerHeaders: Readonly<Record<string, string>>, onShed: (reason: ShedReason) => void): SheddingOptions {
   return {

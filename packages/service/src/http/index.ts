@@ -1,11 +1,10 @@
 /** The http room's public face: what the rest of the service uses of it. */
-export { Password } from './schemas.js'
 export { installErrorHandling } from './error-handler.js'
 export { installSecurityHeaders } from './security-headers.js'
 export { checkReadiness, metricsRoute, type MetricsRouteOptions } from './routes/index.js'
 export { type AppHarness, buildApp, type TollboothApp } from './app.js'
 export { createLogger } from './logger.js'
-export { admittedRequest, requireUser } from './request-context.js'
+export { admittedRequest } from './request-context.js'
 export { errors, LoginBody } from './schemas.js'
-export { trimEmail } from './routes/auth.js'
+export { trimEmail } from './routes/index.js'
 export { type HarnessRouteParts } from './app.js'

@@ -26,13 +26,13 @@ export async function admittedRequest (admission: HashAdmissionOptions, request:
 }
 
 /** The User-Agent header as a session records it: at most 512 characters; undefined when absent. */
-export function userAgent (request: FastifyRequest): string | undefined {
+function userAgent (request: FastifyRequest): string | undefined {
   const header = request.headers['user-agent']
   return header === undefined || header.length === 0 ? undefined : header.slice(0, 512)
 }
 
 /** The claims of a valid `Authorization: Bearer <jwt>`; throws AUTH_TOKEN_MISSING / AUTH_TOKEN_INVALID. */
-export function authenticatedClaims (request: FastifyRequest, tokens: AccessTokens): AccessClaims | Promise<AccessClaims> {
+function authenticatedClaims (request: FastifyRequest, tokens: AccessTokens): AccessClaims | Promise<AccessClaims> {
   const header = request.headers.authorization
   if (header === undefined || header.length === 0) throw createError('AUTH_TOKEN_MISSING')
   // The scheme is case-insensitive (RFC 9110 section 11.1).

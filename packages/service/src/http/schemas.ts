@@ -1,5 +1,6 @@
 /** Route schemas (TypeBox = JSON Schema + TS types); the OpenAPI document is generated from them. */
 import { Type, type Static, type TString } from '@sinclair/typebox'
+import { passwordMaxLength, passwordMinLength } from '../accounts/index.js'
 
 export const ErrorResponse = Type.Object({
   error: Type.Object({
@@ -14,17 +15,17 @@ export function errors (...statuses: number[]): Record<number, typeof errorRef> 
   return Object.fromEntries(statuses.map((status) => [status, errorRef]))
 }
 
-export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254, description: 'Compared case-insensitively; surrounding spaces are ignored' })
+const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254, description: 'Compared case-insensitively; surrounding spaces are ignored' })
 
 /**
  * Free text that PostgreSQL stores: at least one non-space character, and no NUL, which a
  * `text` column refuses (22021) and which would otherwise surface as a 500 after the work is
  * done. A lookahead, because `[^\0]*\S[^\0]*` backtracks quadratically on a long string.
  */
-export const visibleTextPattern = '^(?!\\s*$)[^\\u0000]*$'
+const visibleTextPattern = '^(?!\\s*$)[^\\u0000]*$'
 /** What a failed `pattern` means, in words, for the error message (by pattern). */
 /** A page size: exactly the decimal integers 1 to 100, no sign, no leading zero (the document says what the code takes). */
-export const pageLimitPattern = '^(?:[1-9][0-9]?|100)$'
+const pageLimitPattern = '^(?:[1-9][0-9]?|100)$'
 /**
  * A page cursor exactly as the service issues them: base64url, unpadded, of `p:` and 1 to 15
  * digits (routes/posts.ts). Spelt out so the document admits only cursors the code accepts
@@ -37,7 +38,7 @@ const threeDigits = `${digitPairStart}[AEIMQUYcgk][w-z0-5]`
 const oneDigitTail = '(?:[MN][AQgw]|O[AQ])'
 const twoDigitsTail = `${digitPairStart}[AEIMQUYcgk]`
 // `p:` and the first digit, then 0 to 14 more digits.
-export const pageCursorPattern = `^cDo[w-z0-5](?:${threeDigits}){0,4}(?:${oneDigitTail}|${twoDigitsTail})?$`
+const pageCursorPattern = `^cDo[w-z0-5](?:${threeDigits}){0,4}(?:${oneDigitTail}|${twoDigitsTail})?$`
 export const patternMessages: Readonly<Record<string, string>> = {
   [visibleTextPattern]: 'must contain a non-space character and no NUL character',
   [pageLimitPattern]: 'must be an integer from 1 to 100',
@@ -47,8 +48,8 @@ function Text (maxLength: number): TString {
   return Type.String({ minLength: 1, maxLength, pattern: visibleTextPattern })
 }
 /** Bounded so a megabyte "password" cannot buy a long hash; bcrypt adds its own 72-byte limit. */
-export const Password = Type.String({ minLength: 8, maxLength: 1024 })
-export const RefreshToken = Type.String({ minLength: 16, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$' })
+const Password = Type.String({ minLength: passwordMinLength, maxLength: passwordMaxLength })
+const RefreshToken = Type.String({ minLength: 16, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$' })
 
 export const User = Type.Object({
   id: Type.String({ format: 'uuid' }),
@@ -108,7 +109,7 @@ export const PostPage = Type.Object({
 })
 
 /** The token of a mail's link (`?token=...`): 32 random bytes, base64url. */
-export const AccountToken = Type.String({ minLength: 16, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$', description: 'The `token` parameter of the link in the mail' })
+const AccountToken = Type.String({ minLength: 16, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$', description: 'The `token` parameter of the link in the mail' })
 
 export const EmailBody = Type.Object({ email: Email }, { additionalProperties: false })
 export type EmailBody = Static<typeof EmailBody>

@@ -29,7 +29,7 @@ declare module 'fastify' {
  * verifier) read it as data and are unaffected. Cross-Origin-Resource-Policy stays helmet's
  * `same-origin`: it binds no-cors loads (<script src>, <img>) only, never a CORS fetch.
  */
-export const helmetOptions: Readonly<HelmetOptions> = {
+const helmetOptions: Readonly<HelmetOptions> = {
   contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
   xFrameOptions: { action: 'deny' },
   referrerPolicy: { policy: 'no-referrer' },

@@ -44,7 +44,7 @@ export interface RingLog {
 }
 
 /** Unknown-kid reloads are at most this often: a stream of made-up kids costs one query a second. */
-export const unknownKidReloadIntervalMs = 1000
+const unknownKidReloadIntervalMs = 1000
 
 export class KeyRing {
   private keys: KeySet
@@ -138,9 +138,9 @@ export class DatabaseKeySource implements KeySource {
 
   async load (): Promise<KeySet> {
     const { db, rotation, now } = this.options
-    let stored = await listSigningKeys(db)
+    let stored = await listSigningKeys<SigningAlgorithm, PublicJwk>(db)
     if (nextKeyActivation(stored, now(), rotation) !== undefined) {
-      const created = await createSigningKeyIfNeeded(db, (keys) => {
+      const created = await createSigningKeyIfNeeded<SigningAlgorithm, PublicJwk>(db, (keys) => {
         // Decided again under the lock: another replica may have just created it.
         const createdAtMs = now()
         const activatesAtMs = nextKeyActivation(keys, createdAtMs, rotation)
@@ -150,12 +150,12 @@ export class DatabaseKeySource implements KeySource {
         return { kid: pair.kid, alg: pair.alg, publicJwk: pair.publicJwk, privateKeySealed: sealPrivateKey(this.options.keyEncryptionKey, pair.kid, der), createdAtMs, activatesAtMs }
       })
       if (created !== undefined) this.options.log.info({ kid: created.kid, alg: created.alg, activatesAt: new Date(created.activatesAtMs).toISOString() }, 'access tokens: created a signing key')
-      stored = await listSigningKeys(db)
+      stored = await listSigningKeys<SigningAlgorithm, PublicJwk>(db)
     }
     return this.keySet(stored)
   }
 
-  private keySet (stored: StoredSigningKey[]): KeySet {
+  private keySet (stored: Array<StoredSigningKey<SigningAlgorithm, PublicJwk>>): KeySet {
     const { signing, verifying } = keySchedule(stored, this.options.now(), this.options.accessTokenTtlMs)
     if (signing === undefined) throw createError('SIGNING_KEY_UNREADABLE', 'no signing key is active')
     const keys = verifying.map((row) => {

@@ -12,7 +12,7 @@ import { createError } from '../errors.js'
 const version = 1
 const nonceBytes = 12
 const tagBytes = 16
-export const keyEncryptionKeyBytes = 32
+const keyEncryptionKeyBytes = 32
 
 /**
  * A KEK as written in the environment or a file: 32 bytes as 64 hex digits or as base64
@@ -52,7 +52,7 @@ export function openPrivateKey (kek: Buffer, kid: string, sealed: Buffer): Buffe
   }
 }
 
-export const persistedKeyEncryptionKeyFile = 'key-encryption-key'
+const persistedKeyEncryptionKeyFile = 'key-encryption-key'
 
 /**
  * Development only (the embedded database, no KEK configured): the KEK kept in the data

@@ -9,8 +9,6 @@ import { createError } from '../errors.js'
 
 export type SigningAlgorithm = 'EdDSA' | 'ES256'
 
-export const signingAlgorithms: readonly SigningAlgorithm[] = ['EdDSA', 'ES256']
-
 /** The public members of a JWK as published (RFC 7517 section 4, RFC 8037 for OKP). */
 export interface PublicJwk {
   kty: 'OKP' | 'EC'
@@ -30,7 +28,7 @@ export interface SigningKeyPair {
 }
 
 /** RFC 7638: SHA-256 of the required members in lexicographic order, base64url. */
-export function jwkThumbprint (jwk: { kty: string, crv: string, x: string, y?: string }): string {
+function jwkThumbprint (jwk: { kty: string, crv: string, x: string, y?: string }): string {
   const canonical = jwk.kty === 'EC'
     ? JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y })
     : JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x })
@@ -51,7 +49,7 @@ export function publicJwkOf (publicKey: KeyObject): PublicJwk {
   return { ...members, kid: jwkThumbprint(members), alg, use: 'sig' }
 }
 
-export function keyPairOf (privateKey: KeyObject): SigningKeyPair {
+function keyPairOf (privateKey: KeyObject): SigningKeyPair {
   const publicJwk = publicJwkOf(createPublicKey(privateKey))
   return { kid: publicJwk.kid, alg: publicJwk.alg, publicJwk, privateKey }
 }

@@ -23,7 +23,7 @@ export type CpuQuotaOutcome = { ok: true, group: CpuQuotaGroup } | { ok: false, 
 const periodUs = 100_000
 
 /** Which cgroup hierarchy holds the cpu controller, and where: v2 (unified) first, then v1. */
-export function cpuControllerRoot (cgroupRoot = '/sys/fs/cgroup'): { kind: 'cgroup-v2' | 'cgroup-v1', dir: string } | undefined {
+function cpuControllerRoot (cgroupRoot = '/sys/fs/cgroup'): { kind: 'cgroup-v2' | 'cgroup-v1', dir: string } | undefined {
   const controllers = readText(path.join(cgroupRoot, 'cgroup.controllers'))
   if (controllers !== undefined) return controllers.split(/\s+/).includes('cpu') ? { kind: 'cgroup-v2', dir: cgroupRoot } : undefined
   for (const name of ['cpu', 'cpu,cpuacct', 'cpuacct,cpu']) {

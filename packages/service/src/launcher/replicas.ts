@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import net from 'node:net'
-import { startServe, type HarnessOptions, type ServeProcess } from './index.js'
+import { startServe, type HarnessOptions, type ServeProcess } from './serve.js'
 import { createCpuQuota, type CpuQuotaGroup } from './cgroup.js'
 import { startHaproxy, type RunningHaproxy } from './haproxy.js'
 

@@ -11,7 +11,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
-export type CpuBudgetSource = 'cgroup-v2' | 'cgroup-v1' | 'affinity' | 'cores'
+type CpuBudgetSource = 'cgroup-v2' | 'cgroup-v1' | 'affinity' | 'cores'
 
 export interface CpuBudget {
   /** Whole CPUs this process may use, at least 1. */

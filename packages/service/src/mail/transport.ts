@@ -38,7 +38,7 @@ export function smtpTransport ({ url, from, timeoutMs }: SmtpTransportOptions): 
 }
 
 /** The server's host and port for the log (the URL itself may hold a password). */
-export function smtpServerName (url: string): string {
+function smtpServerName (url: string): string {
   try {
     const parsed = new URL(url)
     return `${parsed.protocol}//${parsed.host}`

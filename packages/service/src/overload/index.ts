@@ -4,7 +4,7 @@
  * drain before a shutdown (drain.ts), and the request events they all follow (request-events.ts).
  */
 export { admittedTicket, connectionKeys, hashAdmission, type HashAdmissionOptions } from './hash-admission.js'
-export { RefusalPacer, type ClientKeys } from './pacing.js'
+export { RefusalPacer } from './pacing.js'
 export { createShedding, shedReasons, type SheddingOptions, type ShedReason } from './shedding.js'
 export { installDrain, type Drain } from './drain.js'
-export { clientGoneSignal, requestReceivedAt, whenAnswerCloses } from './request-events.js'
+export { requestReceivedAt } from './request-events.js'

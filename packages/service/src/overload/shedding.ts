@@ -52,7 +52,7 @@ export interface SheddingOptions {
   onShed: (reason: ShedReason) => void
 }
 
-export interface SheddingState {
+interface SheddingState {
   /** API requests in flight now, under the cap. */
   readonly inFlight: number
   /** Requests in flight now on routes with their own admission. */

@@ -1,3 +1,3 @@
 /** Running the service: one process (start.ts), several on one port (cluster.ts), the admin listener (admin.ts). */
-export { handleSignals, startService, type RunningService, type ServiceHarness, type StartServiceOptions } from './start.js'
-export { clusterSize, clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker, type RunningCluster } from './cluster.js'
+export { handleSignals, startService, type ServiceHarness } from './start.js'
+export { clusterSize, clusterWorkerConfig, isClusterWorker, startClusterPrimary, startClusterWorker } from './cluster.js'

@@ -34,7 +34,7 @@ export interface RunningService {
 }
 
 /** The embedded-mode JWT key: generated once, kept (0600) in the data folder. */
-export function persistedJwtSecret (dataDir: string): string {
+function persistedJwtSecret (dataDir: string): string {
   const file = path.join(dataDir, 'jwt-secret')
   try {
     const secret = fs.readFileSync(file, 'utf8').trim()

@@ -12,7 +12,7 @@ export interface StartedCli {
 }
 
 /** The CLI as `npm start` runs it. */
-export const tollboothEntry = path.join(packageRoot, 'bin', 'tollbooth.js')
+const tollboothEntry = path.join(packageRoot, 'bin', 'tollbooth.js')
 /** The lab's harness (src/harness/serve.ts), which `serve`s with a seed article's strategy. */
 export const harnessEntry = path.join(packageRoot, 'dist', 'src', 'harness', 'serve.js')
 

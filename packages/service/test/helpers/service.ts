@@ -110,7 +110,7 @@ const agentsByAddress = new Map<string, Agent>()
  * (127.0.0.2 ...): a distinct client as the service sees it (its address and its
  * connections), on this one machine.
  */
-export function clientFrom (address: string): Agent {
+function clientFrom (address: string): Agent {
   let agent = agentsByAddress.get(address)
   if (agent === undefined) {
     agent = new Agent({ localAddress: address })

@@ -37,7 +37,7 @@ function decodeBody (body: string, encoding: string): string {
   return body
 }
 
-export function parseMail (raw: string, to: string[], from: string): ReceivedMail {
+function parseMail (raw: string, to: string[], from: string): ReceivedMail {
   const split = raw.search(/\r?\n\r?\n/)
   const head = split === -1 ? raw : raw.slice(0, split)
   const body = split === -1 ? '' : raw.slice(split).replace(/^\r?\n\r?\n/, '')

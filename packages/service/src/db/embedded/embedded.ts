@@ -53,7 +53,7 @@ export interface StartEmbeddedOptions {
 
 const superuser = 'tollbooth'
 
-export async function freePort (): Promise<number> {
+async function freePort (): Promise<number> {
   return await new Promise((resolve, reject) => {
     const server = net.createServer()
     server.unref()

@@ -26,9 +26,9 @@ export interface PostgresUser {
 }
 
 /** Base folders for copied binaries, in order of preference. */
-export const binaryCacheBases = ['/var/cache/tollbooth', '/var/tmp/tollbooth']
+const binaryCacheBases = ['/var/cache/tollbooth', '/var/tmp/tollbooth']
 /** Base folders for relocated clusters, in order of preference. */
-export const clusterBases = ['/var/lib/tollbooth/clusters', '/var/tmp/tollbooth/clusters']
+const clusterBases = ['/var/lib/tollbooth/clusters', '/var/tmp/tollbooth/clusters']
 
 export function isRoot (): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0
@@ -61,7 +61,7 @@ export function ensurePostgresUser (log: (message: string) => void): PostgresUse
  * Whether `user` passes `test <flag> target`, checked by running `test` as that user the way
  * PostgreSQL will run (same uid and gid, no supplementary groups: what Node's spawn does).
  */
-export function userCan (user: PostgresUser, flag: '-x' | '-r' | '-w', target: string): boolean {
+function userCan (user: PostgresUser, flag: '-x' | '-r' | '-w', target: string): boolean {
   const result = spawnSync('/bin/sh', ['-c', `test ${flag} "$1"`, 'sh', target], { uid: user.uid, gid: user.gid, cwd: '/', stdio: 'ignore' })
   return result.status === 0
 }
@@ -131,7 +131,7 @@ export interface ClusterPlacement {
 }
 
 /** The stable folder name of a relocated cluster: the data folder's name and a hash of its path. */
-export function relocatedName (requested: string): string {
+function relocatedName (requested: string): string {
   const hash = createHash('sha256').update(path.resolve(requested)).digest('hex').slice(0, 12)
   const name = path.basename(path.dirname(path.resolve(requested))).replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '') || 'data'
   return `${name}-${hash}`

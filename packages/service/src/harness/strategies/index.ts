@@ -22,5 +22,3 @@ export function executorFor (strategy: Exclude<SeedStrategy, 'tollbooth' | 'clus
     case 'piscina': return ({ log }) => new PiscinaDefaultExecutor(log)
   }
 }
-
-export { EventLoopExecutor, LibuvExecutor, PiscinaDefaultExecutor, SpawnExecutor }

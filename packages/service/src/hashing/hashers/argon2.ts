@@ -3,7 +3,7 @@
  * threads only). Stored as a PHC string, version 0x13.
  */
 import { hashSync, verifySync, type Algorithm, type Version } from '@node-rs/argon2'
-import type { Hasher } from './registry.js'
+import type { Hasher } from './hasher.js'
 import type { Argon2Params } from '../types.js'
 
 // The package declares these as ambient const enums, which isolated modules may not read.

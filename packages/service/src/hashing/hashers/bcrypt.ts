@@ -8,7 +8,7 @@
  */
 import { hashSync, verifySync } from '@node-rs/bcrypt'
 import { createError } from '../../errors.js'
-import type { Hasher } from './registry.js'
+import type { Hasher } from './hasher.js'
 import type { BcryptParams } from '../types.js'
 
 export const bcryptMaxPasswordBytes = 72

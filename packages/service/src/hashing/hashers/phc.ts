@@ -26,7 +26,7 @@ export interface ParsedScrypt {
   hash: Buffer
 }
 
-export type BcryptVariant = '2a' | '2b' | '2y'
+type BcryptVariant = '2a' | '2b' | '2y'
 
 export interface ParsedBcrypt {
   variant: BcryptVariant

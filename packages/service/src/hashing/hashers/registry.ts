@@ -1,32 +1,13 @@
 /**
- * One small interface, one implementation per algorithm (argon2.ts, bcrypt.ts,
- * scrypt.ts), and dispatch on the stored hash's prefix so a hash made under an
+ * Every hasher (hasher.ts), and dispatch on the stored hash's prefix so a hash made under an
  * earlier policy keeps verifying (and is re-hashed after a good login).
- *
- * `hashSync`/`verifySync` are expensive and only ever called inside a worker
- * thread (worker.ts); `understands` is cheap string work.
  */
 import { createError } from '../../errors.js'
 import { argon2Hasher } from './argon2.js'
 import { bcryptHasher } from './bcrypt.js'
 import { scryptHasher } from './scrypt.js'
 import type { Argon2Params, BcryptParams, HashAlgorithm, ScryptParams } from '../types.js'
-
-export interface Hasher<P> {
-  readonly algorithm: HashAlgorithm
-  /** Cheap prefix test: is this stored string for me? */
-  understands (stored: string): boolean
-  /** Expensive: a new hash with a fresh random salt. Worker threads only. */
-  hashSync (password: string, params: P): string
-  /** Expensive: constant-time comparison against a stored hash. Worker threads only. */
-  verifySync (password: string, stored: string): boolean
-}
-
-export interface ParamsByAlgorithm {
-  argon2id: Argon2Params
-  bcrypt: BcryptParams
-  scrypt: ScryptParams
-}
+import type { Hasher, ParamsByAlgorithm } from './hasher.js'
 
 export type AnyHasher = Hasher<Argon2Params> | Hasher<BcryptParams> | Hasher<ScryptParams>
 

@@ -4,7 +4,7 @@
  * string `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt>$<hash>` (the passlib spelling).
  */
 import { randomBytes, scryptSync, timingSafeEqual } from 'node:crypto'
-import type { Hasher } from './registry.js'
+import type { Hasher } from './hasher.js'
 import { formatScrypt, parseScrypt } from './phc.js'
 import type { ScryptParams } from '../types.js'
 

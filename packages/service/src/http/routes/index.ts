@@ -1,5 +1,5 @@
 /** The http/routes room's public face: what the rest of the service uses of it. */
-export { authRoutes } from './auth.js'
+export { authRoutes, trimEmail } from './auth.js'
 export { accountMailRoutes } from './account-mail.js'
 export { checkReadiness, healthRoutes, metricsRoute, type MetricsRouteOptions } from './health.js'
 export { jwksRoutes } from './jwks.js'

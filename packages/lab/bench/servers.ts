@@ -50,7 +50,7 @@ async function stopChild (child: ChildProcess): Promise<void> {
   await exited
 }
 
-/** Resolves with the URL the service writes to its ready file (TOLLBOOTH_READY_FILE) once it listens; rejects if it exits first. */
+/** Resolves with the URL the service writes to its ready file (`serve --ready-file`) once it listens; rejects if it exits first. */
 async function readyUrl (child: ChildProcess, readyFile: string): Promise<string> {
   const watcher = fs.watch(path.dirname(readyFile))
   try {
@@ -73,7 +73,7 @@ async function readyUrl (child: ChildProcess, readyFile: string): Promise<string
 /** tollbooth under `node --cpu-prof`: each of its threads writes a profile into `profileDir` when it exits. */
 export async function startProfiledTollbooth (env: NodeJS.ProcessEnv, profileDir: string): Promise<RunningServer> {
   const readyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-bench-ready-'))
-  const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, tollboothBin, 'serve'], { env: { ...env, TOLLBOOTH_READY_FILE: path.join(readyDir, 'ready.json') }, stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, tollboothBin, 'serve', '--ready-file', path.join(readyDir, 'ready.json')], { env, stdio: ['ignore', 'ignore', 'inherit'] })
   try {
     const url = await readyUrl(child, path.join(readyDir, 'ready.json'))
     return { url, pid: child.pid ?? 0, stop: async () => { await stopChild(child) } }

@@ -28,7 +28,7 @@ export function runAt (result: LabResult, index: number): RunResult {
   return run
 }
 
-export function machine (): MachineInfo {
+function machine (): MachineInfo {
   return {
     cpuModel: 'AMD EPYC 7B13',
     cores: 2,
@@ -41,7 +41,7 @@ export function machine (): MachineInfo {
   }
 }
 
-export function latency (count: number, p50Ms: number, p95Ms: number, p99Ms: number): LatencySummary {
+function latency (count: number, p50Ms: number, p95Ms: number, p99Ms: number): LatencySummary {
   if (count === 0) return { count: 0, meanMs: null, p50Ms: null, p90Ms: null, p95Ms: null, p99Ms: null, maxMs: null }
   return {
     count,
@@ -59,7 +59,7 @@ function errors (byStatus: Record<string, number>, partial: Partial<ErrorCounts>
 }
 
 /** How one strategy behaves under the load: whole-run figures the seconds scatter around. */
-export interface Profile {
+interface Profile {
   label: string
   strategy: string
   achievedPerSecond: number
@@ -183,7 +183,7 @@ function healthzSecond (p99Ms: number): LatencySummary {
   return latency(5, p99Ms * 0.3, p99Ms * 0.8, p99Ms)
 }
 
-export function syntheticRun (profile: Profile, shape: RunShape, seed: number): RunResult {
+function syntheticRun (profile: Profile, shape: RunShape, seed: number): RunResult {
   const random = seeded(seed)
   const seconds: SecondSample[] = []
   const server: ServerSample[] = []
@@ -295,7 +295,7 @@ function base (command: LabResult['command'], scenario: ScenarioInfo, load: Load
   }
 }
 
-export const tollboothProfile: Profile = { label: 'tollbooth', strategy: 'tollbooth', achievedPerSecond: 24, p50Ms: 350, p95Ms: 780, p99Ms: 950, timeoutShare: 0, overloadedShare: 0.3, healthzP99Ms: 4, eventLoopP99Ms: 9, libuvCanaryMs: 1.5, cpuCores: 1.95, rssMiB: 150, processTree: false, hashQueue: true }
+const tollboothProfile: Profile = { label: 'tollbooth', strategy: 'tollbooth', achievedPerSecond: 24, p50Ms: 350, p95Ms: 780, p99Ms: 950, timeoutShare: 0, overloadedShare: 0.3, healthzP99Ms: 4, eventLoopP99Ms: 9, libuvCanaryMs: 1.5, cpuCores: 1.95, rssMiB: 150, processTree: false, hashQueue: true }
 
 /** `lab run`: 100 virtual users register, log in and post (the Piscina article's k6 flow) against tollbooth. */
 export function runFixture (): LabResult {
@@ -373,7 +373,7 @@ export function kneeFixture (): LabResult {
 }
 
 /** The seven strategies under the login storm, shaped as the articles describe them (2 cores, bcrypt cost 10). */
-export const compareProfiles: Profile[] = [
+const compareProfiles: Profile[] = [
   { label: 'event-loop', strategy: 'event-loop', achievedPerSecond: 11, p50Ms: 8900, p95Ms: 9800, p99Ms: 10400, timeoutShare: 0.02, overloadedShare: 0, healthzP99Ms: 4800, eventLoopP99Ms: 950, libuvCanaryMs: 900, cpuCores: 1, rssMiB: 95, processTree: false, hashQueue: false },
   { label: 'libuv', strategy: 'libuv', achievedPerSecond: 24, p50Ms: 3900, p95Ms: 4300, p99Ms: 4600, timeoutShare: 0.01, overloadedShare: 0, healthzP99Ms: 6, eventLoopP99Ms: 12, libuvCanaryMs: 4100, cpuCores: 2, rssMiB: 110, processTree: false, hashQueue: false },
   { label: 'libuv-128', strategy: 'libuv-128', achievedPerSecond: 23, p50Ms: 3800, p95Ms: 4000, p99Ms: 4200, timeoutShare: 0, overloadedShare: 0, healthzP99Ms: 25, eventLoopP99Ms: 14, libuvCanaryMs: 60, cpuCores: 2, rssMiB: 240, processTree: false, hashQueue: false },
@@ -384,7 +384,7 @@ export const compareProfiles: Profile[] = [
 ]
 
 /** The articles' figures for the setups our strategies reproduce: theirs, never ours. */
-export function compareReferences (): ReferenceFigures[] {
+function compareReferences (): ReferenceFigures[] {
   const loginStorm = 'login-storm-bcrypt-nestjs-k8s.txt'
   const k8s = 'NestJS on Kubernetes, 1 CPU limit, 100 VUs, bcrypt cost 10'
   return [

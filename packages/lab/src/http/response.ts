@@ -25,7 +25,7 @@ export function failedResponse (failure: TransportFailure, detail: string): LabR
 }
 
 /** Seconds from a Retry-After value (seconds or an HTTP date); null when there is none or it does not parse. */
-export function parseRetryAfter (value: string | undefined): number | null {
+function parseRetryAfter (value: string | undefined): number | null {
   if (value === undefined) return null
   const seconds = Number(value)
   if (Number.isFinite(seconds) && seconds >= 0) return seconds

@@ -6,5 +6,5 @@
 export { defaultKneeCriteria, kneeOf, searchKnee } from './knee.js'
 export { HealthzProbe } from './probe.js'
 export { startReferenceServer } from './reference-server.js'
-export { runLoad, type LabRunOptions, type RunSegment } from './runner.js'
+export { runLoad, type RunSegment } from './runner.js'
 export { errorTotal } from './stats.js'

@@ -46,7 +46,7 @@ export function scheduledSeconds (seconds: ReadonlyArray<Pick<SecondSample, 't' 
 }
 
 /** What the run's finished segments did against their schedules. */
-export interface ScheduleTally {
+interface ScheduleTally {
   /** Successful iterations that ended in a segment's drain, after its schedule. */
   achievedAfterEnd: number
   /** The segments' schedules, summed (s); undefined for an interrupted run. */
@@ -63,7 +63,7 @@ export interface ScheduleTally {
  * hundred logins queued behind four threads added 3.3 logins/s to a 30 s storm, fifty-six
  * queued within a 2 s deadline 1.9/s.
  */
-export function summariseRun (run: Omit<RunResult, 'summary'>, schedule: ScheduleTally): RunSummary {
+function summariseRun (run: Omit<RunResult, 'summary'>, schedule: ScheduleTally): RunSummary {
   const seconds = schedule.scheduledSeconds ?? scheduledSeconds(run.seconds)
   const achieved = run.seconds.reduce((sum, sample) => sum + sample.achieved, 0)
   const values = (pick: (sample: ServerSample) => number | null): number[] => run.server.map(pick).filter((value): value is number => value !== null)

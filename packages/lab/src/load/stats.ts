@@ -152,7 +152,7 @@ export class EndpointMap {
  * the schedule ended, a knee step's throughput) and `iterationErrors` count per segment; `inFlight`
  * (requests) and `vus` are the gauges at the end of a second.
  */
-export const emptyCounts = () => ({ offered: 0, started: 0, achieved: 0, achievedInWindow: 0, dropped: 0, iterationErrors: 0, inFlight: 0, vus: 0 })
+const emptyCounts = () => ({ offered: 0, started: 0, achieved: 0, achievedInWindow: 0, dropped: 0, iterationErrors: 0, inFlight: 0, vus: 0 })
 export type Counts = ReturnType<typeof emptyCounts>
 
 export interface TallyPartial {

@@ -12,7 +12,7 @@ export interface Fact {
 }
 
 /** "0 → 100 VUs over 10 s, 100 VUs for 20 s" (each stage ramps linearly from the previous target). */
-export function describeStages (load: LoadSpec): string {
+function describeStages (load: LoadSpec): string {
   const unit = load.model === 'closed' ? ' VUs' : '/s'
   const rate = (value: number): string => formatRate(value).replace(/\.0$/, '')
   let from = load.model === 'closed' ? load.startVus : load.startRate
@@ -94,7 +94,7 @@ export function describeErrors (errors: ErrorCounts): string {
   return parts.length === 0 ? 'none' : parts.join(', ')
 }
 
-export function describeLatency (latency: LatencySummary | null, what: string): string {
+function describeLatency (latency: LatencySummary | null, what: string): string {
   if (latency === null || latency.count === 0) return `no ${what}`
   return `${formatCount(latency.count)} ${what}: ${latencyFigures(latency)}`
 }

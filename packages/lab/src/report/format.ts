@@ -14,12 +14,14 @@ export function groupDigits (value: number): string {
 }
 
 /** Three significant figures up to 100, then whole numbers with grouped digits: 0.42, 4.21, 42.1, 1,520. */
-export const formatDecimal = measured((value) => {
+function decimal (value: number): string {
   const magnitude = Math.abs(value)
   return magnitude === 0 ? '0' : magnitude < 10 ? value.toFixed(2) : magnitude < 100 ? value.toFixed(1) : groupDigits(value)
-})
+}
 
-export const formatMs = formatDecimal
+export const formatDecimal = measured(decimal)
+/** Milliseconds, written as any decimal is. */
+export const formatMs = measured(decimal)
 
 /** A rate per second: 3.5, 62.0, 1,945. */
 export const formatRate = measured((perSecond) => (Math.abs(perSecond) < 100 ? perSecond.toFixed(1) : groupDigits(perSecond)))

@@ -56,7 +56,7 @@ function table<Row> (columns: Array<Column<Row>>, rows: readonly Row[], emphasis
 }
 
 /** The strategy whose row the HTML comparison emphasises: this project's own design. */
-export const ownStrategyLabel = 'tollbooth'
+const ownStrategyLabel = 'tollbooth'
 
 /** An endpoint's (or a phase's) figures, with the seconds its rate is over. */
 interface Named { name: string, stats: EndpointStats, seconds: number }
@@ -115,7 +115,7 @@ export function comparisonTable (result: LabResult): Table {
 }
 
 /** The articles' figures in the order of our runs whose setup they match, then any unmatched. */
-export function orderedReferences (result: LabResult): ReferenceFigures[] {
+function orderedReferences (result: LabResult): ReferenceFigures[] {
   const position = (reference: ReferenceFigures): number => {
     const index = result.runs.findIndex((run) => run.label === reference.strategy || run.service.strategy === reference.strategy)
     return index === -1 ? result.runs.length : index

@@ -4,7 +4,7 @@
  */
 import { rampThenHold, type Account, type Scenario } from './scenario.js'
 
-export const authPathPhases = ['noop', 'jwt-only', 'full'] as const
+const authPathPhases = ['noop', 'jwt-only', 'full'] as const
 
 export const authPath: Scenario<{ accounts: Account[] }> = {
   name: 'auth-path',

@@ -19,7 +19,7 @@ import { registration } from './registration.js'
 import { stress } from './stress.js'
 
 export { referencesFor } from './references.js'
-export { rampThenHold, type Account, type Scenario, type ScenarioDefaults, type ScenarioRef, type SetupContext, type VirtualUser } from './scenario.js'
+export { type Scenario, type ScenarioRef, type SetupContext, type VirtualUser } from './scenario.js'
 export { runScenarioSetup } from './setup.js'
 
 export const builtInScenarios: Readonly<Record<string, Scenario<any>>> = {

@@ -17,7 +17,7 @@
 import { maxSourceAddresses } from '../http/index.js'
 import type { Scenario, VirtualUser } from './scenario.js'
 
-export const burstEndpoints = { connect: 'GET /healthz', login: 'POST /auth/login', read: 'GET /me' } as const
+const burstEndpoints = { connect: 'GET /healthz', login: 'POST /auth/login', read: 'GET /me' } as const
 
 /** Users, the reader included, when the user gives no --vus. */
 const defaultUsers = 1001

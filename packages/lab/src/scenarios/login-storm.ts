@@ -5,7 +5,7 @@
  */
 import { rampThenHold, type Account, type Scenario } from './scenario.js'
 
-export const loginEndpoint = 'POST /auth/login'
+const loginEndpoint = 'POST /auth/login'
 
 export const loginStorm: Scenario<{ accounts: Account[] }> = {
   name: 'login-storm',

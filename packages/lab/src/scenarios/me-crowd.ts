@@ -8,7 +8,7 @@
  */
 import type { Scenario } from './scenario.js'
 
-export const meEndpoint = 'GET /me'
+const meEndpoint = 'GET /me'
 
 export const meCrowd: Scenario<{ tokens: string[] }> = {
   name: 'me-crowd',

@@ -45,7 +45,7 @@ export interface VirtualUser {
 }
 
 /** What a run of the scenario is when the user does not say otherwise. */
-export interface ScenarioDefaults {
+interface ScenarioDefaults {
   model: 'closed' | 'open'
   /** Closed model: this many users from the start, for the whole run (as --vus); else `stages`. */
   vus?: number

@@ -3,7 +3,6 @@
  * launcher or named by the user (source.ts), and read once a second from /metrics and /proc
  * (scraper.ts).
  */
-export { type LocalService, type ReplicaOptions } from './local-service.js'
-export { MetricsSnapshot } from './prometheus.js'
+export { type ReplicaOptions } from './local-service.js'
 export { MetricsScraper } from './scraper.js'
-export { seedServiceEnv, serviceSource, type Service, type ServiceSource } from './source.js'
+export { seedServiceEnv, serviceSource } from './source.js'

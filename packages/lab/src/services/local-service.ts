@@ -15,7 +15,7 @@ const labJwtSecret = randomBytes(32).toString('base64url')
  * services and tokens are throwaway; a fixed value keeps a database given with
  * --database-url usable by the next lab command. Set TOLLBOOTH_KEY_ENCRYPTION_KEY to use another.
  */
-export const labKeyEncryptionKey = process.env.TOLLBOOTH_KEY_ENCRYPTION_KEY ?? createHash('sha256').update('tollbooth lab: not a secret').digest('base64')
+const labKeyEncryptionKey = process.env.TOLLBOOTH_KEY_ENCRYPTION_KEY ?? createHash('sha256').update('tollbooth lab: not a secret').digest('base64')
 
 /** N services behind HAProxy, each under a CPU quota (the launcher's startReplicas), instead of one. */
 export interface ReplicaOptions { count: number, cpusPerReplica?: number | undefined }

@@ -30,7 +30,7 @@ export interface ServiceSourceOptions {
   log?: ((line: string) => void) | undefined
 }
 
-export type Service = Omit<LocalService, 'replicas'> & { info: ServiceInfo }
+type Service = Omit<LocalService, 'replicas'> & { info: ServiceInfo }
 
 export interface ServiceSource {
   /** The target, or a service the lab starts with `strategy` (`replicas`: behind HAProxy). */

@@ -11,7 +11,7 @@ export interface TestDatabase {
   drop (): Promise<void>
 }
 
-export function adminDatabaseUrl (): string {
+function adminDatabaseUrl (): string {
   const url = process.env.TOLLBOOTH_TEST_ADMIN_DATABASE_URL ?? process.env.DATABASE_URL
   if (url === undefined || url === '') throw new Error('run the tests with `npm test` (it starts PostgreSQL), or set DATABASE_URL')
   return url

@@ -21,7 +21,7 @@ export interface TestServiceOptions {
 }
 
 /** Cheap parameters: functional tests must not wait on real-strength hashes. */
-export const cheapHashEnv: Record<string, string> = {
+const cheapHashEnv: Record<string, string> = {
   TOLLBOOTH_HASH_ALGORITHM: 'argon2id',
   TOLLBOOTH_ARGON2_MEMORY_KIB: '1024',
   TOLLBOOTH_ARGON2_TIME_COST: '1',

@@ -139,7 +139,7 @@ function bars (result: LabResult, series: Array<Series<RunResult> | [label: stri
   return barChartConfig(result.runs.map((run) => run.label), datasets, axis, referenceLines)
 }
 
-export interface ChartDefinition {
+interface ChartDefinition {
   title: string
   description: (result: LabResult, one: RunResult | undefined) => string
   /** Null when the result has nothing for it (no such run, no knee). */
@@ -273,7 +273,7 @@ const charts = {
 } satisfies Record<string, ChartDefinition>
 
 export type ChartKind = keyof typeof charts
-export const chartCatalogue: Readonly<Record<ChartKind, ChartDefinition>> = charts
+const chartCatalogue: Readonly<Record<ChartKind, ChartDefinition>> = charts
 
 /** A chart the page draws: its kind and, for one run's charts, the run's index (else every run). */
 export interface ChartSpec {
@@ -288,7 +288,7 @@ export function chartConfig (result: LabResult, spec: ChartSpec): AnyChartConfig
   return spec.run !== null && run === undefined ? null : chart.config(result, run)
 }
 
-export interface ChartPanel extends ChartSpec {
+interface ChartPanel extends ChartSpec {
   /** The canvas's id, unique in the page. */
   id: string
   title: string

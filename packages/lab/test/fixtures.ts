@@ -1,6 +1,6 @@
 /**
  * Synthetic LabResults for the report tests: generated, deterministic (a seeded random
- * sequence), shaped like what the seed articles describe, and typed against src/lab/result.ts
+ * sequence), shaped like what the seed articles describe, and typed against src/result.ts
  * so that a change of the contract breaks them at compile time.
  */
 import {

@@ -123,7 +123,7 @@ Usage:
   tollbooth lab report RESULT.json [--out DIR]    render the reports of a result again
   tollbooth lab scenarios                         list the built-in scenarios
 
-Scenarios: ${Object.keys(builtInScenarios).join(', ')}, or a path to a .json or .js file (docs/guides/load-lab.md).
+Scenarios: ${Object.keys(builtInScenarios).join(', ')}, or a path to a .json or .js file (docs/how-to/run-the-lab.md).
 
 ${(['load', 'service', 'output', 'knee', 'compare'] as const).map(flagHelp).join('\n\n')}
 `

@@ -1,5 +1,5 @@
 /**
- * The knee search (docs/guides/load-lab.md, "knee"): the last offered rate that held. Pure: the steps come in measured.
+ * The knee search (docs/how-to/run-the-lab.md, `lab knee`): the last offered rate that held. Pure: the steps come in measured.
  */
 import type { KneeCriteria, KneeResult, KneeStep } from '../result.js'
 

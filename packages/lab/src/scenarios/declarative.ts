@@ -1,6 +1,6 @@
 /**
  * A scenario as a JSON file: steps run in order by each iteration, with `{{...}}` placeholders
- * and values saved from earlier responses (docs/guides/load-lab.md shows one).
+ * and values saved from earlier responses (docs/how-to/run-the-lab.md, "Your own scenario", shows one).
  */
 import { Type, type Static } from '@sinclair/typebox'
 import { LabError, validated } from '../errors.js'

@@ -1,6 +1,6 @@
 /**
  * Setup before the load, not counted: pre-registered accounts under stable names, so a second run on the
- * same database reuses them (docs/guides/load-lab.md).
+ * same database reuses them (docs/how-to/run-the-lab.md, "Scenarios").
  */
 import { HttpTarget, type LabRequest, type LabResponse } from '../http/index.js'
 import type { Account, Scenario, SetupContext } from './scenario.js'

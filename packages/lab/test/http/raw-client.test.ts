@@ -1,5 +1,5 @@
 /**
- * The lab's own HTTP/1.1 client (src/raw-http.ts) against scripted servers on loopback: answers
+ * The lab's own HTTP/1.1 client (src/http/raw-*.ts) against scripted servers on loopback: answers
  * framed every way HTTP/1.1 allows, keep-alive and its end, answers it cannot trust, what it
  * writes and refuses to write, its pool's bound and its destruction.
  */

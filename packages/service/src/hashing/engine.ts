@@ -1,10 +1,7 @@
 /**
- * The password engine: the facade validates options once and fills defaults
- * (Piscina's Options vs FilledOptions); the executor behind it trusts its input.
- *
- * Per request, the main thread only does cheap string work: bound the stored
- * hash (limits.ts), refuse a too-long bcrypt password, decide needsRehash. The
- * hash itself always runs in the executor's worker threads.
+ * The password engine's facade: it validates options once and fills defaults; the executor
+ * behind it trusts its input. The main thread does only cheap string checks (limits.ts, bcrypt's
+ * length, needsRehash); every hash runs in the executor's threads.
  */
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
@@ -26,7 +23,7 @@ import { nextMeanRunMs } from './wait-calibration.js'
 
 const maxThreads = 256
 const maxQueueLimit = 1_000_000
-/** Waiting requests per thread by default: at ~50 ms a hash, 64 deep is ~3 s of work per thread. */
+/** Waiting requests per thread by default: 64 hashes of tens of ms are seconds of work, past any deadline. */
 const defaultQueuePerThread = 64
 const defaultPingTimeoutMs = 1000
 const defaultThreadNice = 10
@@ -216,13 +213,10 @@ class Engine implements PasswordEngine {
   }
 
   /**
-   * A wrong password against a hash of older (cheaper) parameters ran for `runMs`. The worker
-   * threads hold such a mismatch until the policy's mean (`mismatchRunMs`), so this waits for
-   * nothing there; an executor that does not (the lab's `libuv` strategies) is made up for with
-   * a timer: the answer comes no sooner than an unknown email's dummy verify would. The wait
-   * ignores the request's signal: a client that leaves does not skip the failure's count, which
-   * the caller writes after this. A hash dearer than the policy's (parameters lowered since)
-   * cannot be made cheaper: that way the time still differs.
+   * A mismatch against a cheaper, outdated hash answers no sooner than a dummy verify would, so
+   * its timing does not tell the account exists. Our workers already hold it (`mismatchRunMs`);
+   * this timer covers executors that do not (the lab's). It ignores the request's signal: a client
+   * that leaves must not skip the failure's count. A dearer hash cannot be made cheaper.
    */
   private async padToPolicyVerify (runMs: number): Promise<void> {
     const padMs = Math.min(maxPadMs, this.policyVerifyMs - runMs)
@@ -266,9 +260,8 @@ class Engine implements PasswordEngine {
 const tollboothPool: ExecutorFactory = (settings) => new TollboothPool(settings)
 
 /**
- * Validates the options (`CONFIG_INVALID` naming the field), starts the worker
- * threads (or the executor `createExecutor` makes: the lab's harness gives its own), computes
- * the dummy hash for `verifyDummy` and warms every thread.
+ * Validates the options (`CONFIG_INVALID` naming the field), starts the executor (the lab's
+ * harness gives its own), computes the dummy hash for `verifyDummy` and warms the threads.
  */
 export async function createPasswordEngine (options: PasswordEngineOptions, createExecutor: ExecutorFactory = tollboothPool): Promise<PasswordEngine> {
   const filled = fillEngineOptions(options)

@@ -1,6 +1,4 @@
-/**
- * The password engine's one face: everything outside src/hashing/ imports from here.
- */
+/** The password engine's one face: everything outside hashing/ imports from here. */
 export * from './types.js'
 export { createPasswordEngine } from './engine.js'
 export { defaultPolicy, validatePolicy, hashLimits, type Bound } from './limits.js'

@@ -1,13 +1,9 @@
 /**
- * Bounds on hashing parameters, each with the reason it exists.
- *
- * A stored hash is attacker input: whoever can write one row (an import, a
- * compromised admin tool, a SQL injection elsewhere) chooses its cost, and a
- * `$2b$31$` bcrypt hash or an argon2 hash asking for 4 GiB would take one worker
- * thread for hours or the process's memory with it. So every stored hash is
- * parsed and bounded on the main thread, which is cheap string work, before it
- * is queued for a thread. The policy is bounded by the same numbers, so that
- * every hash we make ourselves is one we accept later.
+ * Bounds on hashing parameters, each with the reason it exists. A stored hash is attacker input
+ * (an import, a compromised admin tool, an SQL injection elsewhere chooses its cost): a `$2b$31$`
+ * bcrypt hash or a 4 GiB argon2 hash would take a thread for hours or the process's memory. So
+ * every stored hash is bounded on the main thread before it is queued, and the policy by the same
+ * numbers, so every hash we make is one we accept.
  */
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'

@@ -1,20 +1,10 @@
 /**
- * The tollbooth executor: a fixed Piscina pool with one thread per CPU of the
- * budget, fed from our own queue one task per thread.
- *
- * Why our own queue in front of Piscina's: admission, deadlines, fairness and
- * cancellation all need to know exactly what waits and what runs. Piscina does
- * remove a queued task on abort, but aborting a task it already runs terminates
- * that worker thread (and a new one has to start and warm up); here a running
- * task simply finishes and its result is discarded. Piscina therefore only ever
- * receives a task when a thread is free, and its own queue stays empty (but for
- * pings).
- *
- * The queue's rules (who goes first, who is refused, when to retry) are in
- * scheduler.ts, which has no threads and is tested on its own; this file runs
- * what it says, settles the promises and counts outcomes. Admission (`admit`)
- * comes before the caller's own costly work and hands it a ticket holding a
- * place; `run` queues the ticket's task without asking again.
+ * The tollbooth executor: a fixed Piscina pool with one thread per CPU of the budget, fed from
+ * our own queue (scheduler.ts) one task per thread. Our own queue because admission, deadlines
+ * and fairness must know exactly what waits and what runs, and because Piscina aborts a running
+ * task by terminating its thread; here a running task finishes and its result is discarded.
+ * `admit` hands the caller a ticket holding a place; `run` queues the ticket's task without
+ * asking admission again.
  */
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
@@ -51,7 +41,7 @@ interface Pending extends Ticket {
   /** The time budget left at submission, for messages. */
   deadlineMs: number | undefined
   signal: AbortSignal | undefined
-  /** An abort once running changes nothing (HashRequestOptions.keepIfStarted). */
+  /** An abort once running changes nothing (HashOptions.keepIfStarted). */
   keepIfStarted: boolean
   onAbort: (() => void) | undefined
   /** Cancelled while running: answered at the abort, its result will be discarded. */

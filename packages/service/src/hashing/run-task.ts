@@ -1,8 +1,6 @@
 /**
- * One hash task, run synchronously on the calling thread: what every hash worker thread runs
- * (worker.ts), and the lab's harness where it reproduces hashing on other threads. Run time is
- * measured here, around the hash alone, and returned with the result: the pool derives queue
- * wait as (total - run).
+ * One hash task, run synchronously on the calling thread (worker.ts, and the lab's harness). Run
+ * time is measured around the hash alone, so the pool can derive queue wait as total - run.
  */
 import { performance } from 'node:perf_hooks'
 import { isTollboothError } from '../errors.js'

@@ -1,25 +1,16 @@
 /**
- * The hash queue's rules, with no threads of its own: who waits, who goes next, who is
- * refused and when to come back. The pool (pool.ts) feeds it requests and runs what it
- * says to run; tests drive it with an injected clock and node:test mock timers.
+ * The hash queue's rules, with no threads of its own: who waits, who goes next, who is refused
+ * and when to come back. The pool (pool.ts) feeds it and runs what it says; tests drive it with
+ * an injected clock and mock timers.
  *
- * - **Logins first.** Verifies (logins, the unknown-email dummy) go before new hashes
- *   (registrations, background re-hashes), and when the queue is full a verify evicts the
- *   newest queued hash: queued sign-ups never delay a login nor take its place, and a login's
- *   expected wait counts only the verifies ahead of it and the hashes already running. Those
- *   running hashes are the one delay a wave of sign-ups can add: until one finishes, at most
- *   a hash's run per thread, a login waits (and is refused if that would take more of its
- *   deadline than admission allows).
- * - **Fair between clients.** Within a kind, clients (the caller's key: an address) take
- *   turns, round robin; a client's new request waits behind the others' first few, not
- *   behind one client's whole backlog. When the queue is full, a request from a client with
- *   less queued evicts the newest request of the client with the most.
- * - **Admission by expected wait.** A deadline is when the answer is due: a request that is
- *   expected to get a thread too late to finish its hash by then, with a margin for the
- *   threads slowing down meanwhile (`defaultAdmissionShare`), is refused at once (see
- *   `expectedWaitMs`), with the seconds until one would fit.
- * - **Deadlines in the queue.** A request still queued when it can no longer finish by its
- *   deadline leaves the queue (`onExpired`) before it costs a hash; one found so at dispatch too.
+ * - **Logins first.** Verifies go before new hashes (registrations, re-hashes), and at a full
+ *   queue a verify evicts the newest queued hash: only hashes already running delay a login.
+ * - **Fair between clients.** Within a kind, clients take turns (round robin); at a full queue a
+ *   client with less queued evicts the newest request of the client with the most.
+ * - **Admission by expected wait** (`expectedWaitMs`): a request expected to start too late to
+ *   finish by its deadline, with the margin `defaultAdmissionShare`, is refused at once.
+ * - **Deadlines in the queue.** A request that can no longer finish in time leaves the queue
+ *   (`onExpired`) before it costs a hash.
  */
 import { FairQueue } from './fair-queue.js'
 import type { HashTaskKind } from './types.js'
@@ -37,12 +28,9 @@ export interface SchedulerOptions {
 }
 
 /**
- * Admission's headroom: a request is admitted only if it is expected to start within half the
- * time it has left, so the queue holds about half a deadline of work. A queue of whole
- * deadlines serves no more (it never runs dry past capacity either way) but expires what it
- * admitted whenever the hash threads slow down while it waits (a crowd of cheap requests taking
- * the cores from them by turns); with half, admitted logins are answered in about half the
- * deadline (docs/explanation/overload.md).
+ * Admission's headroom: a request must be expected to start within half the time it has left.
+ * A longer queue serves no more past capacity, but expires what it admitted whenever the hash
+ * threads slow down (docs/explanation/overload.md).
  */
 export const defaultAdmissionShare = 0.5
 
@@ -68,15 +56,10 @@ export interface Refusal {
 }
 
 /**
- * The place of a request admitted and not queued yet (a `HashTicket`'s): a login between its
- * admission, before its body is read, and its verify's turn in the queue, while its body
- * arrives, its database lookup runs and it waits for its account's other checks. Admission
- * counts it as waiting: it reads the queue as it is, and without the places every login of a
- * burst that arrived within one database round trip saw the same empty queue, was admitted,
- * and cost a lookup before the queue refused the excess (and `GET /me` waited behind those
- * lookups for a database connection). Released when its hash is submitted (the queue entry
- * takes its place), when its request waits or ends, or, at the latest, at its deadline, when it
- * could no longer be admitted anyway.
+ * The place of a request admitted and not queued yet (a `HashTicket`'s: while its body arrives
+ * and its lookup runs). Admission counts it as waiting, or a burst arriving within one round
+ * trip would find the queue empty and be admitted whole. Released when its hash is submitted,
+ * when its request waits or ends, or at its deadline.
  */
 export class QueuePlace {
   #released = false
@@ -140,9 +123,8 @@ export class HashScheduler<T extends Ticket> {
    */
   reserve (kind: HashTaskKind, expiresAt: number): QueuePlace {
     const place = new QueuePlace(kind, expiresAt, this.releasePlace)
-    // In expiry order. Mostly the order made (one deadline per kind, counted from arrival), but a
-    // request held by pacing takes its place later than those admitted after it arrived, with an
-    // earlier expiry: an expired place behind a live one would count until the live one went.
+    // In expiry order, not the order made: a request held by pacing reserves late with an early
+    // expiry, and an expired place behind a live one would count until the live one went.
     const made = this.places[kind]
     let at = made.length
     while (at > 0 && (made[at - 1]?.expiresAt ?? -Infinity) > expiresAt) at--
@@ -341,17 +323,12 @@ export class HashScheduler<T extends Ticket> {
 
   /**
    * When a new `kind` request of `client` would get a thread, in ms from now. With every run
-   * taking the mean m, the thread that frees first takes the first in line, and so on: thread
-   * free times are the running tasks' remaining times r (0 for an idle thread, never more than
-   * m) sorted ascending, and the k-th in line (0-based) starts at r[k mod T] + floor(k / T)·m.
-   * A new request's k is what is served before it: the requests admitted and not queued yet
-   * (`QueuePlace`: verifies for a verify, every one for a hash), then verifies ahead in the turn order for a
-   * verify; every verify and the hashes ahead for a hash (a hash can be overtaken by verifies
-   * that come later: its kind's calibration learns by how much, and its deadline in the queue
-   * bounds the rest). A task already past the mean (a slower legacy hash, a throttled CPU) is
-   * not about to free its thread this instant: its remaining time is floored at a tenth of the
-   * mean, so no one behind busy threads expects 0. The model's answer is then scaled by its
-   * kind's `waitCalibration`.
+   * taking the mean m, thread free times are the running tasks' remaining times r (0 for an idle
+   * thread) sorted ascending, and the k-th in line (0-based) starts at r[k mod T] + floor(k / T)·m.
+   * k counts the places reserved ahead (`QueuePlace`), then the verifies ahead in turn order (for
+   * a hash: every verify and the hashes ahead; later verifies overtaking it are left to its
+   * kind's calibration). A task past the mean keeps a tenth of it, so no one behind busy threads
+   * expects 0. The answer is scaled by the kind's `waitCalibration`.
    */
   expectedWaitMs (kind: HashTaskKind, client: string, reservedAhead = 0): number {
     return this.modelWaitMs(kind, client, reservedAhead) * this.waitCalibration[kind]

@@ -52,11 +52,9 @@ export class AdmissionTicket implements HashTicket {
 }
 
 /**
- * A request's answer is due `deadlineMs` after its arrival; its hash must be done earlier, by
- * what the answer still takes after it (the session's INSERT, the token's signature, the
- * response on the socket, a hash run longer than the mean) and the client's side of the trip. A
- * fortieth of the deadline, at most 50 ms, is four times the overshoot a login storm showed
- * with the hash due at the deadline itself.
+ * A request's answer is due `deadlineMs` after its arrival, so its hash must be done earlier by
+ * what the answer still takes (the session's INSERT, the token's signature, the write, a run
+ * longer than the mean): a fortieth of the deadline, at most 50 ms, with a wide margin.
  */
 export function answerReserveMs (deadlineMs: number): number {
   return Math.min(50, deadlineMs / 40)

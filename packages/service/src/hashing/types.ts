@@ -1,6 +1,6 @@
 /**
- * The public contract of the password engine. `src/hashing/` knows nothing of
- * HTTP or SQL: the server only sees these types and `createPasswordEngine()`.
+ * The public contract of the password engine. hashing/ knows nothing of HTTP or SQL: the rest
+ * of the service sees only these types and `createPasswordEngine()`.
  */
 import type { TollboothError } from '../errors.js'
 import type { CpuBudget } from '../machine/index.js'
@@ -36,19 +36,13 @@ export interface HashPolicy {
 
 /**
  * A hash request as admission sees it. `deadlineMs` counts from now, `deadlineAt` is an instant
- * in `performance.now()` time (a request's budget starts when it arrived, not when its hash is
- * asked for); with both, the earlier applies. The deadline is when the hash must be *done*: a
- * request not expected to get a thread in time is refused at once, and one still queued when it
- * can no longer finish is removed from the queue. A thread that is free takes it at once,
- * whatever the budget. No deadline: no limit.
+ * in `performance.now()` time (a request's budget starts when it arrived); with both, the earlier
+ * applies. The deadline is when the hash must be done. No deadline: no limit.
  */
 export interface HashRequest {
   deadlineMs?: number
   deadlineAt?: number
-  /**
-   * Who asks (a client address, say): clients take turns in the queue, so one client's
-   * backlog cannot keep the others waiting. Undefined: the service's own work.
-   */
+  /** Who asks (a client address): clients take turns in the queue. Undefined: the service's own work. */
   client?: string
   /** Aborting removes a queued request before it costs a hash; a running one is answered HASH_CANCELLED, unless `keepIfStarted`. */
   signal?: AbortSignal
@@ -56,13 +50,9 @@ export interface HashRequest {
 
 /**
  * An admitted hash request: what admission decided once, at the door, for the rest of the
- * request to consume. It carries when the hash is due, whose turn it is, the signal of the
- * client leaving, and a place in the queue from its admission until its hash is submitted:
- * admission counts the place as waiting meanwhile (the request's body, its database lookup),
- * so a burst admitted within one round trip is not admitted whole. The engine queues a
- * ticket's hash without asking admission again. A request that waits (for its body, for its
- * account's other checks) gives its place back (`release`) and is admitted again when the wait
- * ends (`readmit`). A place not taken by its deadline is given back on its own.
+ * request to consume. It holds a place in the queue until its hash is submitted (admission
+ * counts it as waiting), and the engine queues its hash without asking admission again. A
+ * request that waits gives its place back (`release`) and is admitted again after (`readmit`).
  */
 export interface HashTicket {
   readonly kind: HashTaskKind
@@ -83,9 +73,8 @@ export interface HashOptions extends HashRequest {
   /** The request's ticket (`PasswordEngine.admit`); the request's own fields are then its. */
   ticket?: HashTicket
   /**
-   * Once the hash has started, aborting no longer cancels it: it runs to its end and is answered
-   * as if no abort had come. For password checks: a verify that ran is decided (and a failure
-   * counted) whatever the client does, so hanging up mid-verify never skips the count.
+   * Once the hash has started, aborting no longer cancels it: a password check's failure is
+   * counted whatever the client does, so hanging up mid-verify never skips the count.
    */
   keepIfStarted?: boolean
 }
@@ -134,10 +123,8 @@ export interface PasswordEngine {
   readonly cpuBudget: CpuBudget
   /**
    * Admission, decided once: a ticket holding a place in the queue, or the refusal a `kind`
-   * request would get now (SERVICE_OVERLOADED, HASH_DEADLINE_EXCEEDED, HASH_CANCELLED,
-   * HASH_POOL_CLOSED), returned and not yet counted: a caller that holds the request and tries
-   * again counts only its last answer (`refuse`). Cheap and synchronous, so a request is refused
-   * before its body is read or any query made.
+   * request would get now, not yet counted (a caller that holds the request and tries again
+   * counts only its last answer, `refuse`). Synchronous, so it runs before the body is read.
    */
   admit (kind: HashTaskKind, request?: HashRequest): HashTicket | TollboothError
   /** Counts a refusal `admit` returned as that request's outcome, and throws it. */
@@ -175,9 +162,8 @@ export interface PasswordEngineOptions {
   /** Requests allowed to wait for a thread, 0 to 1,000,000. Default: threads × 64. */
   maxQueue?: number
   /**
-   * The hash threads' nice value, 0 to 19 (Linux; elsewhere ignored). Default 10: a hash
-   * thread yields a core to the event loop, PostgreSQL and the request path whenever they
-   * need it, and takes every cycle they leave.
+   * The hash threads' nice value, 0 to 19 (Linux; elsewhere ignored). Default 10: a hash thread
+   * yields a core to the event loop and PostgreSQL when they need it, and takes what they leave.
    */
   threadNice?: number
   /** Where to read cgroup limits from (tests point these at fake trees). */

@@ -1,18 +1,12 @@
 /**
- * How much longer queued requests really wait than the queue model predicts, learnt per kind
- * (1: the model is right). The model knows the run time measured inside a worker, not what it
- * cannot see: the main thread handing the next task over late on a busy machine, threads
- * descheduled between tasks, run times drifting faster than the mean follows, and, for a hash,
- * the verifies that arrive after it and go first. Scaling predictions by what queued requests
- * really waited (their sojourn, as CoDel watches) keeps admission honest under contention: a
- * request is admitted only if it is expected to start within its share of its deadline, so few
- * expire in the queue after waiting for nothing.
+ * How much longer queued requests really wait than the queue model predicts (1: the model is
+ * right), learnt from their sojourn as CoDel watches it. The model sees only run times measured
+ * in the workers, not a busy main thread, descheduled threads, or, for a hash, the verifies that
+ * overtake it; so admission under contention would admit requests that then expire.
  *
- * One per kind: registrations overtaken by a stream of logins wait a multiple of what the queue
- * showed when they came, and that lesson is theirs; a shared one would lengthen every login's
- * expected wait with it, and a login is never overtaken. The figure is the running mean of the
- * ratios plus two running mean deviations (Jacobson's estimator of a round trip's timeout): a
- * noisy machine, where some requests wait twice what others do, is read by its bad cases.
+ * One per kind: registrations are overtaken by logins, a login never is, and a shared figure
+ * would lengthen every login's expected wait. The figure is the mean ratio plus two mean
+ * deviations (Jacobson's round-trip timeout estimator), so a noisy machine is read by its bad cases.
  */
 import type { HashTaskKind } from './types.js'
 
@@ -25,11 +19,9 @@ const deviations = 2
 /** The calibration never scales the model by more than this (nor below 1). */
 const calibrationBound = 4
 /**
- * How far toward 1 a calibration moves for each request that leaves the queue with a prediction
- * and a wait both under a run (which teach nothing). Without it, a high calibration, which admits
- * only requests predicted to start sooner than its share of the deadline over it, would never hear
- * that the machine is quick again: with hashes of over an eighth of the deadline (a half share
- * over the bound of 4), every admitted prediction is under a run and it would stay at its bound.
+ * How far toward 1 a calibration moves for each request whose prediction and wait are both under
+ * a run (which teach nothing else): a high calibration admits only such requests, and without the
+ * fade would never learn the machine is quick again.
  */
 const fadeWeight = 0.02
 

@@ -10,12 +10,10 @@ import type { HashWorkerData } from './executor.js'
 import { runHashTask } from './run-task.js'
 
 /**
- * On Linux, setpriority() on a thread id changes that thread alone: a hash thread at nice 10
- * leaves the core to the event loop the moment it has work (a /healthz probe, a refusal, the
- * next task to hand over) and takes every cycle left over. Raising a nice value needs no
- * privilege; where /proc/thread-self is missing (not Linux), nothing changes. Only ever
- * lowered: in a process already nicer than `nice` (`nice -n 19 npm start`, run as root, who
- * could), the thread keeps the process's value instead of outranking its event loop.
+ * On Linux, setpriority() on a thread id changes that thread alone, so the event loop gets the
+ * core the moment it has work. Raising nice needs no privilege; without /proc/thread-self (not
+ * Linux) nothing changes. Only ever lowered: in a process already nicer, the thread keeps the
+ * process's value rather than outrank its event loop.
  */
 function lowerOwnPriority (nice: number): void {
   if (nice <= 0) return

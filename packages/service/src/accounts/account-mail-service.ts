@@ -1,9 +1,8 @@
 /**
- * The account's mail: verification of the address, password reset, and the mails registration
- * queues. Each mail is written to the outbox in the transaction of the change that causes it
- * and sent by the dispatcher (src/mail/dispatcher.ts), never awaited by a request; so the
- * answers to "forgot my password" and "send the verification again" cost the same, and say
- * the same, whether or not the account exists.
+ * The account's mail: address verification, password reset, and registration's mails. Each is
+ * written to the outbox in the transaction of the change that causes it and sent by the
+ * dispatcher (mail/dispatcher.ts), never awaited by a request, so "forgot my password" costs and
+ * says the same whether or not the account exists.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import type pg from 'pg'
@@ -96,8 +95,8 @@ export class AccountMailService {
       ? passwordResetMail(email, accountLink(this.deps.publicUrl, 'reset-password', token.token), ttlSeconds)
       : verificationMail(email, accountLink(this.deps.publicUrl, 'verify-email', token.token), ttlSeconds)
     const address = addressKey(client)
-    // One transaction for the count and the token: one commit (one WAL flush) whether or not
-    // the account exists; two commits for a known one were a timing difference of a disk flush.
+    // One transaction for the count and the token: one commit (one WAL flush) whether or not the
+    // account exists, so the timing does not differ by a disk flush.
     const issued = await withTransaction(this.deps.db, async (db) => {
       const counts = await countMailRequest(db, { account: email, address }, this.deps.throttle.windowSeconds)
       const addressCount = counts.address ?? { requests: 1, windowEndsInSeconds: 1 }

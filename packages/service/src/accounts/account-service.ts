@@ -77,7 +77,7 @@ export class AccountService {
     const ended = await withTransaction(this.deps.db, async (client) => {
       // Only over the hash just verified: a password changed meanwhile (another session) wins.
       if (!await replacePasswordHash(client, user.id, user.passwordHash, newHash)) throw createError('CURRENT_PASSWORD_INCORRECT')
-      // The lock order of src/db/accounts.ts: the user row (the UPDATE above), the sessions, the account's links.
+      // The lock order of db/accounts.ts: the user row (the UPDATE above), the sessions, the account's links.
       const revoked = await revokeAllSessionIds(client, user.id, { except: caller.sessionId, reason: 'password_changed' })
       await spendAllAccountTokens(client, user.id, 'password_reset')
       return revoked
@@ -93,9 +93,8 @@ export class AccountService {
   }
 
   /**
-   * Login's rules for a password given again by a signed-in user: admitted at the door (the
-   * request's ticket), the throttle decided before any hash, the verify through the pool, and a
-   * wrong password counted as a failed login. Throws CURRENT_PASSWORD_INCORRECT or TOO_MANY_ATTEMPTS.
+   * Login's rules for a password given again by a signed-in user; a wrong password counts as a
+   * failed login. Throws CURRENT_PASSWORD_INCORRECT or TOO_MANY_ATTEMPTS.
    */
   private async verifyPassword (user: UserWithHash, password: string, { ticket }: HashedRequest, field = 'password'): Promise<void> {
     // Malformed text refused before anything costs; the NFC form first, then the typed form

@@ -52,9 +52,8 @@ export interface AuthServiceDeps {
   /**
    * A login with the right password to an account whose address is not verified: `allow`
    * (default); `refuse` (TOLLBOOTH_REQUIRE_VERIFIED_EMAIL): 403 EMAIL_NOT_VERIFIED; `hide`
-   * (TOLLBOOTH_REGISTRATION_MODE=enumeration-safe): answered and counted as a wrong password, so
-   * that registering an address and then logging in with the same password cannot tell whether
-   * the registration created the account (it did: 403 would say so; someone else's: 401).
+   * (TOLLBOOTH_REGISTRATION_MODE=enumeration-safe): a wrong password, so registering then logging
+   * in cannot tell whether the registration created the account.
    */
   unverifiedLogin?: 'allow' | 'refuse' | 'hide'
 }
@@ -72,10 +71,8 @@ function sessionAddress (client: string | undefined): string | null {
 type LoginFailure = 'unknown_email' | 'wrong_password' | 'stored_hash_refused' | 'email_not_verified'
 
 /**
- * Lower-cased: one account per address whatever its case. The schema's email format admits
- * ASCII only, and ASCII text is already in NFC: so the "trimmed, NFC, lower-cased" of
- * 001_init.sql holds without a normalize() call (the migration's text cannot change: its
- * checksum is verified at every start). The routes trim surrounding spaces before validating.
+ * Lower-cased: one account per address whatever its case. The schema admits ASCII only, which is
+ * already NFC, so 001_init.sql's "trimmed, NFC, lower-cased" holds (the routes trim).
  */
 export function normaliseEmail (email: string): string {
   return email.toLowerCase()
@@ -158,10 +155,9 @@ export class AuthService {
   }
 
   /**
-   * The request was admitted at the door with `context.ticket`: its verify takes the ticket's
-   * place, with no second admission. Throttled before any hash, on the email (known or not) and
-   * the address, so the answer is the same for an account that does not exist, and a guess past
-   * the bound costs no CPU.
+   * Admitted at the door with `context.ticket`: its verify takes the ticket's place, with no second
+   * admission. Throttled before any hash, on the email (known or not) and the address, so an
+   * unknown account answers the same and a guess past the bound costs no CPU.
    */
   async login (input: { email: string, password: string }, context: HashedRequest): Promise<AuthResult> {
     const email = normaliseEmail(input.email)
@@ -186,9 +182,9 @@ export class AuthService {
         this.deps.log.info({ event: 'login_refused_unverified', userId: user.id, address: keys.address }, 'login refused: email not verified')
         throw createError('EMAIL_NOT_VERIFIED')
       }
-      // A success forgets the account's failures (the address's stay); no write when there were none.
-      // Its own statement, beside the session's rather than in it: a login holding the failure row
-      // while its foreign keys wait on the user row would invert an account deletion's order (accounts.ts).
+      // A success forgets the account's failures (the address's stay). Its own statement, not in the
+      // session's: holding the failure row while waiting on the user row would invert an account
+      // deletion's lock order (db/accounts.ts).
       const [result] = await Promise.all([
         this.openSession(this.deps.db, user, context).catch((err: unknown) => {
           // The account was deleted (DELETE /me committed) between the lookup and this insert: its
@@ -197,8 +193,8 @@ export class AuthService {
           this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: keys.address }, 'login of an account deleted meanwhile')
           throw createError('AUTH_INVALID_CREDENTIALS')
         }),
-        // The check ends once its outcome is recorded (the reset, or nothing to reset), not after the
-        // session: the next check of this account waits for no more than it must.
+        // The check ends once its outcome is recorded, not after the session: the next check of this
+        // account waits no longer than it must.
         failures.account === undefined ? endCheck() : resetAccountFailures(this.deps.db, keys.account).finally(endCheck),
       ])
       // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.
@@ -242,10 +238,10 @@ export class AuthService {
   }
 
   /**
-   * Rotates a refresh token. Holds the user row (KEY SHARE, what the new token's foreign key
-   * takes), then locks the session, then the token (the lock order of every writer,
-   * src/db/accounts.ts), so refreshes of one session serialise, a revocation cannot miss the
-   * token a refresh inserts, and an account deletion is waited for rather than deadlocked with. A rotated token presented again within the grace window gets its
+   * Rotates a refresh token. Locks the user row (KEY SHARE, as the new token's foreign key does),
+   * then the session, then the token (every writer's lock order, db/accounts.ts), so refreshes of a
+   * session serialise, a revocation cannot miss the new token, and an account deletion is waited
+   * for, not deadlocked with. A rotated token presented again within the grace window gets its
    * sealed successor; later, it is reuse: the session is revoked and the event logged.
    */
   async refresh (refreshToken: string, context: { client?: string } = {}): Promise<AuthResult> {
@@ -263,8 +259,7 @@ export class AuthService {
         session.expiresAt.getTime() <= nowMs || row.expiresAt.getTime() <= nowMs) return invalid
       const user = await findUserById(client, row.userId)
       if (user === undefined) return invalid
-      // A session opened before a verified address was required (immediate registration, or
-      // before the setting) does not outlive the rule: as for a login, nothing is issued.
+      // A session opened while unverified logins were allowed does not outlive the rule.
       if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'refuse') return { error: 'EMAIL_NOT_VERIFIED' }
       if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return invalid
       if (row.rotatedAt !== null) {

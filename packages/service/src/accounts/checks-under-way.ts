@@ -2,26 +2,17 @@
  * Password checks under way in this process, per throttle key (an account, a client address),
  * and the checks waiting for room.
  *
- * The throttle counts a failure once its hash has run (src/db/login-throttle.ts), so checks sent
- * at once would all read the count from before any of them: a burst of wrong passwords for one
- * account would pass the bound together, each one costing a hash. So a check starts only if it
- * would still pass were every check under way for its keys to fail (login-throttle.ts,
- * `withChecksInFlight`); otherwise it waits for one of them to end, reads the count again, and
- * is decided on it: a 429 once the failures are recorded (and then every check waiting on that
- * key reads again too: `wakeAll`), its turn if they were successes. It
- * waits within its deadline, and stops waiting when its client leaves. Refusing such a check
- * instead of making it wait refused legitimate concurrent logins of one account: better-auth's
- * storm (50 clients, one account) fell to 6.5 logins/s with 69,853 answers 429.
+ * A failure is counted once its hash has run, so checks sent at once would all pass on the count
+ * from before any of them. So a check starts only if it would still pass were every check under
+ * way for its keys to fail (login-throttle.ts `withChecksInFlight`); otherwise it waits, within
+ * its deadline, for one to end and reads again. It waits rather than being refused, so concurrent
+ * logins of one account with the right password are still served.
  *
- * A check ends after its failure is written (or after a success reset the account's count). A
- * read of the counts that began before that write may not see it, so a check that ended after a
- * read began still counts for the decision made on that read: a failure may be counted twice
- * (its write landed just before the read), never missed. A check held back only by checks that
- * have ended reads the count again at once instead of waiting.
+ * A read that began before a check's failure was written may miss it, so a check that ended after
+ * a read began still counts for that read: a failure may be counted twice, never missed.
  *
- * In one process only: each replica (and each `serve --workers` process) holds its own, and the
- * counts meet in PostgreSQL as each check ends. A burst spread over N processes gets at most N
- * times the free failures before the delays start.
+ * In one process only: each process holds its own, and the counts meet in PostgreSQL, so a burst
+ * spread over N processes gets at most N times the free failures.
  */
 import { performance } from 'node:perf_hooks'
 import type { ThrottleKeys, ThrottleScope } from '../db/index.js'
@@ -158,10 +149,8 @@ export class ChecksUnderWay {
   }
 
   /**
-   * Wakes every waiting check of `scopes`' keys: what a check refused on those keys' recorded
-   * failures (a 429) does, since each check waiting on them would read the same failures and be
-   * refused too. They read again together instead of one after another, each behind the one
-   * before (a burst of guesses would otherwise see its tail reach the deadline, a 503).
+   * Wakes every waiting check of `scopes`' keys, after a 429 on their recorded failures: each would
+   * be refused too, and woken one by one the tail of a burst would reach its deadline (a 503).
    */
   wakeAll (keys: ThrottleKeys, scopes: readonly ThrottleScope[]): void {
     const [account, address] = names(keys)

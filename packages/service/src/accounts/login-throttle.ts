@@ -55,8 +55,8 @@ export function allowedAt (count: FailureCount | undefined, freeFailures: number
 
 /**
  * A key's count with `inFlight` password checks under way counted as failures made at `nowMs`
- * (each may yet fail): the count a check must be decided on, so that checks sent at once do not
- * all pass on the count from before any of them (src/server/checks-under-way.ts).
+ * (each may yet fail), so checks sent at once do not all pass on the count from before any of
+ * them (checks-under-way.ts).
  */
 export function withChecksInFlight (count: FailureCount | undefined, inFlight: number, nowMs: number, policy: LoginThrottlePolicy): FailureCount | undefined {
   if (inFlight <= 0) return count

@@ -1,8 +1,7 @@
 /**
- * A password check, as login and a signed-in user giving their password again make it: decided
- * by the throttle before any hash (failures recorded per account and address, and the checks of
- * those keys under way), then verified through the engine under the request's ticket, each form
- * of the typed password in turn, an unknown account costing what a wrong password costs.
+ * A password check (a login, or a signed-in user giving their password again): decided by the
+ * throttle before any hash, then verified under the request's ticket, each form of the typed
+ * password in turn; an unknown account costs what a wrong password costs.
  */
 import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
@@ -43,15 +42,12 @@ export interface VerifiedForm extends VerifyResult {
 }
 
 /**
- * The verifies of one password check, one per form of the typed password (NFC first), through
- * `verifyForm` (a stored hash, or the dummy). Once a verify has started, the client has something
- * to learn from the time of the answer, so from then on the check is decided and its failure
- * counted whatever the client does: the first form may be cancelled only while queued (no hash
- * ran, nothing learnt: `keepIfStarted`); the later forms run without the client's signal; and a
- * later form that cannot run (queue, deadline) counts as not matching, its refusal kept to answer
- * after the failure is written. Without this, hanging up during a second form's verify (after the
- * first form's answer time had shown no match) skipped the count: unlimited guesses of passwords
- * with a decomposable character. Stops at the first match.
+ * The verifies of one password check, one per form of the typed password (NFC first), stopping
+ * at the first match. Once a verify has started, the answer's timing tells the client something,
+ * so the check is decided and its failure counted whatever the client does: the first form may be
+ * cancelled only while queued (`keepIfStarted`), later forms run without the client's signal, and
+ * a later form that cannot run counts as not matching. Otherwise hanging up mid-way would skip
+ * the count and allow unlimited guesses.
  */
 export async function verifyFormsOfCheck (forms: readonly string[], ticket: HashTicket, verifyForm: (form: string, options: HashOptions) => Promise<VerifyResult>): Promise<VerifiedForm> {
   let result: VerifiedForm = { match: false, needsRehash: false, form: undefined }
@@ -89,12 +85,10 @@ export interface StoredPasswordCheck extends VerifiedForm {
 }
 
 /**
- * Verifies the forms of a typed password against a user's stored hash in order (NFC, then the raw
- * form when it differs: password-policy.ts passwordForms) and stops at the first match. A stored
- * hash the engine refuses to compute is the operator's problem (an import gone wrong, a tampered
- * row), not the client's: it is logged, and the check is decided as not matching at a wrong
- * password's cost (the dummies), so the account cannot be told apart from others. Login and
- * re-authentication (account-service.ts) share it; `check` names which in the log.
+ * Verifies the forms of a typed password (password-policy.ts passwordForms) against a user's
+ * stored hash. A stored hash the engine refuses (a bad import, a tampered row) is the operator's
+ * problem: it is logged and answered as a wrong password at a wrong password's cost, so the
+ * account cannot be told apart. `check` names the caller (login, re-authentication) in the log.
  */
 export async function verifyPasswordForms (deps: { engine: PasswordEngine, log: FastifyBaseLogger }, forms: readonly string[], user: { id: string, passwordHash: string }, ticket: HashTicket, check: string): Promise<StoredPasswordCheck> {
   try {
@@ -177,10 +171,8 @@ export interface PasswordCheckDeps {
 
 /**
  * The rules of a password check made under a request's ticket: it may wait until the ticket's
- * hash is due, stops waiting when its client leaves, and gives its queue place back while it
- * waits (a check waiting behind its account's others is not about to queue its hash, and checks
- * waiting on one account would otherwise count each other as queued ahead), to be admitted again
- * when the wait ends.
+ * hash is due, stops when its client leaves, and gives its queue place back while it waits (or
+ * checks waiting on one account would count each other as queued ahead), to be readmitted after.
  */
 export function passwordCheckRules (deps: PasswordCheckDeps, ticket: HashTicket): PasswordCheckRules {
   if (ticket.deadlineAt === undefined) throw new TypeError('a password check needs a ticket with a deadline')
@@ -196,14 +188,12 @@ export function passwordCheckRules (deps: PasswordCheckDeps, ticket: HashTicket)
 }
 
 /**
- * Reads the throttle's counts (`read`) and decides a password check on them, before any hash:
- * TOO_MANY_ATTEMPTS (a security event) on the recorded failures, as ever. Otherwise the check
- * starts only if it would still pass were every check under way for its keys to fail; if not,
- * it waits for one of them to end and reads again (checks-under-way.ts), until `waitUntil`
- * (performance.now() time: then SERVICE_OVERLOADED) or its client leaves (HASH_CANCELLED).
- * `afterWait` may refuse a check that waited (its hash can no longer be served in time).
- * Returns the last read and the function that ends the check, to call once its outcome is
- * recorded (the failure written, or the success's reset).
+ * Reads the throttle's counts and decides a password check on them, before any hash:
+ * TOO_MANY_ATTEMPTS on the recorded failures. Otherwise the check starts only if it would still
+ * pass were every check under way for its keys to fail; if not, it waits for one to end and reads
+ * again (checks-under-way.ts), until `waitUntil` (then SERVICE_OVERLOADED) or its client leaves
+ * (HASH_CANCELLED); `afterWait` may refuse it. Returns the last read and `end`, to call once the
+ * outcome is recorded.
  */
 export async function startPasswordCheck<T extends { failures: FailureCounts }> (
   read: () => Promise<T>,

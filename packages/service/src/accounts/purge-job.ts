@@ -1,5 +1,5 @@
 /**
- * Deletes dead rows (src/db/purge.ts) every interval: batch after batch per target until one
+ * Deletes dead rows (db/purge.ts) every interval: batch after batch per target until one
  * comes back short. close() stops it between batches and waits for the batch in flight, so a
  * shutdown never cuts a statement off nor waits for a whole run.
  */

@@ -33,6 +33,8 @@ export interface AppOptions {
   jwtSecret?: string
   /** Wall-clock time in epoch ms for login throttling and the signing keys' schedule; default Date.now (tests move it on). */
   now?: () => number
+  /** Monotonic milliseconds for pacing refusals and connections' ages; default performance.now (tests move it on). */
+  clock?: () => number
   /** A pino logger config or instance; false silences logs (tests). */
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
   /** One of several processes on one port (cluster.ts): /metrics aggregates them all. */
@@ -136,7 +138,11 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   const answerHeaders = securityHeaders()
   // Before the app: the in-flight cap sits in the HTTP server the app is made with (in-flight-gate.ts).
   // Its refusals are counted in the metrics made below; none comes before the app listens.
-  const shedding = createShedding(sheddingOptions(config, options.harness?.shedding ?? true, answerHeaders, (reason) => { metrics.observeShed(reason) }))
+  const pacer = new RefusalPacer({ now: options.clock ?? (() => performance.now()) })
+  const shedding = createShedding({
+    ...sheddingOptions(config, options.harness?.shedding ?? true, answerHeaders, (reason) => { metrics.observeShed(reason) }),
+    onRequest: (request) => { pacer.connections.note(request) },
+  })
   const app = Fastify({
     ...(isLoggerInstance
       ? { loggerInstance: options.logger as FastifyServerOptions['loggerInstance'] }
@@ -167,7 +173,6 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   installSecurityHeaders(app, answerHeaders)
   installTokenResponseHeaders(app)
   shedding.installServingMark(app)
-  const pacer = new RefusalPacer({ now: () => performance.now() })
   installErrorHandling(app, pacer)
   app.server.on('connect', (request: http.IncomingMessage, socket: Duplex) => { connectHandler(app, request, socket) })
   // The API takes JSON only: Fastify's built-in text/plain parser would turn a JSON-looking

@@ -171,7 +171,7 @@ export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer
     // Only overload refusals pace a client: a 429 of the login throttle is about one account,
     // and must not hold other requests from the same address (an office behind one NAT).
     if (pacer !== undefined && tollboothError.statusCode === 503 && tollboothError.retryAfterSeconds !== undefined) {
-      pacer.noteRefusal(connectionKeys(request, reply), tollboothError.retryAfterSeconds)
+      pacer.noteRefusal(connectionKeys(pacer, request, reply), tollboothError.retryAfterSeconds)
     }
     if (tollboothError.code === 'INTERNAL') {
       request.log.error({ err: error }, 'unhandled error')

@@ -11,7 +11,6 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { hashDeadlineAt, type HashRequest, type HashTaskKind, type HashTicket, type PasswordEngine } from '../hashing/index.js'
 import type { ClientKeys, RefusalPacer } from './pacing.js'
-import { connectionAgeMs } from './connection-age.js'
 import { whenBodyLate } from './late-body.js'
 import { clientGoneSignal, requestReceivedAt, whenAnswerCloses } from './request-events.js'
 
@@ -36,10 +35,10 @@ export interface HashAdmissionOptions {
  * before its body is read. A request that came through a trusted proxy (its address read from
  * X-Forwarded-For) is not on a connection of its own: the proxy's connections carry many clients.
  */
-export function connectionKeys (request: FastifyRequest, reply: FastifyReply, keys: readonly string[] = [`ip:${request.ip}`]): ClientKeys {
+export function connectionKeys (pacer: RefusalPacer, request: FastifyRequest, reply: FastifyReply, keys: readonly string[] = [`ip:${request.ip}`]): ClientKeys {
   const socket = request.raw.socket
   if (request.ip !== socket.remoteAddress) return { keys }
-  const ageMs = connectionAgeMs(request.raw)
+  const ageMs = pacer.connections.ageMs(request.raw)
   return { connection: socket, connectionAgeMs: ageMs, arrivalAgeMs: Math.max(0, ageMs - reply.elapsedTime), keys }
 }
 
@@ -74,7 +73,7 @@ function holdTicket (request: FastifyRequest, reply: FastifyReply, ticket: HashT
 /** The onRequest hook of a route that hashes: its ticket, or its refusal, before the body is read. */
 export function hashAdmission (options: HashAdmissionOptions): onRequestAsyncHookHandler {
   return async (request, reply) => {
-    holdTicket(request, reply, await pacedTicket(options, doorRequest(options, request, reply), connectionKeys(request, reply), request, reply))
+    holdTicket(request, reply, await pacedTicket(options, doorRequest(options, request, reply), connectionKeys(options.pacer, request, reply), request, reply))
   }
 }
 
@@ -89,7 +88,7 @@ export async function admittedTicket (options: HashAdmissionOptions, request: Fa
   const ticket = request.hashTicket
   if (ticket?.holdsPlace === true) return ticket
   const again = ticket === null ? doorRequest(options, request, reply) : ticketRequest(ticket)
-  const admitted = await pacedTicket(options, again, connectionKeys(request, reply, [`ip:${request.ip}`, ...sharedKeys]), request, reply)
+  const admitted = await pacedTicket(options, again, connectionKeys(options.pacer, request, reply, [`ip:${request.ip}`, ...sharedKeys]), request, reply)
   holdTicket(request, reply, admitted)
   return admitted
 }

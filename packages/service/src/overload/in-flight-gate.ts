@@ -41,7 +41,6 @@
  */
 import http from 'node:http'
 import type { FastifyServerFactory } from 'fastify'
-import { noteRequest } from './connection-age.js'
 import { whenBodyLate } from './late-body.js'
 import { whenAnswerCloses } from './request-events.js'
 
@@ -229,16 +228,16 @@ interface FilledServerOptions {
 /**
  * Fastify's `serverFactory`: the HTTP/1 server Fastify makes itself (lib/server.js,
  * getServerInstance), with `gate`, when there is one, in front of Fastify's handler, and each
- * request noted for its connection's age (connection-age.ts). Fastify leaves its server settings
+ * request told to `onRequest` first (the pacer notes its connection's age). Fastify leaves its server settings
  * to a factory; they are set here as Fastify sets them, and a test compares the two servers.
  */
-export function gatedServerFactory (gate: InFlightGate | undefined): FastifyServerFactory {
+export function gatedServerFactory (gate: InFlightGate | undefined, onRequest: (request: http.IncomingMessage) => void = () => {}): FastifyServerFactory {
   return (handler, options) => {
     const filled = options as unknown as FilledServerOptions
     if (filled.https || filled.http2) throw new TypeError('the in-flight gate makes a plain HTTP/1 server: tollbooth speaks plain HTTP (TLS goes in front of it)')
     const serve = gate === undefined ? handler : gate.guard(handler)
     const server = http.createServer(filled.http ?? {}, (request, response) => {
-      noteRequest(request)
+      onRequest(request)
       serve(request, response)
     })
     server.keepAliveTimeout = filled.keepAliveTimeout

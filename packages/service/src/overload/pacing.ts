@@ -55,9 +55,10 @@
  * there was within one run's noise (README, Overload).
  */
 import { isTollboothError, type TollboothError } from '../errors.js'
+import { ConnectionAges } from './connection-age.js'
 
 export interface PacerOptions {
-  /** Milliseconds, monotonic. */
+  /** Milliseconds, monotonic: performance.now() in production; tests move their own. */
   now: () => number
   /** Longest hold of one request, whatever Retry-After said (default 10 s). */
   maxHoldMs?: number
@@ -130,7 +131,11 @@ export class RefusalPacer {
     this.maxKeys = options.maxKeys ?? 100_000
     this.releaseSpread = options.releaseSpread ?? 0.25
     this.random = options.random ?? Math.random
+    this.connections = new ConnectionAges(this.now)
   }
+
+  /** The ages of the connections the HTTP server has seen (connection-age.ts), on the pacer's clock. */
+  readonly connections: ConnectionAges
 
   get held (): number { return this.heldNow }
   get rememberedKeys (): number { return this.byKey.size }

@@ -16,6 +16,7 @@
  * check is installed in the encapsulated context that holds the API routes, so `/healthz`,
  * `/readyz`, `/metrics` and `/openapi.json`, registered outside it, are never shed.
  */
+import type http from 'node:http'
 import { performance } from 'node:perf_hooks'
 import underPressure, { type FastifyUnderPressureOptions } from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerFactory } from 'fastify'
@@ -50,6 +51,8 @@ export interface SheddingOptions {
   answerHeaders: Readonly<Record<string, string>>
   /** Called once per refusal (metrics). */
   onShed: (reason: ShedReason) => void
+  /** Told of every request the HTTP server receives, before the cap (the pacer notes its connection's age). */
+  onRequest?: (request: http.IncomingMessage) => void
 }
 
 interface SheddingState {
@@ -123,7 +126,7 @@ export function createShedding (options: SheddingOptions): Shedding {
       get inFlightOwnAdmission () { return gate?.inFlightOwnAdmission ?? 0 },
       shed,
     },
-    serverFactory: gatedServerFactory(gate),
+    serverFactory: gatedServerFactory(gate, options.onRequest),
     stopRefusing () { gate?.stopRefusing() },
     installServingMark (app) {
       if (gate === undefined) return

@@ -1,3 +1,4 @@
+import type { PasswordEngine } from '../../src/hashing/index.js'
 import { parseTrustProxy } from '../../src/config/index.js'
 import assert from 'node:assert/strict'
 import http from 'node:http'
@@ -271,6 +272,43 @@ describe('login throttling state in PostgreSQL', () => {
   })
 })
 
+/** A login sent with node:http, to hang up on at will. */
+function sendLogin (url: string, email: string, password: string): http.ClientRequest {
+  const body = JSON.stringify({ email, password })
+  const req = http.request(`${url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } })
+  req.on('error', () => {})
+  req.end(body)
+  return req
+}
+
+/**
+ * Resolves when the engine's next verify (or dummy verify) has been handed to a thread: a free
+ * thread takes a task as it is submitted, so it runs by the time the call returns. An event, not
+ * a poll: a poll of the pool's running count could miss a verify that started and ended between
+ * two looks on a busy machine.
+ */
+async function firstVerifyRunning (engine: PasswordEngine): Promise<void> {
+  const verify = engine.verify.bind(engine)
+  const verifyDummy = engine.verifyDummy.bind(engine)
+  const restore = (): void => { engine.verify = verify; engine.verifyDummy = verifyDummy }
+  await new Promise<void>((resolve) => {
+    engine.verify = async (...args) => {
+      const running = verify(...args)
+      restore()
+      assert.equal(engine.stats().running, 1, 'the verify has its thread')
+      resolve()
+      return await running
+    }
+    engine.verifyDummy = async (...args) => {
+      const running = verifyDummy(...args)
+      restore()
+      assert.equal(engine.stats().running, 1, 'the dummy verify has its thread')
+      resolve()
+      return await running
+    }
+  })
+}
+
 describe('a client that hangs up while its password is checked', () => {
   let service: TestService
   // bcrypt cost 10: tens of ms a verify, time enough to hang up while one runs.
@@ -280,11 +318,8 @@ describe('a client that hangs up while its password is checked', () => {
   /** Sends a login and hangs up as soon as its first verify runs; resolves once both forms' verifies are done. */
   async function hangUpMidCheck (email: string, password: string): Promise<void> {
     const before = service.engine.stats()
-    const body = JSON.stringify({ email, password })
-    const req = http.request(`${service.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } })
-    req.on('error', () => {})
-    req.end(body)
-    await waitFor('the first verify running', () => service.engine.stats().running > 0, { intervalMs: 1 })
+    const req = sendLogin(service.url, email, password)
+    await firstVerifyRunning(service.engine)
     req.destroy()
     await waitFor('both verifies done', () => service.engine.stats().completed - before.completed === 2)
     assert.equal(service.engine.stats().cancelled - before.cancelled, 0, 'no verify was cancelled once one ran')
@@ -297,11 +332,8 @@ describe('a client that hangs up while its password is checked', () => {
     const slow = await startTestService({ db, policy: { ...seedPolicy, bcrypt: { cost: 11 } }, threads: 1, config: { loginDeadlineMs: 20_000 } })
     const ghost = uniqueEmail('ghost-at-shutdown')
     try {
-      const body = JSON.stringify({ email: ghost, password: 'a guess before the shutdown' })
-      const req = http.request(`${slow.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } })
-      req.on('error', () => {})
-      req.end(body)
-      await waitFor('the verify running', () => slow.engine.stats().running > 0, { intervalMs: 1 })
+      const req = sendLogin(slow.url, ghost, 'a guess before the shutdown')
+      await firstVerifyRunning(slow.engine)
       req.destroy()
       await slow.app.close()
       assert.equal((await readFailures(db.pool, { account: ghost, address: '127.0.0.1' })).account?.failures, 1, 'written before the close returned')

@@ -11,6 +11,7 @@ import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { listeningDescriptors } from '../helpers/processes.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { registerUser, request, serveEnv, testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
 
 const bin = path.join(packageRoot, 'bin', 'tollbooth.js')
 
@@ -131,14 +132,6 @@ function parseStatuses (raw: string): Array<{ status: number, code: string | und
   return responses
 }
 
-async function waitFor (what: string, predicate: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
-
 describe('`tollbooth` with DATABASE_URL writes nothing to its data folder', () => {
   it('serves logins signed with EdDSA and leaves TOLLBOOTH_DATA_DIR uncreated (the image runs read-only, as uid 1000)', async () => {
     const database = await createTestDatabase()
@@ -255,7 +248,7 @@ describe('SIGTERM under load (`tollbooth` with DATABASE_URL)', () => {
       const closedSeenAt = Date.now()
       // The "drain over" line is written before the listener closes, but it comes over a pipe:
       // the refused connect can reach this process first.
-      await waitFor('the "drain over" line', () => drainOver() !== undefined, 5000).catch(() => {})
+      await waitFor('the "drain over" line', () => drainOver() !== undefined, { timeoutMs: 5000 }).catch(() => {})
       const draining = started.lines().find((line) => String(line.msg).startsWith('draining'))
       assert.ok(draining !== undefined && drainOver() !== undefined, started.output().slice(-2000))
       assert.ok(Number(drainOver()?.time) - Number(draining.time) >= drainMs - 5, 'the listener stayed open for the whole drain')

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks'
 import type { AddressInfo } from 'node:net'
 import type pino from 'pino'
 import { Agent, fetch as undiciFetch } from 'undici'
@@ -68,6 +69,14 @@ export interface TestServiceOptions {
   now?: () => number
   /** What the lab's harness changes of the app (its diagnostic routes, say); default: none, as production. */
   harness?: AppHarness
+  /** The service's monotonic clock for pacing and connections' ages; default performance.now (`movableClock` moves one). */
+  clock?: () => number
+}
+
+/** performance.now(), and a way to move it on: a test ages a connection or waits out a Retry-After without sleeping. */
+export function movableClock (): { now: () => number, advance: (ms: number) => void } {
+  let offsetMs = 0
+  return { now: () => performance.now() + offsetMs, advance: (ms) => { offsetMs += ms } }
 }
 
 export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
@@ -79,7 +88,7 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
     threads: options.threads ?? 2,
     ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
   })
-  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false, ...(options.now === undefined ? {} : { now: options.now }), ...(options.harness === undefined ? {} : { harness: options.harness }) })
+  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false, ...(options.now === undefined ? {} : { now: options.now }), ...(options.harness === undefined ? {} : { harness: options.harness }), ...(options.clock === undefined ? {} : { clock: options.clock }) })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
   const ownsDb = options.db === undefined

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import { bcryptHasher } from '../../src/hashing/hashers/bcrypt.js'
 import { nodeRequest, parseResponses, rawConnection, rawExchange, type NodeResponse, type RawResponse } from '../helpers/raw-http.js'
 import { registerUser, request, startTestService, type TestService } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
 
 function assertRegistryShape (response: RawResponse, status: number, code: string): void {
   assert.equal(response.status, status)
@@ -181,12 +182,11 @@ describe('a request that arrives while the service shuts down', () => {
     const { socket, received, closed } = rawConnection(service.url)
     const body = JSON.stringify({ email, password })
     socket.write(`POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
-    const deadline = Date.now() + 5000
-    while (service.engine.stats().queued < 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+    await waitFor('the login waiting for the thread', () => service.engine.stats().queued >= 1, { intervalMs: 5 })
     assert.equal(service.engine.stats().queued, 1, 'the login waits for the thread')
 
     const closing = service.app.close()
-    while (service.app.server.listening && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+    await waitFor('the listener closed', () => !service.app.server.listening, { intervalMs: 5 })
     // The same keep-alive connection, still open because its first request is in flight.
     socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
     await blocker

@@ -14,7 +14,7 @@ import { gatedServerFactory, InFlightGate } from '../../src/overload/in-flight-g
 import { holdQueries } from '../helpers/database.js'
 import { nodeRequest, parseResponses, rawConnection, type RawConnection } from '../helpers/raw-http.js'
 import { registerUser, request, startTestService, type TestService } from '../helpers/service.js'
-import { waitFor } from '../helpers/wait.js'
+import { nextTurn, waitFor } from '../helpers/wait.js'
 
 /** Headers that belong to one answer rather than to every answer: left out when comparing the rest. */
 const ownHeaders = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'retry-after', 'cache-control', 'pragma'])
@@ -122,10 +122,12 @@ describe('the in-flight gate and a body that comes slowly', () => {
     const slow: RawConnection[] = []
     for (let i = 0; i < 6; i++) {
       const connection = rawConnection(service.url)
+      // One at a time, each set aside before the next comes (the service is in this process).
+      const read = once(service.app.server, 'request')
       connection.socket.write(`POST /api/v1/auth/refresh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`)
       slow.push(connection)
-      // One at a time (the service is in this process: it reads the request while the test waits).
-      await new Promise((resolve) => setTimeout(resolve, 20))
+      await read
+      await nextTurn()
     }
     try {
       await waitFor('the slow requests out of the count', async () => (await metricsText(service)).includes('tollbooth_api_requests_in_flight{counted="capped"} 0\n'))
@@ -148,14 +150,16 @@ describe('the in-flight gate and a body that comes slowly', () => {
   it('refuses a request whose body came late if the cap is full by then: set aside, it does not come back past the cap', async () => {
     const body = '{"refreshToken":"not-a-token-but-long-enough-to-be-read-0123456789"}'
     const late = rawConnection(service.url)
+    const read = once(service.app.server, 'request')
     late.socket.write(`POST /api/v1/auth/refresh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`)
     const hold = holdQueries(service.db.pool, /FROM posts/, 2)
     const answered: Array<Promise<{ status: number }>> = []
     const shed = async (): Promise<number> => Number(/tollbooth_requests_shed_total\{reason="in_flight"\} (\d+)\n/.exec(await metricsText(service))?.[1])
     const shedBefore = await shed()
     try {
-      // Admitted (the service is in this process: it reads the request while the test waits), then set aside.
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      // Admitted (the service is in this process: it reads the request), then set aside a turn later.
+      await read
+      await nextTurn()
       assert.equal(late.received(), '', 'admitted, not refused')
       assert.match(await metricsText(service), /tollbooth_api_requests_in_flight\{counted="capped"\} 0\n/)
       // The cap (2) filled meanwhile by two reads held at the database.
@@ -187,7 +191,7 @@ describe('the in-flight gate and a body that comes slowly', () => {
       for (const connection of connections) connection.socket.write('GET /api/v1/posts HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n')
       await hold.held
       // Past the turn in which a request whose body is missing is set aside.
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      await nextTurn()
       assert.match(await metricsText(service), /tollbooth_api_requests_in_flight\{counted="capped"\} 2\n/)
       const refused = await request(service, 'GET', '/api/v1/posts')
       assert.equal(refused.status, 503, 'the cap of 2 is full')
@@ -216,7 +220,7 @@ describe('the in-flight gate and a GET that announces a body, behind a hook that
       try {
         for (const connection of connections) connection.socket.write(`${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${String(body.accessToken)}\r\nContent-Length: 5\r\n\r\n`)
         await hold.held
-        await new Promise((resolve) => setTimeout(resolve, 50))
+        await nextTurn()
         assert.match(await metricsText(service), /tollbooth_api_requests_in_flight\{counted="capped"\} 2\n/)
         assert.equal((await request(service, 'GET', '/api/v1/posts')).status, 503, 'the cap of 2 is full')
       } finally {

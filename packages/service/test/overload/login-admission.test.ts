@@ -7,7 +7,7 @@ import { answerReserveMs, hashDeadlineAt, type PasswordEngine } from '../../src/
 import { slowBcryptHash } from '../helpers/policies.js'
 import { watchQueries } from '../helpers/database.js'
 import { parseResponses, rawConnection } from '../helpers/raw-http.js'
-import { waitFor } from '../helpers/wait.js'
+import { nextTurn, waitFor } from '../helpers/wait.js'
 import { registerUser, request, seedPolicy, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
 
 const isUserLookup = (text: string): boolean => text.includes('FROM users WHERE email')
@@ -187,10 +187,10 @@ describe('one admission per login', () => {
 
 /**
  * `count` logins with unknown emails sent at once on connections opened first: each login's
- * headers, then its body `bodyDelayMs` later (0: together). Returns their statuses and how many
- * user lookups the service made meanwhile.
+ * headers with its body, or (`bodiesLate`) the bodies once every head is read and a turn has
+ * passed. Returns their statuses and how many user lookups the service made meanwhile.
  */
-async function burstOfLogins (service: TestService, count: number, bodyDelayMs: number): Promise<{ statuses: number[], lookups: number }> {
+async function burstOfLogins (service: TestService, count: number, bodiesLate: boolean): Promise<{ statuses: number[], lookups: number }> {
   const connections = Array.from({ length: count }, () => rawConnection(service.url))
   await Promise.all(connections.map(async (connection) => { await once(connection.socket, 'connect') }))
   const accepted = async (): Promise<number> => await new Promise((resolve, reject) => { service.app.server.getConnections((err, open) => { if (err === null) resolve(open); else reject(err) }) })
@@ -199,11 +199,15 @@ async function burstOfLogins (service: TestService, count: number, bodyDelayMs: 
   const watch = watchQueries(service.db.pool)
   try {
     const heads = bodies.map((body) => `POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`)
-    if (bodyDelayMs === 0) {
+    if (!bodiesLate) {
       connections.forEach((connection, i) => { connection.socket.write(`${heads[i] ?? ''}${bodies[i] ?? ''}`) })
     } else {
+      // Every head read, and the turn after it over (the places of bodies not come given back), then the bodies.
+      const read = requestsRead(service)
       connections.forEach((connection, i) => { connection.socket.write(heads[i] ?? '') })
-      await new Promise((resolve) => setTimeout(resolve, bodyDelayMs))
+      await waitFor('every login\'s headers read', () => read.count() >= count)
+      read.stop()
+      await nextTurn()
       connections.forEach((connection, i) => { connection.socket.write(bodies[i] ?? '') })
     }
     await waitFor('every login answered', () => connections.every((connection) => parseResponses(connection.received()).length === 1))
@@ -226,7 +230,7 @@ describe('a burst of logins on an idle queue', () => {
   it('is not admitted whole: the logins admitted and not yet queued count as waiting, so the excess is refused before its lookup', async () => {
     // 120 connections opened first, then a login written on each in one go: the service (in
     // this process) reads them all in one turn of its loop, as a crowd arriving together.
-    const { statuses, lookups } = await burstOfLogins(service, 120, 0)
+    const { statuses, lookups } = await burstOfLogins(service, 120, false)
     const answered = statuses.filter((status) => status === 401).length
     assert.equal(answered + statuses.filter((status) => status === 503).length, 120, JSON.stringify(statuses))
     assert.ok(answered >= 1, 'some were served')
@@ -237,10 +241,10 @@ describe('a burst of logins on an idle queue', () => {
   })
 
   it('takes a place again for a login whose body came late: a burst of bodies after their headers is not admitted whole either', async () => {
-    // As above, but each login's headers go first and its body 30 ms later (as a client that
+    // As above, but each login's headers go first and its body after them (as a client that
     // sends Expect: 100-continue does): the places given back for the late bodies are taken again
     // at the route, so the excess is still refused before its lookup (120 lookups without).
-    const { statuses, lookups } = await burstOfLogins(service, 120, 30)
+    const { statuses, lookups } = await burstOfLogins(service, 120, true)
     const answered = statuses.filter((status) => status === 401).length
     assert.equal(answered + statuses.filter((status) => status === 503).length, 120, JSON.stringify(statuses))
     assert.ok(lookups <= 50, `${lookups} lookups for ${answered} logins answered`)
@@ -250,18 +254,28 @@ describe('a burst of logins on an idle queue', () => {
     // 20 logins' headers, no body: each admitted at the door. Holding 20 places (1.4 s of hashes
     // on one thread against a 500 ms deadline) until their deadline refused every login meanwhile.
     const connections = Array.from({ length: 20 }, () => rawConnection(service.url))
+    const read = requestsRead(service)
     try {
       for (const connection of connections) {
         connection.socket.write('POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n')
       }
-      const accepted = async (): Promise<number> => await new Promise((resolve, reject) => { service.app.server.getConnections((err, count) => { if (err === null) resolve(count); else reject(err) }) })
-      await waitFor('the service to hold every connection', async () => await accepted() >= 20)
-      await new Promise((resolve) => setTimeout(resolve, 30))
+      await waitFor('every login\'s headers read', () => read.count() >= 20)
+      // The turn after them over: their places given back, their bodies still missing.
+      await nextTurn()
       const body = { email: uniqueEmail('after-headers'), password: 'not a password at all' }
       const response = await request(service, 'POST', '/api/v1/auth/login', { body, from: '127.0.0.99' })
       assert.equal(response.status, 401, JSON.stringify(response.body))
     } finally {
+      read.stop()
       for (const connection of connections) connection.socket.destroy()
     }
   })
 })
+
+/** Counts the requests the service (in this process) has read the headers of, from now until `stop`. */
+function requestsRead (service: TestService): { count: () => number, stop: () => void } {
+  let read = 0
+  const onRequest = (): void => { read++ }
+  service.app.server.on('request', onRequest)
+  return { count: () => read, stop: () => { service.app.server.off('request', onRequest) } }
+}

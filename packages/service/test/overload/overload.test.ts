@@ -3,6 +3,7 @@ import http from 'node:http'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
 import { registerUser, request, seedPolicy, startTestService, type TestService } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
 
 describe('under a login storm', () => {
   let service: TestService
@@ -56,24 +57,17 @@ describe('a client that hangs up', () => {
 
   it('has its queued hash cancelled before it costs anything', async () => {
     const inEngine = (): number => service.engine.stats().running + service.engine.stats().queued
-    const waitFor = async (predicate: () => boolean, what: string): Promise<void> => {
-      const deadline = Date.now() + 5000
-      while (!predicate()) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-        await new Promise((resolve) => setTimeout(resolve, 1))
-      }
-    }
     // Keep the single thread busy with three logins, then queue a fourth and hang up before it runs.
     const before = service.engine.stats()
     const busy = Array.from({ length: 3 }, async () => await request(service, 'POST', '/api/v1/auth/login', { body: account }))
-    await waitFor(() => inEngine() === 3, 'three logins in the engine')
+    await waitFor('three logins in the engine', () => inEngine() === 3, { intervalMs: 1 })
     const body = JSON.stringify(account)
     const req = http.request(`${service.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } })
     req.on('error', () => {})
     req.end(body)
-    await waitFor(() => inEngine() === 4, 'the fourth login queued')
+    await waitFor('the fourth login queued', () => inEngine() === 4, { intervalMs: 1 })
     req.destroy()
-    await waitFor(() => service.engine.stats().cancelled > before.cancelled, 'the cancellation')
+    await waitFor('the cancellation', () => service.engine.stats().cancelled > before.cancelled, { intervalMs: 1 })
     const statuses = (await Promise.all(busy)).map((r) => r.status)
     assert.deepEqual(statuses, [200, 200, 200])
     const afterStats = service.engine.stats()

@@ -9,12 +9,12 @@ import { afterEach, beforeEach, describe, it, mock, type TestContext } from 'nod
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Agent } from 'undici'
 import { createError, isTollboothError, type TollboothError } from '../../src/errors.js'
-import { noteRequest } from '../../src/overload/connection-age.js'
 import { connectionKeys } from '../../src/overload/hash-admission.js'
 import { RefusalPacer } from '../../src/overload/pacing.js'
 import { slowBcryptHash } from '../helpers/policies.js'
 import { parseResponses, rawConnection } from '../helpers/raw-http.js'
-import { registerUser, request, seedPolicy, startTestService, type TestService } from '../helpers/service.js'
+import { movableClock, registerUser, request, seedPolicy, startTestService, type TestService } from '../helpers/service.js'
+import type { FlatConfig } from '../../src/config/index.js'
 import { waitFor } from '../helpers/wait.js'
 
 const overloaded = (): TollboothError => createError('SERVICE_OVERLOADED', undefined, { retryAfterSeconds: 2 })
@@ -259,12 +259,15 @@ describe('refusal pacer (mock timers)', () => {
  * slow verifies), a registered account, and `login(through, headers)` timing one login. `finish`
  * closes the service and checks the blockers were still there.
  */
-async function refusingService (t: TestContext, config: Record<string, unknown> = {}): Promise<{
+async function refusingService (t: TestContext, config: Partial<FlatConfig> = {}): Promise<{
   service: TestService
   login: (dispatcher: Agent, headers?: Record<string, string>) => Promise<{ status: number, retryAfter: number, ms: number }>
   finish: () => Promise<void>
+  /** The service's pacing clock: moved on instead of sleeping. */
+  clock: ReturnType<typeof movableClock>
 }> {
-  const service = await startTestService({ policy: seedPolicy, threads: 1, maxQueue: 1, config: { maxEventLoopDelayMs: 0, ...config } })
+  const clock = movableClock()
+  const service = await startTestService({ policy: seedPolicy, threads: 1, maxQueue: 1, config: { maxEventLoopDelayMs: 0, ...config }, clock: clock.now })
   t.after(async () => { await service.close() })
   const account = await registerUser(service)
   const stored = slowBcryptHash(16)
@@ -280,18 +283,18 @@ async function refusingService (t: TestContext, config: Record<string, unknown> 
     await queued
     assert.equal((await running).match, false)
   }
-  return { service, login, finish }
+  return { service, login, finish, clock }
 }
 
 /**
  * A keep-alive connection from `address` that has served a read (never through the pacer, which
- * sees only hashed routes) and is past its youth (200 ms from its first request).
+ * sees only hashed routes) and is past its youth (200 ms from its first request, on the service's clock).
  */
-async function agedConnection (t: TestContext, service: TestService, address: string): Promise<Agent> {
+async function agedConnection (t: TestContext, service: TestService, address: string, clock: ReturnType<typeof movableClock>): Promise<Agent> {
   const agent = new Agent({ localAddress: address, connections: 1 })
   t.after(async () => { await agent.close() })
   assert.equal((await request(service, 'GET', '/api/v1/posts', { dispatcher: agent })).status, 200)
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  clock.advance(300)
   return agent
 }
 
@@ -352,7 +355,7 @@ describe('paced refusals through the service (real sockets, one busy hash thread
   })
 
   it('does not hold a keep-alive client for a neighbour\'s refusal at the same address (an office behind one NAT)', async (t) => {
-    const { service, login, finish } = await refusingService(t)
+    const { service, login, finish, clock } = await refusingService(t)
     const office = '127.0.0.23'
     const alice = new Agent({ localAddress: office, connections: 1 })
     const bob = new Agent({ localAddress: office, connections: 1 })
@@ -360,7 +363,7 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     // Bob is refused first, and waits out his Retry-After.
     const bobFirst = await login(bob)
     assert.equal(bobFirst.status, 503)
-    await new Promise((resolve) => setTimeout(resolve, bobFirst.retryAfter * 1000 * 1.25 + 100))
+    clock.advance(bobFirst.retryAfter * 1000 * 1.25 + 100)
     // Alice, on a connection of her own from the same address, is refused now.
     const aliceFirst = await login(alice)
     assert.equal(aliceFirst.status, 503)
@@ -379,10 +382,10 @@ describe('paced refusals through the service (real sockets, one busy hash thread
   })
 
   it('does not hold a user\'s first login for its address\'s refusals when its connection served other routes before', async (t) => {
-    const { service, login, finish } = await refusingService(t)
+    const { service, login, finish, clock } = await refusingService(t)
     const office = '127.0.0.24'
     // A user who has read on a keep-alive connection for a while; the pacer has never seen it.
-    const reader = await agedConnection(t, service, office)
+    const reader = await agedConnection(t, service, office, clock)
     // A neighbour on a new connection from the same address is refused: the address is noted.
     const neighbour = new Agent({ localAddress: office })
     assert.equal((await login(neighbour)).status, 503)
@@ -398,9 +401,9 @@ describe('paced refusals through the service (real sockets, one busy hash thread
   })
 
   it('does not hold a new connection for the refusals of its address\'s older keep-alive connections (users behind one NAT)', async (t) => {
-    const { service, login, finish } = await refusingService(t)
+    const { service, login, finish, clock } = await refusingService(t)
     const office = '127.0.0.25'
-    const colleague = await agedConnection(t, service, office)
+    const colleague = await agedConnection(t, service, office, clock)
     // A colleague refused on a connection of some time: paced by it alone.
     assert.equal((await login(colleague)).status, 503)
     // A newcomer's first request from the same address: refused at once, not held for the colleague.
@@ -437,7 +440,7 @@ describe('paced refusals through the service (real sockets, one busy hash thread
   })
 
   it('behind a trusted proxy, paces each client by its forwarded address, not by the proxy\'s connection it shares', async (t) => {
-    const { service, login: loginThrough, finish } = await refusingService(t, { trustProxy: '127.0.0.1' })
+    const { service, login: loginThrough, finish } = await refusingService(t, { trustProxy: ['127.0.0.1'] })
     // One connection carries every client, as a proxy's pooled connections do.
     const proxy = new Agent({ connections: 1 })
     t.after(async () => { await proxy.close() })
@@ -480,18 +483,20 @@ describe('paced refusals through the service (real sockets, one busy hash thread
 })
 
 describe('the pacing keys of a request (connection-age.ts, hash-admission.ts)', () => {
-  it('gives its connection\'s age now and when the request arrived, and no connection behind a trusted proxy', async () => {
+  it('gives its connection\'s age now and when the request arrived, and no connection behind a trusted proxy', () => {
+    let now = 1000
+    const pacer = new RefusalPacer({ now: () => now })
     const socket = { remoteAddress: '127.0.0.1' }
-    noteRequest({ socket } as unknown as http.IncomingMessage)
-    await new Promise((resolve) => setTimeout(resolve, 60))
+    pacer.connections.note({ socket } as unknown as http.IncomingMessage)
+    now += 60
     // A later request on the connection, answered 20 ms after it arrived.
     const request = { ip: '127.0.0.1', raw: { socket } } as unknown as FastifyRequest
-    const keys = connectionKeys(request, { elapsedTime: 20 } as unknown as FastifyReply)
+    const keys = connectionKeys(pacer, request, { elapsedTime: 20 } as unknown as FastifyReply)
     assert.equal(keys.connection, socket)
-    assert.ok((keys.connectionAgeMs ?? 0) >= 55, `age ${keys.connectionAgeMs}`)
-    assert.equal(keys.arrivalAgeMs, (keys.connectionAgeMs ?? 0) - 20)
+    assert.equal(keys.connectionAgeMs, 60)
+    assert.equal(keys.arrivalAgeMs, 40)
     assert.deepEqual(keys.keys, ['ip:127.0.0.1'])
-    const proxied = connectionKeys({ ip: '203.0.113.9', raw: { socket } } as unknown as FastifyRequest, { elapsedTime: 0 } as unknown as FastifyReply, ['account:a'])
+    const proxied = connectionKeys(pacer, { ip: '203.0.113.9', raw: { socket } } as unknown as FastifyRequest, { elapsedTime: 0 } as unknown as FastifyReply, ['account:a'])
     assert.deepEqual(proxied, { keys: ['account:a'] })
   })
 })

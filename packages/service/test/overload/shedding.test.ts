@@ -8,17 +8,7 @@ import { loadConfig } from '../../src/config/index.js'
 import { checkConnectionLimits, openFilesLimit, startService } from '../../src/process/start.js'
 import { createTestDatabase, holdQueries, watchQueries, type QueryHold } from '../helpers/database.js'
 import { capturingLogger, registerUser, request, startTestService, testJwtSecret, testKeyEncryptionKey, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
-
-/** Polls `attempt` until `done` says its result is the one awaited; a bounded wait on a state, not a sleep. */
-async function until<T> (attempt: () => Promise<T>, done: (result: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const result = await attempt()
-    if (done(result)) return result
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(result)}`)
-    await new Promise((resolve) => setImmediate(resolve))
-  }
-}
+import { pollUntil } from '../helpers/wait.js'
 
 function assertShed (response: JsonResponse, what: string): void {
   assert.equal(response.status, 503, `${what}: ${JSON.stringify(response.body)}`)
@@ -62,7 +52,7 @@ describe('load shedding on a saturated event loop', () => {
     service = await startTestService({ config: { maxEventLoopDelayMs: 40, pressureSampleIntervalMs: 50, maxInFlight: 0 } })
     // Registered once the loop is free: on a loaded machine this service may shed it at first.
     const account = { email: uniqueEmail(), password: 'correct horse battery staple' }
-    const registered = await until(async () => await request(service, 'POST', '/api/v1/auth/register', { body: account }), (r) => r.status === 201, 'a registration while the loop is free')
+    const registered = await pollUntil('a registration while the loop is free', async () => await request(service, 'POST', '/api/v1/auth/register', { body: account }), (r) => r.status === 201, { intervalMs: 1 })
     token = registered.body.accessToken as string
   })
   after(async () => { await service.close() })
@@ -70,10 +60,10 @@ describe('load shedding on a saturated event loop', () => {
   it('answers the API 503 SERVICE_OVERLOADED with Retry-After at once, never the operations routes, and recovers', async () => {
     const before = await shedCount(service, 'event_loop_delay')
     // On a loaded machine a 50 ms sample of this loop can pass 40 ms on its own: wait (bounded) for a free one.
-    await until(async () => await request(service, 'GET', '/api/v1/me', { token }), (r) => r.status === 200, 'service while the loop is free')
+    await pollUntil('service while the loop is free', async () => await request(service, 'GET', '/api/v1/me', { token }), (r) => r.status === 200, { intervalMs: 1 })
     const stop = saturateEventLoop(80)
     try {
-      const first = await until(async () => await request(service, 'GET', '/api/v1/me', { token }), (r) => r.status === 503, 'the first refusal')
+      const first = await pollUntil('the first refusal', async () => await request(service, 'GET', '/api/v1/me', { token }), (r) => r.status === 503, { intervalMs: 1 })
       assertShed(first, 'GET /me')
       // Every API route sheds, a public one and a hash route included, and the body is never parsed:
       // malformed JSON is refused as overload, not answered 400.
@@ -86,7 +76,7 @@ describe('load shedding on a saturated event loop', () => {
     } finally {
       stop()
     }
-    await until(async () => await request(service, 'GET', '/api/v1/me', { token }), (r) => r.status === 200, 'service again once the loop is free')
+    await pollUntil('service again once the loop is free', async () => await request(service, 'GET', '/api/v1/me', { token }), (r) => r.status === 200, { intervalMs: 1 })
     assert.ok(await shedCount(service, 'event_loop_delay') >= before + 4, 'refusals counted in /metrics by reason')
   })
 })
@@ -147,7 +137,7 @@ describe('the in-flight cap', () => {
       assertShed(await request(service, 'GET', '/api/v1/me', { token }), 'at the cap')
       sockets[0]?.destroy()
       // The held request's lookup is still waiting, but its client is gone: its place is free.
-      await until(async () => (await request(service, 'GET', '/api/v1/posts')).status, (status) => status === 200, 'a place freed by the hang-up')
+      await pollUntil('a place freed by the hang-up', async () => (await request(service, 'GET', '/api/v1/posts')).status, (status) => status === 200, { intervalMs: 1 })
     } finally {
       lookups.release()
       for (const socket of sockets) socket.destroy()

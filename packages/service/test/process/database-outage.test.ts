@@ -13,6 +13,7 @@ import { createAccessTokens } from '../../src/accounts/tokens.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { capturingLogger, registerUser, request, startTestService, testJwtSecret, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js'
+import { waitFor } from '../helpers/wait.js'
 
 /** Driver and socket wording that must never reach a client. */
 const driverText = /ECONN|EPIPE|terminated|timeout exceeded|connect |not queryable|127\.0\.0\.1/i
@@ -23,14 +24,6 @@ function assertAnswered503 (response: JsonResponse, code: 'DATABASE_UNAVAILABLE'
   const retryAfter = Number(response.headers.get('retry-after'))
   assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 5, `${what}: Retry-After ${String(response.headers.get('retry-after'))}`)
   assert.doesNotMatch(JSON.stringify(response.body), driverText, `${what}: no driver text in the answer`)
-}
-
-async function waitFor (what: string, predicate: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
 }
 
 /** A service whose pool (ours, so the test can shape it) reaches the database at `url`. */

@@ -7,6 +7,7 @@ import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { childPids, listeningDescriptors } from '../helpers/processes.js'
 import { request, serveEnv } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
 
 async function startWorkers (db: TestDatabase, args: string[], env: NodeJS.ProcessEnv = {}): Promise<StartedCli> {
   return await startCli(serveEnv(db.url, env), ['serve', ...args], 60_000)
@@ -50,14 +51,6 @@ async function answersAlone (url: string, workers: number[], count: number): Pro
     } finally {
       for (const pid of others) process.kill(pid, 'SIGCONT')
     }
-  }
-}
-
-async function until (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
 
@@ -119,7 +112,7 @@ describe('tollbooth serve --workers N', () => {
       const [victim, survivor] = childPids(primary)
       assert.ok(victim !== undefined && survivor !== undefined)
       process.kill(victim, 'SIGKILL')
-      await until('the replacement', () => started.lines().some((line) => line.msg === 'replacement cluster worker listening'))
+      await waitFor('the replacement', () => started.lines().some((line) => line.msg === 'replacement cluster worker listening'), { timeoutMs: 30_000 })
       const died = started.lines().find((line) => line.msg === 'cluster worker died: starting a replacement')
       assert.equal(died?.pid, victim)
       assert.equal(died?.signal, 'SIGKILL')
@@ -137,7 +130,7 @@ describe('tollbooth serve --workers N', () => {
       const signalledAt = Date.now()
       started.child.kill('SIGTERM')
       // The primary tells the workers over IPC; each turns readiness off as soon as it reads it.
-      await until('a draining /readyz', async () => (await fresh(started.url, '/readyz')).status === 503, drainMs)
+      await waitFor('a draining /readyz', async () => (await fresh(started.url, '/readyz')).status === 503, { timeoutMs: drainMs })
       // Four fresh connections, whichever worker takes them: both are draining, and still serve the rest.
       const readyz = await Promise.all(Array.from({ length: 4 }, async () => (await fresh(started.url, '/readyz')).status))
       const healthz = await Promise.all(Array.from({ length: 4 }, async () => (await fresh(started.url, '/healthz')).status))

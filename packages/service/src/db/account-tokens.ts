@@ -1,7 +1,7 @@
 /**
  * One-time account tokens (table account_tokens): password reset and email verification.
  * Only the SHA-256 of a token is stored; a token is spent inside a transaction that locks its
- * user's row, then the user's tokens of its purpose (the lock order of src/db/accounts.ts), so
+ * user's row, then the user's tokens of its purpose (the lock order of accounts.ts), so
  * two uses race to one.
  */
 import type { MailMessage } from './mail-outbox.js'

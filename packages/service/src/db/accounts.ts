@@ -15,12 +15,10 @@ const userRows: ReadonlyArray<{ table: string, column: string }> = [
 ]
 
 /**
- * Rows keyed by the account's email rather than its id: mail not yet sent to it (it would still
- * go out after the account is gone; mail already sent or logged stays as the outbox's record
- * until the purge) and the account-scoped throttle counts. The client-address counts are not the
- * account's and stay. The mail-request count goes before the user row is locked: a password-reset
- * request locks that count and then the user row (its token's foreign key), so the other order
- * could deadlock; a reset locks the user row and then the login failures, so those go after.
+ * Rows keyed by the account's email: mail not yet sent (sent mail stays as the outbox's record
+ * until the purge) and the account's throttle counts; the address's counts stay. The mail-request
+ * count goes before the user row is locked, as a reset request locks them in that order; the
+ * login failures after, as a reset locks the user row first.
  */
 const beforeUserLock = "DELETE FROM mail_requests WHERE scope = 'account' AND key = $1"
 const afterUserLock: readonly string[] = [
@@ -32,22 +30,20 @@ const afterUserLock: readonly string[] = [
  * The lock order of an account's rows, kept by every transaction that locks more than one kind:
  * 0. the account's mail-request count (deleted here before anything else, see above);
  * 1. the users row: FOR UPDATE here; FOR NO KEY UPDATE (or an UPDATE) by a password change, a
- *    reset and a verification (src/db/users.ts lockUserForChange); FOR KEY SHARE by a refresh,
- *    before its session (lockUserKeyShare): the foreign key of the token it inserts takes that
- *    lock anyway, and taken only there, after the session, it deadlocked with this deletion;
- * 2. the sessions, in id order (src/db/sessions.ts);
- * 3. their refresh tokens, and the account tokens (account_tokens, every one of the user for a
- *    purpose in one statement, in token_hash order: src/db/account-tokens.ts).
- * One exception, safe by the first step: a reset locks its account tokens before it revokes the
- * sessions; every other transaction that locks both a user's sessions and account tokens (a
- * password change, this deletion) holds the user row in a mode that conflicts with the reset's,
- * so they never interleave. Transactions that lock sessions without the user row (logout, ending
- * a session, a refresh's reuse) touch no account token. The purge job skips locked rows.
+ *    reset and a verification (users.ts lockUserForChange); FOR KEY SHARE by a refresh, before
+ *    its session (lockUserKeyShare): the inserted token's foreign key takes that lock anyway, and
+ *    taken only then, after the session, it would deadlock with this deletion;
+ * 2. the sessions, in id order (sessions.ts);
+ * 3. their refresh tokens, and the account tokens (all of a user's for a purpose in one statement,
+ *    in token_hash order: account-tokens.ts).
+ * One exception, safe by step 1: a reset locks its account tokens before it revokes the sessions;
+ * every other transaction locking both holds the user row in a conflicting mode, so they never
+ * interleave. Transactions that lock sessions without the user row touch no account token. The
+ * purge job skips locked rows.
  *
- * Deletes the user and all their rows; returns the ids of the sessions that ended. The user row is
- * locked first (after the mail-request count, see above), then the sessions (revoked and locked),
- * then the rows are deleted; so a refresh, a reset or a verification running at the same moment
- * waits on the user row and then finds nothing. False as the first value when the user was already gone.
+ * Deletes the user and all their rows; returns the ids of the sessions that ended. A refresh, a
+ * reset or a verification running meanwhile waits on the user row, then finds nothing. `deleted`
+ * is false when the user was already gone.
  */
 export async function deleteAccount (pool: pg.Pool, userId: string): Promise<{ deleted: boolean, sessionIds: string[] }> {
   return await withTransaction(pool, async (client) => {

@@ -1,7 +1,7 @@
 /**
  * Which failures mean "the database cannot be reached", as opposed to a statement PostgreSQL
- * refused (and which refusal it was): the one place that knows the shapes pg and node give them. Such a failure is the
- * service's 503 DATABASE_UNAVAILABLE with a Retry-After, never a 500.
+ * refused: the one place that knows the shapes pg and node give them. Such a failure is a 503
+ * DATABASE_UNAVAILABLE with a Retry-After, never a 500.
  */
 import { createError, type TollboothError } from '../errors.js'
 

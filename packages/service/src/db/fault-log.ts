@@ -1,8 +1,7 @@
 /**
- * Warn-level lines about database faults, at most one per kind per interval: an outage under
- * 2,000 requests/s is one line a second with a count, not 2,000 lines. The first fault of a
- * quiet spell is logged at once; the ones after it are counted and summed up when the
- * interval ends.
+ * Warn-level lines about database faults, at most one per kind per interval, so an outage under
+ * load is one line a second with a count. The first fault of a quiet spell is logged at once; the
+ * ones after it are counted and summed up when the interval ends.
  */
 export interface WarnLog {
   warn (fields: Record<string, unknown>, message: string): void

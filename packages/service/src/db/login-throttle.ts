@@ -1,8 +1,7 @@
 /**
- * Failed-login counts per account and per client address (table login_failures). Every
- * write is one atomic upsert, so replicas sharing the database count together; the rules
- * (windows, delays) live in src/server/login-throttle.ts, and times come from the caller's
- * clock, never the database's now().
+ * Failed-login counts per account and per client address (table login_failures), and the login's
+ * lookup that reads them. Every write is one atomic upsert, so replicas count together; the rules
+ * live in accounts/login-throttle.ts, and times come from the caller's clock, never now().
  */
 import type { Queryable } from './pool.js'
 import { toUser, userColumns, type UserRow, type UserWithHash } from './users.js'
@@ -77,10 +76,9 @@ export async function resetAccountFailures (db: Queryable, account: string): Pro
 }
 
 /**
- * What a login reads before its hash, in one statement: the user of the email (if any) and the
- * throttle's failure counts of both keys. One pooled checkout and one round trip where
- * findUserByEmail and readFailures in parallel took two of each: every query wakes a
- * PostgreSQL backend, which on a small machine takes a core from the event loop.
+ * What a login reads before its hash, in one statement: the user of the email (if any) and both
+ * keys' failure counts. One checkout and one round trip, not two: every query wakes a PostgreSQL
+ * backend, which on a small machine takes a core from the event loop.
  */
 export interface LoginLookup {
   user: UserWithHash | undefined

@@ -1,6 +1,6 @@
 /**
  * The transactional outbox (table mail_outbox): a message is inserted with the change that
- * causes it, in the same transaction, and sent later by the dispatcher (dispatcher.ts). Rows are
+ * causes it, in the same transaction, and sent later by the dispatcher (mail/dispatcher.ts). Rows are
  * claimed with FOR UPDATE SKIP LOCKED and leased (next_attempt_at moves past the send), so
  * replicas sharing the database never send one message twice. Sending claims one row per
  * statement, so a lease covers one send, never a queue of them.
@@ -74,9 +74,8 @@ export async function claimForLog (db: Queryable, limit: number, keepText: boole
 }
 
 /**
- * Clears the text of every mail already logged (links included, by a development setup or an
- * earlier version): what a service that does not log links does once, so no live link is left
- * readable in the table. Returns how many rows it cleared.
+ * Clears the text of every mail already logged (links included), once, by a service that does
+ * not log links, so no live link is left readable in the table. Returns how many rows it cleared.
  */
 export async function clearLoggedTexts (db: Queryable): Promise<number> {
   const { rowCount } = await db.query("UPDATE mail_outbox SET body_text = NULL WHERE status = 'logged' AND body_text IS NOT NULL")

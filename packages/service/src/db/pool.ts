@@ -11,10 +11,9 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number.parseIn
 
 /**
  * The longest a request waits for a pooled connection, queueing and connecting included
- * (TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS). 1 s: a query here takes about a millisecond and a new
- * connection to PostgreSQL tens of them, so a second of waiting means the pool is far behind
- * or the database is not answering; and it leaves a login most of its 2 s hash deadline.
- * The service takes it from its config, whose default is this value.
+ * (TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS, whose default this is). A query takes about a millisecond and
+ * a connection tens, so a second's wait means the pool is far behind or the database is not
+ * answering; and it leaves a login most of its 2 s deadline.
  */
 export const defaultAcquireTimeoutMs = 1000
 
@@ -110,13 +109,10 @@ export class DatabasePool extends pg.Pool {
   private readonly onCheckedOutError = (err: Error): void => { this.connectionLost(err) }
 
   /**
-   * Resolves once every client's connection has closed. pg-pool's own end() resolves as soon as
-   * it has asked its idle clients to end: a database stopped right after (the embedded one, at
-   * shutdown or in a test) terminates backends that have not read the goodbye yet, and their
-   * "terminating connection due to administrator command" (57P01) reached a client already out
-   * of the pool (with a bare pg.Pool, as an uncaught exception; it failed a test in CI). A
-   * connection whose server has gone silent never closes: past `closeTimeoutMs` end() resolves
-   * all the same, so a shutdown during an outage is not held by it.
+   * Resolves once every client's connection has closed. pg-pool's end() resolves as soon as it
+   * has asked its clients to end, so a database stopped right after (the embedded one) would send
+   * 57P01 to a client already out of the pool, an uncaught exception. Past `closeTimeoutMs` it
+   * resolves all the same, so a silent server does not hold a shutdown.
    */
   override end (): Promise<void>
   override end (callback: () => void): void
@@ -185,7 +181,7 @@ export class DatabasePool extends pg.Pool {
       this.lastFailedAt = performance.now()
       this.faults.report('database connection failed', faultFields(err))
     }
-    // Mapped where it is answered (src/server/error-handler.ts), like the same failures from a query.
+    // Mapped where it is answered (http/error-handler.ts), like the same failures from a query.
     return err
   }
 

@@ -1,27 +1,18 @@
 /**
- * pg's Client, with every query that has parameters sent as a named prepared statement: parsed
- * and planned by PostgreSQL once per connection, then only bound and executed. pg sends a
- * query with parameters through an unnamed statement, which PostgreSQL parses and plans again
- * each time. For the service's short queries that was half of PostgreSQL's work: a closed loop
- * of `GET /api/v1/me` (bench/README, "Prepared statements") cost PostgreSQL 48 µs of CPU a
- * request unnamed and 25 named.
+ * pg's Client, with every query that has parameters sent as a named prepared statement, parsed
+ * and planned once per connection: pg's unnamed statements are planned again each time, which
+ * for the service's short queries is about half of PostgreSQL's work.
  *
- * The name is the text's: the same text gets the same name in this process, on any connection
- * (each connection prepares it at its first use). The service's statements are constants or a
- * few variants of one, so names are few; past `maxNamedStatements` distinct texts the rest go
- * unnamed, so SQL built from data could never grow every backend's memory without end.
- * Statements without parameters (BEGIN, COMMIT, migrations of several statements) are sent as
- * they are, through the simple protocol.
+ * The name is the text's, the same on every connection. Past `maxNamedStatements` distinct texts
+ * the rest go unnamed, so SQL built from data cannot grow every backend's memory. Statements
+ * without parameters (BEGIN, migrations) go through the simple protocol.
  *
- * A statement keeps the plan's result columns: after a migration changes the type of a column
- * it returns (or, with `*`, the table's columns), it fails ("cached plan must not change result
- * type", 0A000) on connections prepared before, until they close: a transaction that meets it
- * closes its connection (pool.ts, `withTransaction`), and pg-pool closes the connection of any
- * query that failed. The service's statements name their columns.
+ * A prepared statement fails with 0A000 after a migration changes a column it returns; the
+ * connection is then closed (pool.ts `withTransaction`, and pg-pool on any failed query). The
+ * service's statements name their columns.
  *
- * A connection pooler in transaction mode must keep named statements per server connection
- * (PgBouncer 1.21 or later with `max_prepared_statements` set); behind one that does not,
- * TOLLBOOTH_DB_STATEMENTS=unnamed sends every query unnamed, as pg does.
+ * A pooler in transaction mode must keep named statements per server connection (PgBouncer 1.21+
+ * with `max_prepared_statements`); otherwise set TOLLBOOTH_DB_STATEMENTS=unnamed.
  */
 import pg from 'pg'
 
@@ -46,11 +37,10 @@ const unnamedQuery = pg.Client.prototype.query
 interface ParsedStatements { connection?: { parsedStatements?: Record<string, string> } }
 
 /**
- * After a named query failed: if the statement may be gone from the server while pg still
- * takes it for prepared, pg is told to prepare it again at its next use. Gone when PostgreSQL
- * says so (26000), and when the failure was pg's own before the server answered: a value it
- * could not turn into a parameter makes it close the statement (its Bind never sent), and every
- * later use failed with 26000 on that connection.
+ * After a named query failed: if the statement may be gone from the server while pg still takes
+ * it for prepared, pg is told to prepare it again at its next use. Gone when PostgreSQL says so
+ * (26000), and when pg failed before the server answered (a value it could not serialise closes
+ * the statement, and every later use would fail with 26000).
  */
 function forgetIfGone (client: pg.Client, name: string, err: unknown): void {
   const { code, severity } = (err ?? {}) as { code?: unknown, severity?: unknown }

@@ -1,5 +1,5 @@
 /**
- * What the purge job deletes (src/server/purge-job.ts): one entry per kind of dead row. Each
+ * What the purge job deletes (accounts/purge-job.ts): one entry per kind of dead row. Each
  * batch is one statement, its own short transaction: it locks at most `batchSize` rows, and
  * skips rows another replica's purge (or a request) holds, so replicas share the work without
  * waiting on each other. To purge another table, add an entry.

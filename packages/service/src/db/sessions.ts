@@ -1,9 +1,9 @@
 /**
- * Sessions (table sessions): one row per refresh family. Lock order, everywhere (src/db/accounts.ts
- * states it whole): the user row, when taken, first; then the session row; then its refresh tokens. A revocation takes the row FOR UPDATE, which waits for
- * any transaction that inserted a token of the session (its foreign key holds FOR KEY SHARE
- * on the row until it commits), so the token UPDATE that follows sees that token too; and a
- * refresh takes the row before it checks `revoked_at`, so it cannot insert after a revocation.
+ * Sessions (table sessions): one row per refresh family, and their refresh tokens. Lock order
+ * (accounts.ts states it whole): the user row, when taken, first; then the session; then its
+ * tokens. A revocation takes the row FOR UPDATE, which waits for any transaction that inserted a
+ * token of the session (its foreign key holds FOR KEY SHARE), so it sees that token too; a refresh
+ * takes the row before it checks `revoked_at`, so it cannot insert after a revocation.
  */
 import type { Queryable } from './pool.js'
 
@@ -48,12 +48,10 @@ function toSession (row: Row): SessionRow {
 export type RevokeReason = 'logout' | 'logout_all' | 'revoked_by_user' | 'refresh_token_reused' | 'password_changed' | 'password_reset' | 'account_deleted'
 
 /**
- * Opens a session and its first refresh token in one statement: atomic on its own (no BEGIN or
- * COMMIT needed, one round trip where a transaction of two inserts took four), and the same
- * inside a caller's transaction (register). The lock order of src/db/accounts.ts holds: the one
- * existing row it locks is the user's (FOR KEY SHARE, by the foreign-key checks at the statement's
- * end); the new session row the token's check holds is seen by no other transaction before this
- * one commits. So a login and an account deletion only queue on the user row, never deadlock.
+ * Opens a session and its first refresh token in one statement: atomic on its own (one round trip,
+ * not a transaction's four), and the same inside a caller's transaction (register). The only
+ * existing row it locks is the user's (FOR KEY SHARE, by the foreign keys), so a login and an
+ * account deletion queue on the user row, never deadlock.
  */
 export async function insertSessionWithToken (db: Queryable, session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null }, token: { tokenHash: Buffer, expiresAt: Date }): Promise<void> {
   await db.query(
@@ -148,7 +146,7 @@ export interface RefreshTokenRow {
   expiresAt: Date
   rotatedAt: Date | null
   revokedAt: Date | null
-  /** The successor, sealed under a key derived from this token (src/server/refresh-successor.ts); null until rotated. */
+  /** The successor, sealed under a key derived from this token (accounts/refresh-successor.ts); null until rotated. */
   successorSealed: Buffer | null
   /** Milliseconds since rotated_at by the database's clock (the clock that set it); Infinity when not rotated. */
   rotatedMsAgo: number

@@ -53,7 +53,7 @@ export async function findUserById (db: Queryable, id: string): Promise<UserWith
  * Locks the user row for a change of the account (FOR NO KEY UPDATE: it serialises the
  * account's writers, reset, verification and password change, without blocking the KEY SHARE
  * of inserts that reference the user). The first lock of such a change: the lock order is
- * src/db/accounts.ts's. False when the user is gone.
+ * accounts.ts's. False when the user is gone.
  */
 export async function lockUserForChange (db: Queryable, id: string): Promise<boolean> {
   const { rows } = await db.query('SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE', [id])
@@ -62,7 +62,7 @@ export async function lockUserForChange (db: Queryable, id: string): Promise<boo
 
 /**
  * Holds the user row FOR KEY SHARE (what a refresh token's foreign key would take at its insert),
- * taken before any session lock, so a refresh keeps the users-first order of src/db/accounts.ts.
+ * taken before any session lock, so a refresh keeps the users-first order of accounts.ts.
  * It waits for an account deletion, and finds nothing after it. False when the user is gone.
  */
 export async function lockUserKeyShare (db: Queryable, id: string): Promise<boolean> {

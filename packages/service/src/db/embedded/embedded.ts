@@ -5,7 +5,7 @@
  * tollbooth runs them itself (initdb once, then postgres) rather than through the
  * package's class, so that it chooses where they run from. PostgreSQL refuses to
  * run as root, so as root the cluster runs as the unprivileged `postgres` user
- * (created when missing), from places that user can reach (embedded-placement.ts).
+ * (created when missing), from places that user can reach (placement.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -36,8 +36,8 @@ export interface StartEmbeddedOptions {
   /** What an operator should see: where the binaries and the cluster were put when they had to move. Defaults to `log`. */
   notice?: (message: string) => void
   /**
-   * The service's own database (src/server/database.ts): `url` then connects as a least-privilege
-   * role that owns the database, its schema and its tables (embedded-role.ts), and the superuser
+   * The service's own database (process/database.ts): `url` then connects as a least-privilege
+   * role that owns the database, its schema and its tables (role.ts), and the superuser
    * is used only to create that role and database. Unset: `url` is the superuser's (tests, the lab).
    */
   serviceRole?: boolean
@@ -47,7 +47,7 @@ export interface StartEmbeddedOptions {
    * cluster, which the suite deletes anyway. Never for a service's own data.
    */
   nonDurable?: boolean
-  /** As root, where copies of unreachable binaries and relocated clusters may go (tests); defaults in embedded-placement.ts. */
+  /** As root, where copies of unreachable binaries and relocated clusters may go (tests); defaults in placement.ts. */
   placement?: { binaryCacheBases?: readonly string[], clusterBases?: readonly string[], nativeDir?: string }
 }
 

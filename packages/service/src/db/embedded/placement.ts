@@ -7,7 +7,7 @@
  * (under /root, or `mktemp -d`: parents of mode 700) gives it neither. Rather than loosen the
  * permissions of the user's folders, tollbooth then puts what the postgres user must reach in
  * a root-owned folder that it can reach:
- * - the binaries are copied once (about 60 MB) to /var/cache/tollbooth/postgres-<version>-<os>-<arch>
+ * - the binaries are copied once to /var/cache/tollbooth/postgres-<version>-<os>-<arch>
  *   (else /var/tmp/tollbooth/...), and reused by every later start;
  * - the cluster goes to /var/lib/tollbooth/clusters/<name>-<hash of the data folder> (else
  *   /var/tmp/tollbooth/clusters/...), and the data folder keeps a symbolic link `pg` to it, so

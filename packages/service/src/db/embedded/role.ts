@@ -2,9 +2,9 @@
  * The embedded database's least-privilege role. The service connects as `tollbooth_service`:
  * LOGIN, no superuser, no CREATEDB, CREATEROLE, REPLICATION or BYPASSRLS, owner of the service's
  * database, its `public` schema and everything in it (so migrations still run as it). The
- * superuser (initdb's) is used only here, to create that role and database. A data folder from
- * an earlier version, whose tables the superuser owns, is brought over on start: each object of
- * the schema is given to the role (REASSIGN OWNED cannot move the bootstrap superuser's objects).
+ * superuser (initdb's) is used only here, to create that role and database. A data folder whose
+ * tables the superuser owns is brought over on start: each object of the schema is given to the
+ * role (REASSIGN OWNED cannot move the bootstrap superuser's objects).
  */
 import type pg from 'pg'
 

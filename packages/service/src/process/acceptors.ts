@@ -1,22 +1,13 @@
 /**
- * More than one accepted connection per turn of the event loop.
+ * More than one accepted connection per turn of the event loop. libuv 1.45 (Node 20) accepts ONE
+ * connection per listening descriptor per turn (libuv PR 3696), so on a busy loop a crowd's new
+ * connections wait in the kernel's accept queue for seconds (docs/explanation/overload.md).
  *
- * Since libuv 1.45 (Node 20), a listening socket accepts ONE connection per turn of the event
- * loop (libuv pull request 3696, "unix: don't accept() connections in a loop"). On a saturated
- * loop a turn takes tens of milliseconds, so a crowd that opens a thousand new connections
- * waits in the kernel's accept queue for seconds, its requests with it, while the requests on
- * connections already accepted are answered (or refused) at once. Seen here: `ss -ltn` showed
- * 1,500 connections in the accept queue ten seconds into a crowd, and `strace` one `accept4`
- * between two `epoll_pwait`s.
- *
- * The remedy is more listening descriptors for the same socket: each is polled on its own and
- * accepts one connection per turn, so `count` of them accept up to `count` per turn. Node 20
- * has neither `dup()` nor `reusePort`, so the kernel makes the copies: the listening handle is
- * sent to a short-lived child process over its IPC channel as a raw handle (the child never
- * listens on it, so it never accepts a connection) and the child sends it back `count - 1`
- * times; each message brings a new descriptor (SCM_RIGHTS). Each copy hands its connections to
- * the HTTP server, which serves them as its own (its timeouts, keep-alive, connection list and
- * `close()`), and the connection cap holds across all of them.
+ * `count` descriptors for the same socket accept up to `count` per turn. Node 20 has neither
+ * `dup()` nor `reusePort`, so the kernel makes the copies: the listening handle goes to a
+ * short-lived child over IPC as a raw handle (it never listens on it) and comes back `count - 1`
+ * times, each a new descriptor (SCM_RIGHTS). Each copy hands its connections to the HTTP server,
+ * which serves them as its own, and the connection cap holds across all of them.
  */
 import { spawn } from 'node:child_process'
 import type http from 'node:http'
@@ -86,7 +77,7 @@ export interface AcceptorOptions {
   timeoutMs?: number
   /** The helper's executable; default this Node. */
   execPath?: string
-  /** Told when no copies could be made: the server then accepts with its own descriptor only, as before. */
+  /** Told when no copies could be made: the server then accepts with its own descriptor only. */
   onWarning?: (message: string) => void
 }
 

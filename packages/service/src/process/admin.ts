@@ -2,7 +2,7 @@
  * The admin listener (TOLLBOOTH_ADMIN_PORT), as Keycloak's management port: what an operator and
  * a scraper need and a client of the API does not, on an address of its own (loopback by
  * default): /metrics and a /readyz with the readiness details, besides /healthz. The API port
- * then keeps /healthz and a bare /readyz, and answers 404 for /metrics (app.ts).
+ * then keeps /healthz and a bare /readyz, and answers 404 for /metrics (http/app.ts).
  *
  * One process: the app's own readiness check and registry. `serve --workers N`: the primary
  * listens here, answers /metrics with every worker's registry aggregated (cluster-metrics.ts)

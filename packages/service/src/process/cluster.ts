@@ -11,7 +11,7 @@
  * once, then forks the workers; /metrics, answered by whichever worker gets the scrape,
  * aggregates all workers through the primary (cluster-metrics.ts). A worker that dies after
  * the start is replaced (logged); one that fails during the start stops the whole start.
- * SIGTERM to the primary drains every worker (drain.ts) before they close.
+ * SIGTERM to the primary drains every worker (overload/drain.ts) before they close.
  */
 import cluster, { type Worker } from 'node:cluster'
 import type pino from 'pino'
@@ -196,11 +196,10 @@ export async function startClusterPrimary (config: Config, log: pino.Logger, har
     await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs))
   }
 
-  // `--workers`: each worker accepts for itself on the one socket, through its own 16 descriptors
-  // (acceptors.ts). Round robin, node's default, has the primary accept every connection and hand
-  // it to a worker over IPC, one at a time per worker, each after the worker's reply: a crowd of new
-  // connections then waits seconds in the primary. One process per CPU keeps round robin, as the
-  // Piscina article ran it. Read by node at the first fork, so one process's first cluster decides.
+  // `--workers`: each worker accepts for itself on the one socket, through its own descriptors
+  // (acceptors.ts). Round robin, node's default, has the primary hand each connection over IPC one
+  // at a time, so a crowd of new connections waits in the primary. One process per CPU keeps round
+  // robin, as the Piscina article ran it. Node reads it at the first fork.
   cluster.schedulingPolicy = strategyCluster ? cluster.SCHED_RR : cluster.SCHED_NONE
   const listening = Array.from({ length: workerCount }, async () => await whenStarted(fork()))
   let ports: number[]

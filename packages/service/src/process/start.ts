@@ -29,7 +29,7 @@ export interface RunningService {
   embedded: EmbeddedDatabase | undefined
   /** Stops accepting, finishes in-flight requests, then closes the pool, engine and database. */
   close (): Promise<void>
-  /** Readiness off, still serving, for TOLLBOOTH_SHUTDOWN_DRAIN_MS (drain.ts); resolves when it is over. */
+  /** Readiness off, still serving, for TOLLBOOTH_SHUTDOWN_DRAIN_MS (overload/drain.ts); resolves when it is over. */
   drain (): Promise<void>
 }
 
@@ -107,9 +107,9 @@ export function checkConnectionLimits (config: Pick<Config, 'maxConnections' | '
 }
 
 /**
- * What the lab's harness (src/harness/) changes of the service it starts: a seed article's hash
- * strategy in place of tollbooth's pool, and its diagnostic routes. Production passes none, and
- * never loads the harness.
+ * What the lab's harness (harness/) changes of the service it starts: a seed article's hash
+ * strategy in place of tollbooth's pool, and its diagnostic routes. `tollbooth serve` passes
+ * none, and never loads the harness.
  */
 export interface ServiceHarness extends AppHarness {
   /** The executor hashes run on, in place of tollbooth's pool. */

@@ -1,10 +1,8 @@
 /**
- * How `serve --workers N` shares one CPU budget between its processes: each worker runs
- * tollbooth's own hash pool with max(1, floor(budget / N)) threads, so N processes hash on
- * no more threads than the machine (or the cgroup quota) has. The remainder of the division
- * (budget 3, 2 workers: 1 CPU) runs no hash thread: the workers' event loops and PostgreSQL
- * use it. More workers than the budget still get one thread each: the pool is then
- * oversubscribed (more hash threads than CPUs), which the start logs as a warning.
+ * How `serve --workers N` shares one CPU budget: each worker's hash pool gets max(1, floor(budget
+ * / N)) threads, so N processes hash on no more threads than the budget has; the remainder is left
+ * to the event loops and PostgreSQL. More workers than the budget still get one thread each
+ * (oversubscribed, logged as a warning).
  */
 
 export interface WorkerBudget {

@@ -45,7 +45,7 @@ export interface LoadConfigInput {
   overrides?: Partial<FlatConfig>
 }
 
-/** Variables that were settings once and are not any more: named with where their job went, never ignored. */
+/** Variables tollbooth refuses, each named with where its job is done instead: never silently ignored. */
 const retiredSettings: Readonly<Record<string, string>> = {
   TOLLBOOTH_HASH_STRATEGY: 'the seed strategies run under the lab\'s harness (docs/how-to/run-the-lab.md), which the lab starts itself',
   TOLLBOOTH_LAB_DIAGNOSTICS: 'the diagnostic routes run under the lab\'s harness (docs/how-to/run-the-lab.md), which the lab starts itself',

@@ -49,7 +49,7 @@ export interface FlatConfig {
   databasePoolSize: number
   /** The deadline on getting a pooled connection (waiting or connecting). */
   databaseAcquireTimeoutMs: number
-  /** `named`: queries with parameters go as named prepared statements (src/db/prepared-client.ts). */
+  /** `named`: queries with parameters go as named prepared statements (db/prepared-client.ts). */
   databaseStatements: DatabaseStatements
   hashAlgorithm: HashAlgorithm
   bcryptCost: number
@@ -63,13 +63,13 @@ export interface FlatConfig {
   hashThreads: number | undefined
   hashMaxQueue: number | undefined
   hashThreadNice: number
-  /** `serve --workers`: processes on one port sharing the CPU budget (src/server/cluster.ts); 0: one per CPU. 1: one process. */
+  /** `serve --workers`: processes on one port sharing the CPU budget (process/cluster.ts); 0: one per CPU. 1: one process. */
   workers: number
   loginDeadlineMs: number
   registerDeadlineMs: number
   /** Undefined in embedded mode: generated once and kept in the data folder. */
   jwtSecret: string | undefined
-  /** How access tokens are signed: an asymmetric key from the key ring (src/keys/), or the HMAC secret. */
+  /** How access tokens are signed: an asymmetric key from the key ring (keys/), or the HMAC secret. */
   jwtAlgorithm: 'EdDSA' | 'ES256' | 'HS256'
   /** Seals the private signing keys in PostgreSQL; undefined in embedded mode: generated into the data folder. */
   keyEncryptionKey: string | undefined
@@ -93,7 +93,7 @@ export interface FlatConfig {
   loginThrottleMaxDelaySeconds: number
   /** Fastify's `trustProxy`: which hops' X-Forwarded-For to believe for the client address. */
   trustProxy: TrustProxy
-  /** Load shedding of the API routes (src/server/shedding.ts); 0 turns a check off. */
+  /** Load shedding of the API routes (overload/shedding.ts); 0 turns a check off. */
   maxInFlight: number
   maxEventLoopDelayMs: number
   maxEventLoopUtilizationPercent: number
@@ -102,11 +102,11 @@ export interface FlatConfig {
   listenBacklog: number
   /** Open connections at most; 0: no cap. Also what the file-descriptor check at start plans for. */
   maxConnections: number
-  /** Listening descriptors for the service's socket (src/server/acceptors.ts). */
+  /** Listening descriptors for the service's socket (process/acceptors.ts). */
   acceptors: number
-  /** On SIGTERM: how long /readyz answers 503 while everything else is still served (src/server/drain.ts). */
+  /** On SIGTERM: how long /readyz answers 503 while everything else is still served (overload/drain.ts). */
   shutdownDrainMs: number
-  /** Mail (src/mail/): undefined SMTP URL: mail is written to the log. The URL may hold a password. */
+  /** Mail (mail/): undefined SMTP URL: mail is written to the log. The URL may hold a password. */
   smtpUrl: string | undefined
   /**
    * Without an SMTP URL: whether a mail written to the log carries its text (the link). Unset:
@@ -130,9 +130,9 @@ export interface FlatConfig {
   sessionMaxLifetimeSeconds: number
   /** How long a rotated refresh token still gets its successor again (a retry, a second tab) instead of counting as reuse. */
   refreshGraceSeconds: number
-  /** How long a "session is live" answer is remembered per process (src/server/session-check.ts). */
+  /** How long a "session is live" answer is remembered per process (accounts/session-check.ts). */
   sessionCheckCacheMs: number
-  /** The purge job (src/server/purge-job.ts): how often it runs (0: never), and rows per statement. */
+  /** The purge job (accounts/purge-job.ts): how often it runs (0: never), and rows per statement. */
   purgeIntervalSeconds: number
   purgeBatchSize: number
 }

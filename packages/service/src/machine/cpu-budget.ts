@@ -134,12 +134,9 @@ export function detectCpuBudget (options: DetectCpuBudgetOptions = {}): CpuBudge
 
   const quota = cgroupQuota(cgroupRoot, procSelfCgroup)
   if (quota !== undefined) {
-    // Round a fractional quota UP (1.5 -> 2 threads), as the JVM, .NET and Go 1.25 do. A
-    // quota is CPU time per period, not a number of cores: 2 threads can spend all of
-    // 1.5 CPUs, 1 thread could never spend more than 1.0 and would leave a third of the
-    // paid-for CPU idle while logins queue. The price is CFS throttling at saturation,
-    // which the pool absorbs honestly: run times are measured in the worker (throttled
-    // time included), so the admission estimate sees it. Below 1 CPU it is still 1 thread.
+    // Round a fractional quota UP (1.5 -> 2 threads), as the JVM, .NET and Go do: a quota is CPU
+    // time, and 1 thread could never spend more than 1.0 of it. The price is CFS throttling at
+    // saturation, which run times measured in the worker include, so admission sees it.
     const quotaCpus = Math.max(1, Math.ceil(quota.cpus))
     // On a tie the quota is named: it is the limit the operator set for this process.
     if (quotaCpus <= cpus) {

@@ -1,9 +1,8 @@
 /**
- * /metrics under the `cluster` strategy: each worker process has its own registry,
- * so a scrape answered by one worker would show that worker alone. The worker that
- * serves /metrics asks the primary over IPC; the primary asks every worker for its
- * registry (prom-client's AggregatorRegistry protocol) and answers with the
- * aggregate, each metric combined by its `aggregator` (sum unless it says otherwise).
+ * /metrics with several worker processes: each has its own registry, so a scrape answered by one
+ * would show that one alone. The worker that serves /metrics asks the primary over IPC; the
+ * primary gathers every worker's registry (prom-client's AggregatorRegistry protocol) and answers
+ * with the aggregate, each metric combined by its `aggregator` (sum by default).
  */
 import cluster, { type Worker } from 'node:cluster'
 import client from 'prom-client'

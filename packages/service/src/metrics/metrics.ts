@@ -1,13 +1,11 @@
 /**
- * Prometheus metrics (prom-client), one registry per app so several apps can
- * live in one process (tests, the lab). Besides HTTP and the hash pool it keeps
- * two canaries from the pool-starvation article: event-loop delay
- * (perf_hooks.monitorEventLoopDelay, via prom-client's defaults) and the latency
- * of a tiny libuv-pool-bound operation sampled every second.
+ * Prometheus metrics (prom-client), one registry per app so several apps can live in one process
+ * (tests, the lab). Besides HTTP and the hash pool it keeps two canaries from the pool-starvation
+ * article: event-loop delay and the latency of a tiny libuv-pool-bound operation, every second.
  *
- * Under the `cluster` strategy every worker process has its own registry and
- * /metrics answers the aggregate over all workers (cluster-metrics.ts); each of
- * our gauges says how it combines (`aggregator`); counters and histograms sum.
+ * Under `serve --workers` (and the lab's cluster strategy) each worker has its own registry and
+ * /metrics answers the aggregate (cluster-metrics.ts); each gauge says how it combines
+ * (`aggregator`); counters and histograms sum.
  */
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
@@ -22,22 +20,22 @@ export interface Metrics {
   /** The exposition text: this process's registry, or every cluster worker's, aggregated. */
   render (): Promise<string>
   observeRequest (method: string, route: string, status: number, seconds: number): void
-  /** One API request refused by load shedding (shedding.ts), by reason. */
+  /** One API request refused by load shedding (overload/shedding.ts), by reason. */
   observeShed (reason: string): void
-  /** Where the API requests in flight are read at each scrape (shedding.ts); 0 until set. */
+  /** Where the API requests in flight are read at each scrape (overload/shedding.ts); 0 until set. */
   readInFlight (read: () => { capped: number, ownAdmission: number }): void
   close (): void
 }
 
 export interface MetricsOptions {
-  /** Labels of `tollbooth_info`: the package version and the configured strategy (`cluster` included). */
+  /** Labels of `tollbooth_info`: the package version and the strategy (`tollbooth`, or the lab harness's). */
   info: { version: string, strategy: string }
-  /** This process is one of the `cluster` strategy's workers: /metrics aggregates them all. */
+  /** This process is one of several on one port (`serve --workers`): /metrics aggregates them all. */
   clusterWorker?: boolean
   canaryIntervalMs?: number
   /** The reasons load shedding refuses for, each exported from the start (0 until it happens). */
   shedReasons?: readonly string[]
-  /** Paced refusals (pacing.ts): held now, and held since the start. */
+  /** Paced refusals (overload/pacing.ts): held now, and held since the start. */
   pacing?: () => { held: number, heldTotal: number }
 }
 

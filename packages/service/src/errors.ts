@@ -60,8 +60,8 @@ export class TollboothError extends Error {
   readonly field: string | undefined
 
   constructor (code: ErrorCode, message?: string, options: TollboothErrorOptions = {}) {
-    // An answer to the client (a 4xx, an overload 503) is not a fault: its stack is never logged, and capturing one
-    // costs ten times the rest of the object. Under a storm of refusals that is CPU the hashes need.
+    // An answer to the client (a 4xx, an overload 503) is not a fault: its stack is never logged, and
+    // capturing one costs more than the rest of the object, CPU a storm of refusals takes from the hashes.
     const stackTraceLimit = Error.stackTraceLimit
     if (errorRegistry[code].status < 500 || options.retryAfterSeconds !== undefined) Error.stackTraceLimit = 0
     try {

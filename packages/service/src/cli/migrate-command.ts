@@ -1,7 +1,7 @@
 /**
  * `tollbooth migrate`: applies the pending migrations to DATABASE_URL and exits, for a
  * deployment's migration step (a Kubernetes init container, compose's `migrate` service).
- * The service applies them at start too, under the same advisory lock (src/db/migrate.ts),
+ * The service applies them at start too, under the same advisory lock (db/migrate.ts),
  * so replicas that start together never apply one twice; running them first makes a failing
  * migration a failed step that says so, rather than replicas that crash in a loop.
  */

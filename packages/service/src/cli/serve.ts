@@ -20,7 +20,7 @@ function takeReadyFile (argv: string[]): { readyFile: string | undefined, settin
   return { readyFile: taken.value, settings }
 }
 
-/** Runs the service until a signal stops it; `harness` is the lab's (src/harness/), production passes none. */
+/** Runs the service until a signal stops it; `harness` is the lab's (harness/): `tollbooth serve` passes none. */
 export async function runServe (argv: string[], harness?: ServiceHarness): Promise<void> {
   if (isClusterWorker()) {
     await startClusterWorker(createLogger(clusterWorkerConfig().logLevel), harness)

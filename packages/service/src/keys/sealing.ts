@@ -57,7 +57,7 @@ const persistedKeyEncryptionKeyFile = 'key-encryption-key'
 /**
  * Development only (the embedded database, no KEK configured): the KEK kept in the data
  * folder, mode 0600, next to the database it protects. Created by link(2) from a private
- * temporary file, so processes starting together (the cluster strategy's workers) all end
+ * temporary file, so processes starting together (`serve --workers`) all end
  * up with the one that won. `created` says whether this call wrote it.
  */
 export function persistedKeyEncryptionKey (dataDir: string): { key: Buffer, file: string, created: boolean } {

@@ -1,7 +1,7 @@
 /**
  * A CPU quota for one process tree: a cgroup of its own with a CFS quota (v2 `cpu.max`, or
  * v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`), which the process joins before it execs so
- * the service's CPU detection (src/hashing/cpu.ts) sees the quota from its first line.
+ * the service's CPU detection (machine/cpu-budget.ts) sees the quota from its first line.
  * Needs root (or a delegated, writable cgroup filesystem); without, `createCpuQuota` says why
  * instead of failing, and the caller runs without quotas.
  */

@@ -6,7 +6,7 @@
  * - `startDatabase()`: a throwaway embedded PostgreSQL (a scratch folder, removed on stop).
  * - `startServe()`: `tollbooth serve` as its own process; its URL comes from the ready
  *   file the service writes once it listens (`--ready-file`), never from log text. With
- *   `harness`, the lab's research harness instead (src/harness/serve.ts).
+ *   `harness`, the lab's research harness instead (harness/serve.ts).
  * - `machineFacts()`: what the service would see of this machine (its CPU budget), and its version.
  * - `startReplicas()`: N services on one PostgreSQL, each under a CPU quota, behind HAProxy.
  */

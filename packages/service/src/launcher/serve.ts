@@ -18,7 +18,7 @@ export const tollboothBin: string = path.join(packageRoot, 'bin', 'tollbooth.js'
 const harnessEntry: string = path.join(packageRoot, 'dist', 'src', 'harness', 'serve.js')
 
 export interface StartServeOptions {
-  /** The service's whole environment (settings as TOLLBOOTH_*, PORT, HOST, DATABASE_URL ...); default: this process's. glibc's malloc settings for hashing are added where it lacks them (hashing/malloc-env.ts). */
+  /** The service's whole environment (settings as TOLLBOOTH_*, PORT, HOST, DATABASE_URL ...); default: this process's. glibc's malloc settings for hashing are added where it lacks them (machine/malloc-env.ts). */
   env?: NodeJS.ProcessEnv
   /** Extra `serve` flags. */
   args?: string[]
@@ -90,7 +90,7 @@ export async function startServe (options: StartServeOptions = {}): Promise<Serv
   const readyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-ready-'))
   const readyFile = path.join(readyDir, 'ready.json')
   const serve = serveCommand(options, readyFile)
-  // glibc's malloc settings for the hash threads' memory, where the caller did not set its own (malloc-env.ts).
+  // glibc's malloc settings for the hash threads' memory, where the caller did not set its own (machine/malloc-env.ts).
   const env: NodeJS.ProcessEnv = { ...withHashMallocEnv(options.env ?? process.env), ...serve.env }
   const { command } = serve
   const child = options.cgroupProcsFile === undefined

@@ -1,15 +1,14 @@
 /**
- * Sends what the outbox holds. Woken right after a request commits mail (its own replica's
- * rows go out at once), and polls every `pollIntervalMs` for the rest: retries that came due,
- * rows of a replica that stopped. Each mail is claimed just before its send, one row per
- * statement, and leased (outbox.ts) for that one send, so replicas never send one message
- * twice, however slow the SMTP server. Closing finishes the send in progress only; the rest stays
- * pending for the next start or another replica. A failed send is retried after `retryDelayMs`, doubled per attempt (at most an
- * hour), and given up after `maxAttempts`; the log names the message by id and kind, never its
- * link. Without a transport (TOLLBOOTH_SMTP_URL unset) each message is written to the log and
- * kept in the outbox as `logged`: with its text, the link included, when `logLinks` says so
- * (development); else named only (id, kind, recipient, subject) and its text dropped, since a
- * live link in a deployment's log hands the account to whoever reads the log.
+ * Sends what the outbox holds. Woken right after a request commits mail, and polls every
+ * `pollIntervalMs` for the rest (retries come due, rows of a replica that stopped). Each mail is
+ * claimed just before its send and leased for that one send (db/mail-outbox.ts), so replicas never
+ * send one twice, however slow the SMTP server. Closing finishes the send in progress only. A
+ * failed send is retried after `retryDelayMs`, doubled per attempt (at most an hour), until
+ * `maxAttempts`; the log names a message by id and kind, never its link.
+ *
+ * Without a transport (TOLLBOOTH_SMTP_URL unset) each message is written to the log and kept as
+ * `logged`: with its text when `logLinks` says so (development), else named only and its text
+ * dropped, since a live link in a deployment's log hands the account to whoever reads it.
  */
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'

@@ -1,9 +1,7 @@
 /**
  * Wake-ups for the mail retries due before the dispatcher's next poll: one timer at a time, for
  * the earliest retry; when it fires it wakes the dispatcher and arms itself for the next retry
- * still ahead. A timer for the earliest alone lost the later ones: it fired before they were
- * due, the dispatcher found nothing, and nothing woke it for them until the next poll (a test
- * waited 10 s for a third attempt due in 20 ms; the poll was a minute away).
+ * still ahead, so no later retry waits for the poll.
  */
 export class RetryWakeups {
   /** When each retry not yet looked for is due (epoch ms). */

@@ -1,8 +1,8 @@
 /**
  * `libuv` and `libuv-128`: the native async functions (`@node-rs/bcrypt`'s and
  * `@node-rs/argon2`'s promises, `crypto.scrypt`), which queue on libuv's shared
- * thread pool: 4 threads by default, 128 with UV_THREADPOOL_SIZE=128 (set by
- * bin/tollbooth.js before anything touches the pool). File I/O, dns.lookup and
+ * thread pool: 4 threads by default, 128 with UV_THREADPOOL_SIZE=128 (which the
+ * launcher puts in the environment before node starts). File I/O, dns.lookup and
  * other crypto share those threads: the pool-starvation article.
  */
 import { scrypt, timingSafeEqual, randomBytes } from 'node:crypto'

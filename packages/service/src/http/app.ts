@@ -37,9 +37,9 @@ export interface AppOptions {
   clock?: () => number
   /** A pino logger config or instance; false silences logs (tests). */
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
-  /** One of several processes on one port (cluster.ts): /metrics aggregates them all. */
+  /** One of several processes on one port (process/cluster.ts): /metrics aggregates them all. */
   clusterWorker?: boolean
-  /** What the lab's harness changes (src/harness/); production passes none. */
+  /** What the lab's harness changes (harness/); `tollbooth serve` passes none. */
   harness?: AppHarness
 }
 
@@ -62,7 +62,7 @@ export interface AppHarness {
   apiRoutes?: (api: FastifyInstance, parts: HarnessRouteParts) => Promise<void>
 }
 
-/** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. drain: SIGTERM's drain (drain.ts). */
+/** keyRing: the access-token keys (null with HS256); reload() picks up keys other replicas created. drain: SIGTERM's drain (overload/drain.ts). */
 export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null, drain: Drain, mail: MailDispatcher, purge: PurgeJob }
 
 /**
@@ -87,7 +87,7 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
   }
 }
 
-/** The API routes (POST) whose hash queue has its own admission (hash-admission.ts): counted apart from the in-flight cap. */
+/** The API routes (POST) whose hash queue has its own admission (overload/hash-admission.ts): counted apart from the in-flight cap. */
 const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password'])
 
 function sheddingOptions (config: Config, on: boolean, answerHeaders: Readonly<Record<string, string>>, onShed: (reason: ShedReason) => void): SheddingOptions {
@@ -116,7 +116,7 @@ async function checksSettled (checks: ChecksUnderWay, limitMs: number): Promise<
   clearTimeout(timer)
 }
 
-/** Sends the outbox through TOLLBOOTH_SMTP_URL, or writes it to the log when that is unset (src/mail/). */
+/** Sends the outbox through TOLLBOOTH_SMTP_URL, or writes it to the log when that is unset (mail/). */
 function mailDispatcher (config: Config, db: pg.Pool, log: FastifyBaseLogger): MailDispatcher {
   return new MailDispatcher({
     db,
@@ -136,7 +136,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   const { config, db, engine } = options
   const isLoggerInstance = typeof options.logger === 'object' && options.logger !== null && 'child' in options.logger
   const answerHeaders = securityHeaders()
-  // Before the app: the in-flight cap sits in the HTTP server the app is made with (in-flight-gate.ts).
+  // Before the app: the in-flight cap sits in the HTTP server the app is made with (overload/in-flight-gate.ts).
   // Its refusals are counted in the metrics made below; none comes before the app listens.
   const pacer = new RefusalPacer({ now: options.clock ?? (() => performance.now()) })
   const shedding = createShedding({
@@ -186,17 +186,16 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   app.addHook('preClose', async () => {
     closing = true
     shedding.stopRefusing()
-    // node closes the keep-alive connections idle when close() is called; one whose request
-    // was in flight goes idle after its answer and would hold the shutdown for the whole
-    // keep-alive timeout (72 s, past the 15 s shutdown limit). Close such a one right after
-    // its last answer (pipelined answers behind it still go out).
+    // node closes only the connections idle at close(); one whose request was in flight would
+    // hold the shutdown for Fastify's 72 s keep-alive timeout, past the shutdown limit. Close it
+    // right after its last answer (pipelined answers behind it still go out).
     app.server.keepAliveTimeout = 1
   })
   app.addHook('onRequest', async () => {
     // Fastify also sets `connection: close` on these, so the client reconnects elsewhere.
     if (closing) throw createError('SHUTTING_DOWN', undefined, { retryAfterSeconds: 1 })
   })
-  // Before the close, on SIGTERM: readiness off, still serving (drain.ts).
+  // Before the close, on SIGTERM: readiness off, still serving (overload/drain.ts).
   app.decorate('drain', installDrain(app, {
     onPhase: (phase, drainMs) => {
       if (phase === 'draining') app.log.info({ drainMs }, 'draining: /readyz answers 503, requests are still served until the drain ends')
@@ -292,7 +291,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     },
   })
 
-  // With TOLLBOOTH_ADMIN_PORT, /metrics and the readiness details live on the admin listener (admin.ts).
+  // With TOLLBOOTH_ADMIN_PORT, /metrics and the readiness details live on the admin listener (process/admin.ts).
   const adminPortServes = config.adminPort !== undefined
   await app.register(healthRoutes, { db, engine, details: !adminPortServes })
   if (!adminPortServes) await app.register(metricsRoute, { metrics })

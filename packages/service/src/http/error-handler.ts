@@ -1,6 +1,6 @@
 /**
  * Every error leaves as `{ "error": { "code", "message" } }` with a status from
- * the registry in src/errors.ts: Fastify's own errors are mapped onto it, and so
+ * the registry in errors.ts: Fastify's own errors are mapped onto it, and so
  * are the ones Fastify answers without us (a malformed request on the socket,
  * a method the route does not have, a URL that cannot be decoded, a request that
  * arrives while shutting down).
@@ -163,7 +163,7 @@ const overloadRefusals: ReadonlySet<ErrorCode> = new Set(['SERVICE_OVERLOADED', 
 /**
  * `pacer`: every overload refusal that tells the client when to come back (503 + `Retry-After`)
  * is noted for its connection, and for its address if it arrived on a young connection or
- * through a trusted proxy (pacing.ts), wherever it was decided, so that coming back early is held.
+ * through a trusted proxy (overload/pacing.ts), wherever it was decided, so coming back early is held.
  */
 export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -189,9 +189,8 @@ export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer
     if (tollboothError.code === 'HASH_CANCELLED' && reply.raw.destroyed) return
     return sendError(reply, tollboothError)
   })
-  // Decided in onRequest, before the body is read: Fastify parses the body of an unrouted
-  // request with a body method first, so QUERY without a content-type got 400 and PUT with
-  // a text body 415 where the answer is 405. The first hook, so later ones skip such requests.
+  // Decided in onRequest, before the body is read: Fastify would parse an unrouted request's body
+  // first and answer 400 or 415 where the answer is 405. The first hook, so later ones skip it.
   app.addHook('onRequest', async (request, reply) => {
     if (request.is404) return answerUnrouted(app, request, reply)
   })

@@ -34,15 +34,11 @@ export function createLogger (level: string, destination?: pino.DestinationStrea
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 
 /**
- * Fastify's `childLoggerFactory`: a request's child logger (its `reqId` bound) is made the
- * first time the request writes a line at an enabled level, not for every request. pino's
- * `child()` (bindings serialised, the redaction applied to them) took 4.7 % of the main
- * thread's busy time in a profile of the service refusing a crowd (bench/README, "Where a
- * refusal's time goes"), and most requests, every refusal among them, write no line: the
- * one each request passes (`request completed`) is at debug. A line written is the same as
- * before: the child is pino's own, made with the same bindings and options. One difference:
- * until its first line, the request follows its parent's level as it is then (pino fixes a
- * child's level when the child is made); the service never changes its level while it runs.
+ * Fastify's `childLoggerFactory`: a request's child logger (its `reqId` bound) is made the first
+ * time the request writes a line at an enabled level. pino's `child()` is a visible share of a
+ * refusal's cost, and most requests, every refusal among them, write no line. The child is
+ * pino's own, with the same bindings; until its first line the request follows its parent's
+ * level as it is then (the service never changes its level while it runs).
  */
 export function lazyChildLogger (logger: pino.Logger, bindings: pino.Bindings, options: pino.ChildLoggerOptions): pino.Logger {
   // Not a pino logger (Fastify's null logger when logging is off): as Fastify would.

@@ -4,9 +4,8 @@
  * (the route says so with `config: { tokenResponse: true }`).
  *
  * helmet itself, not @fastify/helmet: the plugin builds helmet's middleware anew on every
- * request (options parsed, CSP directives serialised each time). Here helmet runs once, at
- * start, to say which headers these options give (securityHeaders); each answer then gets that
- * fixed set through Fastify's header map (bench/README: a cheap request after issue 9).
+ * request. Here helmet runs once, at start, to say which headers these options give
+ * (securityHeaders); each answer then gets that fixed set through Fastify's header map.
  */
 import type { FastifyInstance, onSendHookHandler } from 'fastify'
 import helmet, { type HelmetOptions } from 'helmet'
@@ -48,7 +47,7 @@ const helmetOptions: Readonly<HelmetOptions> = {
 /**
  * helmet's headers on every answer, set in onRequest so that early refusals (shedding, 404, 405)
  * carry them too. `headers`: securityHeaders(), when the caller also sends them outside Fastify
- * (the in-flight gate's refusal, in-flight-gate.ts).
+ * (the in-flight gate's refusal, overload/in-flight-gate.ts).
  */
 export function installSecurityHeaders (app: FastifyInstance, headers: Readonly<Record<string, string>> = securityHeaders()): void {
   app.addHook('onRequest', (_request, reply, done) => {

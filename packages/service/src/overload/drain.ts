@@ -1,13 +1,11 @@
 /**
- * The graceful drain that comes before a shutdown (SIGTERM). Behind a load balancer, closing
- * the listener at once fails the requests the balancer still sends here until its health check
- * notices (HAProxy: `inter` x `fall`, 2 s x 2 in deploy/haproxy; Kubernetes: until the
- * endpoint removal reaches every node). So the drain first turns readiness off (`GET /readyz`
- * answers 503 `SHUTTING_DOWN`), keeps serving everything else for `TOLLBOOTH_SHUTDOWN_DRAIN_MS`
- * while the balancer moves the traffic away, and answers with `connection: close` meanwhile so
- * keep-alive clients reconnect (through the balancer, to another instance) instead of racing
- * the close of an idle connection later. Then the caller closes: stop accepting, finish the
- * requests in flight, close the pool and the database (start.ts).
+ * The graceful drain before a shutdown (SIGTERM). Behind a load balancer, closing the listener at
+ * once fails what the balancer still sends until its health check notices (HAProxy: `inter` x
+ * `fall`; Kubernetes: until the endpoint removal reaches every node). So the drain turns readiness
+ * off (`GET /readyz` answers 503 `SHUTTING_DOWN`), keeps serving everything else for
+ * `TOLLBOOTH_SHUTDOWN_DRAIN_MS`, and answers with `connection: close` so keep-alive clients
+ * reconnect elsewhere rather than race an idle connection's close. Then the caller closes
+ * (process/start.ts).
  */
 import type { FastifyInstance } from 'fastify'
 import { createError } from '../errors.js'
@@ -31,12 +29,12 @@ export function installDrain (app: FastifyInstance, options: DrainOptions = {}):
   let done: Promise<void> | undefined
   app.addHook('onRequest', async (request) => {
     if (draining && request.routeOptions.url === '/readyz') {
-      // No Retry-After: a health check is not a client to pace (app.ts's pacer would hold the next probe).
+      // No Retry-After: a health check is not a client to pace (http/app.ts's pacer would hold the next probe).
       throw createError('SHUTTING_DOWN', 'The service is draining before it shuts down: take it out of rotation')
     }
   })
   app.addHook('onSend', async (_request, reply, payload) => {
-    // Only while the listener is still open: after the drain, app.ts's closing rules apply.
+    // Only while the listener is still open: after the drain, http/app.ts's closing rules apply.
     if (window) reply.header('connection', 'close')
     return payload
   })

@@ -1,41 +1,23 @@
 /**
- * The in-flight cap, in front of Fastify: past `maxInFlight` API requests in flight, the next
- * one is refused 503 `SERVICE_OVERLOADED` by the HTTP server's own request handler, before
- * Fastify sees it.
- *
- * Why before Fastify: a refusal answered from an `onRequest` hook still paid for what Fastify
- * does with every request, its request and reply objects, routing, the hooks of every answer
- * (the security headers, the request histogram, the request logger) and the reply's
- * serialisation, a good part of a refusal's main-thread time in the profile of a crowd of
- * refusals (bench/README, "Where a refusal's time goes"). A refusal is the same answer whatever
- * the request: it is made once, at start, headers included, and written as is.
+ * The in-flight cap, in front of Fastify: past `maxInFlight` API requests in flight, the next one
+ * is refused 503 `SERVICE_OVERLOADED` by the HTTP server's own request handler. Before Fastify,
+ * because its request objects, routing, hooks and serialisation would be a good part of a
+ * refusal's cost; the refusal is made once, at start, and written as is.
  *
  * Which requests count, from the request line alone (the routes are Fastify's, unknown here):
- * - a path outside `/api/` never (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`,
- *   `/.well-known/...`);
+ * - a path outside `/api/` never (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`, ...);
  * - a POST to a route with an admission of its own (login, register ...) is counted apart and
  *   never refused;
- * - every other request under the cap. A target Fastify's router reads differently from its
- *   text (a percent-escape in the path, an absolute URL) is under the cap too: no spelling of an
- *   API route escapes it, and an unknown one is at worst refused.
- * A counted request is forgotten on its response's `close`, finished or aborted, or on its
- * connection's (a pipelined request's response, still queued when the connection dies, never
- * closes: socket-close.ts).
+ * - every other request under the cap, including a target Fastify reads differently from its text
+ *   (a percent-escape, an absolute URL): no spelling of an API route escapes it.
+ * A counted request is forgotten when its response or its connection closes (request-events.ts:
+ * a pipelined request's response never closes if its connection dies first).
  *
- * A request whose body has not all come by the next turn of the event loop waits outside the
- * count until Fastify serves it (late-body.ts): it holds a connection, not a place. Counted from
- * its request line alone, a client that sent headers and then its body slowly, or never, kept its
- * place until the request timeout, and as many such connections as the cap (128) refused every
- * capped route for that long. It is counted again when Fastify starts serving it (`serving`, from
- * a `preValidation` hook): its body read and parsed, or never read at all. If the cap is full by
- * then, it is refused there, as it would have been had it come then: counted again past the cap,
- * a crowd of clients that each sent their headers and then their body a few milliseconds later
- * would all have been served at once, however many (a review's finding). The price: a client
- * that sends its body late (`Expect: 100-continue` included) may send all of it and be refused,
- * while the cap stays full. One that Fastify answers before serving it (a 400 for JSON that does
- * not parse, a 413, a 415) is never counted again. Fastify runs a GET's handler without reading
- * a body its headers announce: set aside until a body that never comes, such a request would be
- * served uncounted, and a crowd of them would pass the cap.
+ * A request whose body has not all come by the next turn waits outside the count (late-body.ts),
+ * holding a connection, not a place: else as many slow senders as the cap would refuse every
+ * capped route. It is counted again when Fastify starts serving it (`serving`), and refused then
+ * if the cap is full, or a crowd that sends bodies a moment late would pass the cap. A GET that
+ * announces a body is never set aside: Fastify serves it without reading the body.
  *
  * `app.inject()` calls Fastify's handler, not the server's: injected requests are never capped.
  */
@@ -228,8 +210,8 @@ interface FilledServerOptions {
 /**
  * Fastify's `serverFactory`: the HTTP/1 server Fastify makes itself (lib/server.js,
  * getServerInstance), with `gate`, when there is one, in front of Fastify's handler, and each
- * request told to `onRequest` first (the pacer notes its connection's age). Fastify leaves its server settings
- * to a factory; they are set here as Fastify sets them, and a test compares the two servers.
+ * request told to `onRequest` first (the pacer notes its connection's age). Fastify leaves its
+ * server settings to a factory; they are set here as Fastify sets them, and a test compares them.
  */
 export function gatedServerFactory (gate: InFlightGate | undefined, onRequest: (request: http.IncomingMessage) => void = () => {}): FastifyServerFactory {
   return (handler, options) => {

@@ -1,58 +1,21 @@
 /**
- * Paced refusals: what breaks a retry storm.
+ * Paced refusals: what breaks a retry storm. A client that does not wait out `Retry-After` is back
+ * within a millisecond, and thousands of refusals a second take the CPU hashing needs (a
+ * metastable failure). So a client's first refusal is answered at once; a request from the same
+ * client that comes back before its `Retry-After` and would be refused again is held (a timer and
+ * an open socket) until then, and checked once more. Holding only delays what would be a refusal
+ * anyway; a polite client is never held by its own refusal.
  *
- * A refusal answered at once is an invitation: a client that does not wait out
- * `Retry-After` (a k6 virtual user, a naive retry loop) is back within a millisecond,
- * and the faster the refusal, the faster the next one. Thousands of refusals a second
- * take the CPU that hashing needed, and goodput halves (a metastable state: it lasts as
- * long as the crowd). So the first refusal of a client is answered at once, with
- * `Retry-After`; a request from the same client that comes back *before* that time and
- * would be refused again is held (a timer and an open socket, no CPU) until the time it
- * was given, then checked once more: admitted if there is room by then, else refused with
- * a new `Retry-After`. A closed-loop client is thus paced to the rate the service told it,
- * whatever it does.
+ * A client is known by its keys: its connection, its address and, for logins, its account. An
+ * address or an account may be shared (a NAT, a team), so those keys pace only a request on a
+ * young connection (under `maxNewConnectionHoldMs` since its first request, connection-age.ts),
+ * and at most until it is no longer young, or one through a trusted proxy (in full). Past its
+ * youth a connection is its client's own key, and its neighbours' refusals do not hold it. The
+ * shared keys learn only from refusals of requests that arrived young, so a newcomer behind an
+ * office's NAT is not held for a colleague's refusal on the colleague's own connection.
  *
- * A client is known by each of its keys: its connection (a keep-alive client reuses it),
- * its address (clients that open a new connection each time), and, for logins, the
- * account. A request is held until the latest "not before" of its keys. Holding only ever
- * delays an answer that would have been a refusal anyway; a polite client, back after its
- * `Retry-After`, is never held by its own refusal.
- *
- * An address is shared: every user behind one NAT, an office, a mobile carrier's gateway, has
- * it; an account may be too (a family's, a team's, a load test's). So these shared keys pace a
- * request on a young connection only (a client that opens a new connection each time), and a
- * request with no connection of its own (it came through a proxy, whose connections carry many
- * clients). A connection is young for `maxNewConnectionHoldMs` (200 ms) from its first request,
- * whatever its routes (connection-age.ts), and the shared keys hold its requests at most until
- * it is no longer young (and the release spread, below): its first request a moment, never the
- * keys' whole Retry-After. Past that, a connection is its client's own key: the pacer knows from
- * it whether that client waits out its `Retry-After`, and its neighbours' refusals do not hold
- * it. Without this, one refused user held every other user of the same address for a second: in the lab's `stress` scenario,
- * whose 5,000 users all come from one loopback address, every login that would be refused was
- * held; then, while a connection was new until the pacer had seen it (it sees only the hashed
- * routes), a user's first login after dozens of reads on its connection was held as a
- * stranger's (the logins' 503s took 230 ms at the median there, the cheap routes' 6 ms). And a
- * user's login is the first request on its connection as often as a reconnecting client's retry
- * is: behind a carrier's NAT every user's first login waited a second for a neighbour's refusal.
- * A client that reconnects for each retry is still slowed to a few a second, whatever it sends
- * first on each connection. And the shared keys learn only from the refusals of such requests,
- * judged by the connection's age when the request arrived (a connection's first login, refused
- * after waiting in the queue, is still a new client's): a client refused on an older connection
- * is paced by that connection, and says nothing of the strangers behind its address or on its
- * account: a newcomer behind an office's NAT is not held for a colleague's refusal on the
- * colleague's own connection. (Those who are held in the `stress` scenario, 175 of about 4,800
- * refused logins a run, the p99 of the logins' 503s at 250 ms, are users whose first request is
- * a login, held for other such users' refusals: from one address, nothing tells them from one
- * client reconnecting to retry.) A request through a trusted proxy is paced by its shared keys in
- * full: they are its client's best names.
- *
- * Releases are spread: a hold lasts its time plus a random share of it (a quarter at most, by
- * default). Without the spread a crowd refused in one burst is released in one burst a
- * Retry-After later, is refused in one burst again, and so on, and a request that arrives in
- * the burst (a `/healthz` probe) waits behind all of them; spread, the same refusals come a few
- * at a time. Busy stretches of 30 to 60 ms recurring about once a second showed in a 100-VU
- * naive login storm on 2 cores (`node --cpu-prof`); the spread's own effect on `/healthz` p99
- * there was within one run's noise (README, Overload).
+ * Releases are spread (a hold lasts its time plus up to `releaseSpread` of it), so a crowd refused
+ * together is not released, and refused, together again (docs/explanation/overload.md).
  */
 import { isTollboothError, type TollboothError } from '../errors.js'
 import { ConnectionAges } from './connection-age.js'
@@ -238,10 +201,9 @@ export class RefusalPacer {
   }
 
   /**
-   * From the oldest update on: the expired keys up to the first that is not, then, still too many
-   * clients early at once, the oldest. It visits only what it forgets, plus one: a whole scan on
-   * every refusal once the map was full of live keys took 5 ms a refusal at 100,000 of them
-   * (a review's measurement), a refusal made dear.
+   * From the oldest update on: the expired keys up to the first that is not, then, still too many,
+   * the oldest. It visits only what it forgets, plus one: a whole scan on every refusal of a full
+   * map would make each refusal dear.
    */
   private forget (): void {
     const now = this.now()

@@ -2,14 +2,11 @@
  * What happens to a request after it arrived: when it arrived, when its answer or its connection
  * closes, and a signal for its client leaving.
  *
- * Closing is followed with one `close` listener per socket whatever the number of callbacks.
- * Why not a response's own `close`: a response to a pipelined request (one sent on a
- * connection before the answer to the one ahead of it) waits in Node's queue without a socket,
- * and if the connection dies there it never emits `close`. What was counted or waited for on
- * it would be kept forever: the in-flight gate's count (in-flight-gate.ts: a few pipelined
- * bursts, each reset, and every capped route answered 503 until a restart), a hash run for a
- * client that left (`clientGoneSignal`). And why one listener: those pipelined requests each
- * register a callback, and a listener apiece would pile up on the socket (Node warns past ten).
+ * Closing is followed on the socket too, not only the response: a response to a pipelined
+ * request waits in Node's queue without a socket, and if the connection dies there it never emits
+ * `close`, so what was counted for it (the in-flight cap's place, a queued hash) would be kept
+ * forever. One `close` listener per socket serves every callback: a listener apiece for pipelined
+ * requests would pile up (Node warns past ten).
  */
 import type http from 'node:http'
 import type net from 'node:net'

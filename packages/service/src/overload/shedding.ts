@@ -45,7 +45,7 @@ export interface SheddingOptions {
   /** Sent as `Retry-After` with every refusal. */
   retryAfterSeconds: number
   /**
-   * Headers every answer carries (security-headers.ts): the in-flight gate answers before
+   * Headers every answer carries (http/security-headers.ts): the in-flight gate answers before
    * Fastify's hooks set them, so its refusal carries them from here.
    */
   answerHeaders: Readonly<Record<string, string>>

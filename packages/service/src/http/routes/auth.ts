@@ -66,7 +66,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
-    // The account is a pacing key too, shared like the address (pacing.ts), known once the body is
+    // The account is a pacing key too, shared like the address (overload/pacing.ts), known once the body is
     // here: a login admitted again after its body came late is held for its account's refusals.
     return await auth.login(request.body, await admittedRequest(loginAdmission, request, reply, [`account:${normaliseEmail(request.body.email)}`]))
   })

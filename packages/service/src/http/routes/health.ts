@@ -11,7 +11,7 @@ import type { Metrics } from '../../metrics/index.js'
 export interface HealthRoutesOptions {
   db: pg.Pool
   engine: PasswordEngine
-  /** The hash pool's figures in /readyz's answer: false when TOLLBOOTH_ADMIN_PORT serves them (admin.ts), and /readyz says its status alone. */
+  /** The hash pool's figures in /readyz's answer: false when TOLLBOOTH_ADMIN_PORT serves them (process/admin.ts), and /readyz says its status alone. */
   details: boolean
   readinessTimeoutMs?: number
 }
@@ -98,7 +98,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
   })
 }
 
-/** GET /metrics: on the API port, or on the admin port alone when TOLLBOOTH_ADMIN_PORT is set (admin.ts). */
+/** GET /metrics: on the API port, or on the admin port alone when TOLLBOOTH_ADMIN_PORT is set (process/admin.ts). */
 export const metricsRoute: FastifyPluginAsyncTypebox<MetricsRouteOptions> = async (app, { metrics }) => {
   app.get('/metrics', {
     schema: { tags: ['operations'], summary: 'Prometheus metrics (text exposition format)', produces: ['text/plain'] },

@@ -32,7 +32,7 @@ export function rampThenHold (phase, extra = {}) {
 /**
  * What a VU does with a 503: `wait` out its Retry-After (a polite client, the default), or
  * `retry` at once, as the seed articles' VUs do (a naive client: the retry storm that overload
- * protection must survive; README, "Overload: clients that wait out Retry-After, and clients that do not").
+ * protection must survive; docs/explanation/overload.md).
  */
 export const ON_503 = envChoice('ON_503', 'wait', ['wait', 'retry'])
 

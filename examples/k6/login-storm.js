@@ -27,7 +27,7 @@ const loginsOk = new Counter('logins_ok')
  * The logins that ended within the schedule (RAMP + HOLD from the storm's start). k6 lets the
  * iterations under way at its end finish (gracefulStop), and `logins_ok` counts them too: a
  * server that had queued 100 logins is credited with them. Comparisons of servers use this one,
- * over RAMP + HOLD seconds, as the load lab counts (README, "Overload").
+ * over RAMP + HOLD seconds, as the load lab counts (docs/explanation/overload.md).
  */
 const loginsOkInSchedule = new Counter('logins_ok_in_schedule')
 const SCHEDULE_MS = (seconds(RAMP) + seconds(HOLD)) * 1000

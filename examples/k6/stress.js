@@ -64,7 +64,7 @@ export const options = {
     'checks{phase:stress}': ['rate>0.99'],
     // Past capacity the excess is refused, not queued: a cheap route's 503 comes within half a
     // second even at the 99th percentile (a main thread on a saturated two-core machine, the
-    // load generator on the same cores; bench/README, "The stress scenario").
+    // load generator on the same cores; packages/service/bench/README.md, "The `stress` scenario").
     'http_req_duration{phase:stress,cheap:yes,status:503}': ['p(99)<500'],
     // Something was served (so the latency threshold above is not vacuous on an empty run).
     requests_ok: ['count>0'],

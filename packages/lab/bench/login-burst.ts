@@ -10,9 +10,8 @@
  *   npm run bench:burst -- --logins 1000                                # a service started here, as it ships
  *   npm run bench:burst -- --target http://127.0.0.1:3000 --logins 1000  # one started by hand (on 127.x)
  *
- * A login refused at the door (hash-admission.ts, with the places held by logins admitted
- * before it: scheduler.ts `HashReservation`) costs a fraction of a millisecond and no query; one
- * admitted costs a database lookup before the queue can refuse it.
+ * A login refused at the door (the service's admission, which counts the queue places held by
+ * logins admitted before it) costs a fraction of a millisecond and no query.
  */
 import { parseArgs } from 'node:util'
 import { startDatabase } from 'tollbooth/launcher'

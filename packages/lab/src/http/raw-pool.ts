@@ -11,7 +11,7 @@
  * of a cheap route (about 22,000 arrivals a second, 2,000 connections, two cores) that took the
  * generator a whole core, and the lab measured its own saturation instead of the service. This
  * client took about half a core there, and in a closed loop 28 µs of generator CPU a request
- * against undici's 32 (bench/README, "The lab's own HTTP client"; `--http-client undici` keeps
+ * against undici's 32 (packages/service/bench/README.md; `--http-client undici` keeps
  * undici, to compare).
  */
 import { RawConnection } from './raw-connection.js'

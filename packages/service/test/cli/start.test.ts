@@ -53,7 +53,7 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
       const registered = await request({ url: first.url }, 'POST', '/api/v1/auth/register', { body: account })
       assert.equal(registered.status, 201, JSON.stringify(registered.body))
       assert.match(first.output(), /"cpuBudget":\{"cpus":\d+/)
-      // TOLLBOOTH_ACCEPTORS (16): the socket is listened on through 16 descriptors (src/server/acceptors.ts).
+      // TOLLBOOTH_ACCEPTORS (16): the socket is listened on through 16 descriptors (src/process/acceptors.ts).
       assert.equal(listeningDescriptors(first.child.pid ?? 0, Number(new URL(first.url).port)), 16)
       assert.ok(!first.output().includes(account.password), 'the password is never logged')
       assert.ok(!first.output().includes(registered.body.refreshToken), 'tokens are never logged')

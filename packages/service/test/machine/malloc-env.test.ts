@@ -1,5 +1,5 @@
 /**
- * glibc's malloc settings for the hash threads' memory (src/hashing/malloc-env.ts): with them a
+ * glibc's malloc settings for the hash threads' memory (src/machine/malloc-env.ts): with them a
  * scrypt hash in a worker thread reuses its buffer instead of faulting 32 MiB in afresh each
  * time; they are added only where glibc takes them. Counted in page faults, not timed.
  */

@@ -1,5 +1,5 @@
 /**
- * addAcceptors (src/server/acceptors.ts): copies of the listening descriptor let a crowd of new
+ * addAcceptors (src/process/acceptors.ts): copies of the listening descriptor let a crowd of new
  * connections in while the event loop is busy, keep the connection cap over all of them, stop
  * with the server, and fall back to the server's own descriptor when no copy can be made.
  * Real sockets, a real helper process; turns of the loop are counted, not timed.

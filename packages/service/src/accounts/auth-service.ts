@@ -58,11 +58,7 @@ export interface AuthServiceDeps {
   unverifiedLogin?: 'allow' | 'refuse' | 'hide'
 }
 
-/**
- * The client address a session records: an IP address, or nothing. Behind a trusted proxy
- * `request.ip` is whatever the client put in X-Forwarded-For, so anything else is dropped
- * rather than stored (the column holds 64 characters).
- */
+/** The client address a session records: an IP address or nothing (behind a proxy, X-Forwarded-For is the client's text). */
 function sessionAddress (client: string | undefined): string | null {
   return client !== undefined && isIP(client) !== 0 ? client : null
 }
@@ -84,10 +80,7 @@ export class AuthService {
 
   constructor (private readonly deps: AuthServiceDeps) {}
 
-  /**
-   * Opens a session (a refresh family) for the user, with its first refresh token, in one
-   * statement (atomic on its own): on the pool (a login, one round trip) or inside a transaction (register).
-   */
+  /** Opens a session and its first refresh token in one statement: on the pool (a login) or in a transaction (register). */
   private async openSession (db: Queryable, user: User, context: HashedRequest): Promise<AuthResult> {
     const sessionId = newTokenFamily()
     const expiresAt = new Date(Date.now() + this.deps.sessionMaxLifetimeSeconds * 1000)
@@ -103,7 +96,6 @@ export class AuthService {
     return new Date(Math.min(Date.now() + this.deps.refreshTokenTtlSeconds * 1000, sessionExpiresAt.getTime()))
   }
 
-  /** A new refresh token of the session. */
   private async insertToken (db: Queryable, userId: string, sessionId: string, sessionExpiresAt: Date): Promise<NewRefreshToken> {
     const refresh = newRefreshToken()
     await insertRefreshToken(db, { tokenHash: refresh.tokenHash, familyId: sessionId, userId, expiresAt: this.tokenExpiresAt(sessionExpiresAt) })
@@ -140,9 +132,8 @@ export class AuthService {
   }
 
   /**
-   * TOLLBOOTH_REGISTRATION_MODE=enumeration-safe: no answer tells a taken address from a new
-   * one. A new address gets its account and the verification mail, a taken one's owner a
-   * notice; both cost one hash, and neither signs anyone in.
+   * TOLLBOOTH_REGISTRATION_MODE=enumeration-safe: a new address gets its account and the
+   * verification mail, a taken one's owner a notice; both cost one hash and answer alike.
    */
   async registerQuietly (input: { email: string, password: string, name?: string | undefined }, context: HashedRequest): Promise<void> {
     const email = normaliseEmail(input.email)
@@ -170,8 +161,7 @@ export class AuthService {
     const { found: { user, failures }, end: endCheck } = await startPasswordCheck(read, keys, passwordCheckRules(this.deps, ticket), this.loginLog)
     try {
       if (user === undefined) {
-        // As many verifies of the current policy as a wrong password of this input costs (one per
-        // form): same status, body and time.
+        // As many verifies as a wrong password of this input costs: same status, body and time.
         return await this.failLogin(keys, 'unknown_email', await verifyDummyForms(this.deps.engine, forms, ticket))
       }
       const verified = await verifyPasswordForms(this.deps, forms, user, ticket, 'login')
@@ -187,8 +177,7 @@ export class AuthService {
       // deletion's lock order (db/accounts.ts).
       const [result] = await Promise.all([
         this.openSession(this.deps.db, user, context).catch((err: unknown) => {
-          // The account was deleted (DELETE /me committed) between the lookup and this insert: its
-          // foreign key finds no user. The answer is what the account's absence gets, not a 500.
+          // The account was deleted since the lookup: answered as its absence would be, not a 500.
           if (!isForeignKeyViolation(err)) throw err
           this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: keys.address }, 'login of an account deleted meanwhile')
           throw createError('AUTH_INVALID_CREDENTIALS')
@@ -205,10 +194,7 @@ export class AuthService {
     }
   }
 
-  /**
-   * Counts the failure for the account and the address (before answering), logs it, and throws
-   * the 401, or `answer` instead: a later form's refusal (`VerifiedForm.unfinished`).
-   */
+  /** Counts and logs the failure, then throws the 401, or `answer` (a later form's refusal) instead. */
   private async failLogin (keys: ThrottleKeys, reason: LoginFailure, answer?: unknown): Promise<never> {
     await recordFailedCheck(this.deps.db, keys, reason, this.now(), this.deps.loginThrottle, this.loginLog)
     throw answer ?? createError('AUTH_INVALID_CREDENTIALS')

@@ -150,7 +150,7 @@ export class ChecksUnderWay {
 
   /**
    * Wakes every waiting check of `scopes`' keys, after a 429 on their recorded failures: each would
-   * be refused too, and woken one by one the tail of a burst would reach its deadline (a 503).
+   * get the same 429, and woken one by one the tail of a burst would reach its deadline (a 503).
    */
   wakeAll (keys: ThrottleKeys, scopes: readonly ThrottleScope[]): void {
     const [account, address] = names(keys)

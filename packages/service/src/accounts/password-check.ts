@@ -20,11 +20,7 @@ export interface HashedRequest {
   userAgent?: string | undefined
 }
 
-/**
- * A second hash of the request (the new password, once the current one is verified): due
- * `deadlineMs` after the request arrived, in the ticket's turn, dropped when its client leaves,
- * and admitted when queued (the first hash took the ticket's place).
- */
+/** A second hash of the request (a new password): due `deadlineMs` after its arrival, in the ticket's turn, admitted when queued. */
 export function laterHashOptions (request: HashedRequest, deadlineMs: number): HashOptions {
   const { client, signal } = request.ticket
   return { deadlineAt: hashDeadlineAt(request.receivedAt, deadlineMs), client, ...(signal === undefined ? {} : { signal }) }
@@ -33,11 +29,7 @@ export function laterHashOptions (request: HashedRequest, deadlineMs: number): H
 /** A verify's result, with the form of the typed password that matched (undefined: none tried). */
 export interface VerifiedForm extends VerifyResult {
   form: string | undefined
-  /**
-   * Why a form after the first could not be verified (the queue, the deadline), when that
-   * happened: the check is then decided as not matching, and this is its answer, once the failure
-   * is counted (`verifyFormsOfCheck`).
-   */
+  /** Why a later form could not be verified (the queue, the deadline): the answer once the failure is counted. */
   unfinished?: unknown
 }
 
@@ -51,8 +43,7 @@ export interface VerifiedForm extends VerifyResult {
  */
 export async function verifyFormsOfCheck (forms: readonly string[], ticket: HashTicket, verifyForm: (form: string, options: HashOptions) => Promise<VerifyResult>): Promise<VerifiedForm> {
   let result: VerifiedForm = { match: false, needsRehash: false, form: undefined }
-  // The later forms: the ticket's deadline and turn, without its client's signal, and admitted when
-  // queued (the first took the place).
+  // The later forms: the ticket's deadline and turn, without its client's signal (the first took the place).
   const afterFirst: HashOptions = { ...(ticket.deadlineAt === undefined ? {} : { deadlineAt: ticket.deadlineAt }), client: ticket.client }
   for (const [index, form] of forms.entries()) {
     let verified: VerifyResult
@@ -100,11 +91,7 @@ export async function verifyPasswordForms (deps: { engine: PasswordEngine, log: 
   }
 }
 
-/**
- * One dummy verify per form, under the rules of a real check's (`verifyFormsOfCheck`): what a
- * wrong password of the same input costs a known account. Returns the refusal of a later form
- * that could not run, if one could not.
- */
+/** One dummy verify per form, as a wrong password for a known account costs; returns a later form's refusal, if any. */
 export async function verifyDummyForms (engine: PasswordEngine, forms: readonly string[], ticket: HashTicket): Promise<unknown> {
   return (await verifyFormsOfCheck(forms, ticket, async (form, options) => {
     await engine.verifyDummy(form, options)
@@ -122,11 +109,7 @@ export interface PasswordCheckLog {
   fields?: Record<string, unknown>
 }
 
-/**
- * Throws TOO_MANY_ATTEMPTS (logged as a security event) when the throttle refuses a password
- * check now, before any hash; first wakes the checks waiting on the refused keys, which read the
- * same failures.
- */
+/** Throws TOO_MANY_ATTEMPTS (a security event) when the throttle refuses the check, first waking the checks waiting on those keys. */
 function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog, checks: ChecksUnderWay): void {
   const decision = decide(failures, nowMs, policy)
   if (decision.allowed) return

@@ -157,7 +157,7 @@ class Engine implements PasswordEngine {
     // Synchronous randomBytes reads the kernel CSPRNG directly; it never touches libuv's pool.
     const dummyPassword = randomBytes(18).toString('base64url')
     this.dummyHash = String((await this.executor.runInternal(hashTask(this.policy, dummyPassword))).value)
-    // Warm each thread (a few at most: libuv-128 would otherwise run 128 warm-up hashes).
+    // Warm each thread (a few at most: the lab's libuv-128 would otherwise warm up 128 threads).
     await Promise.all(Array.from({ length: Math.min(this.executor.threads, 8) }, async () => {
       this.learnPolicyVerify((await this.executor.runInternal({ kind: 'verify', password: dummyPassword, stored: this.dummyHash })).runMs)
     }))

@@ -1,10 +1,7 @@
 /**
- * Where hashing work runs: one small interface. `pool.ts` is tollbooth's own (CPU-budgeted
- * threads, admission, deadlines, cancellation); the lab's harness gives the engine others (the
- * seed articles' strategies) behind the same interface, so the engine does not know which one
- * runs its work.
- *
- * The engine has already parsed and bounded everything a task carries; an executor trusts its input.
+ * Where hashing work runs: one small interface. pool.ts is tollbooth's own; the lab's harness
+ * gives the engine the seed articles' strategies behind the same interface. The engine has
+ * already bounded everything a task carries; an executor trusts its input.
  */
 import type { TollboothError } from '../errors.js'
 import type { AdmissionRequest, AdmissionTicket } from './ticket.js'
@@ -15,11 +12,7 @@ export type HashTask =
   | { kind: 'hash', algorithm: 'argon2id', params: Argon2Params, password: string }
   | { kind: 'hash', algorithm: 'bcrypt', params: BcryptParams, password: string }
   | { kind: 'hash', algorithm: 'scrypt', params: ScryptParams, password: string }
-  /**
-   * `mismatchRunMs`: a mismatch keeps its thread busy until this much run time has passed, so a
-   * wrong password against an outdated, cheaper hash costs what one against the policy's does,
-   * in time and in the thread it holds (engine.ts).
-   */
+  /** `mismatchRunMs`: a mismatch holds its thread this long, so an outdated, cheaper hash costs what the policy's does (engine.ts). */
   | { kind: 'verify', password: string, stored: string, mismatchRunMs?: number }
   | { kind: 'ping' }
 
@@ -49,16 +42,12 @@ export interface HashExecutor {
   /** `tollbooth`, or the name of another executor (the lab's harness). */
   readonly strategy: string
   readonly threads: number
-  /**
-   * Admission: a ticket (holding a queue place where the executor has a queue of its own), or
-   * the refusal a request would get now, counted nowhere (the engine counts what it answers).
-   */
+  /** Admission: a ticket (holding a queue place, where the executor has a queue), or the refusal, not counted. */
   admit (request: AdmissionRequest, now: number): AdmissionTicket | TollboothError
   /**
-   * Runs one hash or verify under its ticket: a ticket holding its place is queued without asking
-   * admission again; one without (released, expired, or made at submission) is admitted now.
-   * Resolves with the worker's value and how long the hash itself ran; rejects with a coded
-   * error (SERVICE_OVERLOADED, HASH_DEADLINE_EXCEEDED, HASH_CANCELLED, HASH_POOL_CLOSED ...).
+   * Runs one hash or verify under its ticket: one holding its place is queued without asking
+   * admission again; one without (released, expired, made at submission) is admitted now.
+   * Resolves with the value and the hash's run time; rejects with a coded error.
    */
   run (task: HashTask, work: HashWork): Promise<TimedValue>
   /** Runs work that is no request (warm-up): not counted, but it teaches the mean run time. */

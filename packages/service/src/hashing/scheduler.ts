@@ -117,10 +117,7 @@ export class HashScheduler<T extends Ticket> {
     return this.running.size < this.threads && this.queuedCount === 0
   }
 
-  /**
-   * Holds a place for an admitted `kind` request until it is queued (`QueuePlace`): from now on
-   * admission counts it as waiting. Check `refusal` first.
-   */
+  /** Holds a place for an admitted `kind` request until it is queued (`QueuePlace`). Check `refusal` first. */
   reserve (kind: HashTaskKind, expiresAt: number): QueuePlace {
     const place = new QueuePlace(kind, expiresAt, this.releasePlace)
     // In expiry order, not the order made: a request held by pacing reserves late with an early
@@ -147,9 +144,7 @@ export class HashScheduler<T extends Ticket> {
 
   /**
    * Admission: why a `kind` request of `client` with this deadline would be refused now, or
-   * undefined when it would be admitted (possibly by evicting another, see `enqueue`). Requests
-   * admitted and not queued yet count as waiting ahead of it (verifies before hashes). Counted in
-   * `admissionChecks`, nothing else.
+   * undefined (it may evict another, see `enqueue`). Counted in `admissionChecks`, nothing else.
    */
   refusal (kind: HashTaskKind, client: string, deadlineAt: number | undefined, now = this.now()): Refusal | undefined {
     this.admissionChecks++
@@ -181,11 +176,7 @@ export class HashScheduler<T extends Ticket> {
     return undefined
   }
 
-  /**
-   * The one refusal an admitted request still meets when its hash is queued: its deadline has
-   * passed (a slow database lookup, a busy event loop), and starting it now helps no one. Not an
-   * admission decision: nothing else of the queue is weighed.
-   */
+  /** The one refusal an admitted request still meets when its hash is queued: its deadline has passed. Not an admission decision. */
   lateRefusal (kind: HashTaskKind, client: string, deadlineAt: number | undefined, now = this.now(), reservedAhead = 0): Refusal | undefined {
     if (deadlineAt === undefined || now <= deadlineAt) return undefined
     return {
@@ -195,10 +186,7 @@ export class HashScheduler<T extends Ticket> {
     }
   }
 
-  /**
-   * Queues an admitted ticket (check `refusal` first) and returns the ticket it evicted to make
-   * room, if any: the caller answers that one SERVICE_OVERLOADED. Call `dispatch` after.
-   */
+  /** Queues an admitted ticket; returns the one it evicted, if any, for the caller to answer SERVICE_OVERLOADED. Call `dispatch` after. */
   enqueue (ticket: T): T | undefined {
     let evicted: T | undefined
     if (this.queuedCount >= this.maxQueue) {
@@ -216,27 +204,17 @@ export class HashScheduler<T extends Ticket> {
     return evicted
   }
 
-  /**
-   * The seconds until a `kind` request of `client` with a deadline `deadlineMs` from its arrival
-   * would be admitted, for one that could not be: its wait expected now, against the share of
-   * that deadline admission allows it (`refusal`), at least 1.
-   */
+  /** Seconds until a `kind` request of `client`, due `deadlineMs` after its arrival, would be admitted; at least 1. */
   retryAfterSeconds (kind: HashTaskKind, client: string, deadlineMs: number): number {
     return retryAfterSeconds(this.expectedWaitMs(kind, client), this.waitBudgetMs(deadlineMs))
   }
 
-  /**
-   * How long a request whose deadline is `deadlineMs` from now may be expected to wait and still
-   * be admitted: the admission share of the time before it must start (`startBy`).
-   */
+  /** How long a request due in `deadlineMs` may be expected to wait and still be admitted. */
   private waitBudgetMs (deadlineMs: number): number {
     return (deadlineMs - this.meanRunMs) * this.admissionShare
   }
 
-  /**
-   * A deadline is when the answer is due: the hash must finish by then, so it must start one
-   * mean run earlier. (Admitted logins then finish within the deadline, not a hash after it.)
-   */
+  /** The hash must finish by the deadline, so it must start one mean run earlier. */
   private startBy (deadlineAt: number): number {
     return deadlineAt - this.meanRunMs
   }
@@ -251,9 +229,8 @@ export class HashScheduler<T extends Ticket> {
   }
 
   /**
-   * Tickets to start now, one per free thread: the oldest verify of the client whose turn it
-   * is, else a hash likewise. A ticket found past its deadline is expired instead (a timer
-   * delayed by a busy event loop must not let it run late).
+   * Tickets to start now, one per free thread, verifies first, clients in turn. A ticket found
+   * past its deadline is expired instead (its timer may be late on a busy event loop).
    */
   dispatch (): T[] {
     const started: T[] = []

@@ -72,10 +72,7 @@ export interface HashTicket {
 export interface HashOptions extends HashRequest {
   /** The request's ticket (`PasswordEngine.admit`); the request's own fields are then its. */
   ticket?: HashTicket
-  /**
-   * Once the hash has started, aborting no longer cancels it: a password check's failure is
-   * counted whatever the client does, so hanging up mid-verify never skips the count.
-   */
+  /** Once the hash has started, an abort no longer cancels it: hanging up mid-verify never skips a failure's count. */
   keepIfStarted?: boolean
 }
 
@@ -122,9 +119,8 @@ export interface PasswordEngine {
   readonly strategy: string
   readonly cpuBudget: CpuBudget
   /**
-   * Admission, decided once: a ticket holding a place in the queue, or the refusal a `kind`
-   * request would get now, not yet counted (a caller that holds the request and tries again
-   * counts only its last answer, `refuse`). Synchronous, so it runs before the body is read.
+   * Admission, decided once: a ticket holding a place in the queue, or the refusal a `kind` request
+   * would get now, not yet counted (`refuse` counts the answer given). Synchronous and cheap.
    */
   admit (kind: HashTaskKind, request?: HashRequest): HashTicket | TollboothError
   /** Counts a refusal `admit` returned as that request's outcome, and throws it. */
@@ -133,9 +129,8 @@ export interface PasswordEngine {
   hash (password: string, options?: HashOptions): Promise<string>
   /**
    * Verify against a stored hash of any supported algorithm (dispatch on its prefix). A mismatch
-   * against a hash of other parameters than the policy's answers no sooner than a verify of the
-   * policy's takes (its mean run time), so a wrong password's answer does not tell an account
-   * with an outdated hash from an unknown one (which `verifyDummy` answers).
+   * against an outdated hash answers no sooner than a verify of the policy's, so its timing does
+   * not tell the account from an unknown one (`verifyDummy`).
    */
   verify (password: string, storedHash: string, options?: HashOptions): Promise<VerifyResult>
   /** Spend exactly one verify against a dummy hash of the current policy (unknown accounts). */
@@ -161,10 +156,7 @@ export interface PasswordEngineOptions {
   threads?: number
   /** Requests allowed to wait for a thread, 0 to 1,000,000. Default: threads × 64. */
   maxQueue?: number
-  /**
-   * The hash threads' nice value, 0 to 19 (Linux; elsewhere ignored). Default 10: a hash thread
-   * yields a core to the event loop and PostgreSQL when they need it, and takes what they leave.
-   */
+  /** The hash threads' nice value, 0 to 19 (Linux only). Default 10: the event loop and PostgreSQL get a core first. */
   threadNice?: number
   /** Where to read cgroup limits from (tests point these at fake trees). */
   cpu?: { cgroupRoot?: string, procSelfCgroup?: string }

@@ -17,7 +17,7 @@ export interface HaproxyConfigOptions {
   servers: readonly HaproxyServer[]
   /** Unix socket for `show stat` (which servers are up). */
   statsSocket: string
-  /** Health-check interval; default 1000 ms (deploy/: 2 s, for a drain of 5 s with more slack). */
+  /** Health-check interval; default 1000 ms (deploy/ checks less often, with its drain sized to match). */
   checkIntervalMs?: number
 }
 

@@ -1,11 +1,8 @@
 /**
- * Hash admission at the door. A route that hashes (login, registration, a reset, a password
- * given again) is admitted once, in `onRequest`, before its body is read, parsed or validated
- * and before any query: refused (503 + Retry-After) when the hash queue cannot serve it before
- * its deadline, so a refusal costs a fraction of a served request; admitted with a ticket
- * (`HashTicket`: its deadline, its client, the signal of its client leaving, a place in the
- * queue) that the rest of the request consumes. Refusals are paced (pacing.ts): a client back
- * before its Retry-After is held, then asked once more.
+ * Hash admission at the door. A route that hashes is admitted once, in `onRequest`, before its
+ * body is read and before any query, so a refusal (503 + Retry-After) costs a fraction of a served
+ * request; admitted, it gets a ticket (`HashTicket`) that the rest of the request consumes.
+ * Refusals are paced (pacing.ts).
  */
 import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
@@ -30,10 +27,9 @@ export interface HashAdmissionOptions {
 }
 
 /**
- * The keys a client is paced by: its connection (with its age now and when the request arrived),
- * and `keys` it may share with others (pacing.ts), by default its address, the only one known
- * before its body is read. A request that came through a trusted proxy (its address read from
- * X-Forwarded-For) is not on a connection of its own: the proxy's connections carry many clients.
+ * The keys a client is paced by: its connection (with its ages) and `keys` it may share, by
+ * default its address. Through a trusted proxy it has no connection of its own: the proxy's
+ * connections carry many clients.
  */
 export function connectionKeys (pacer: RefusalPacer, request: FastifyRequest, reply: FastifyReply, keys: readonly string[] = [`ip:${request.ip}`]): ClientKeys {
   const socket = request.raw.socket
@@ -42,11 +38,7 @@ export function connectionKeys (pacer: RefusalPacer, request: FastifyRequest, re
   return { connection: socket, connectionAgeMs: ageMs, arrivalAgeMs: Math.max(0, ageMs - reply.elapsedTime), keys }
 }
 
-/**
- * Admits the request through the pacer: admission asked once, and once more after a hold. The
- * hold never takes more than half the deadline: a held request keeps time to be admitted and
- * finish its hash when asked again (a longer hold would only ever end in a refusal).
- */
+/** Admits the request through the pacer. A hold takes at most half the deadline: a longer one could only end in a refusal. */
 async function pacedTicket ({ engine, pacer, kind, deadlineMs }: HashAdmissionOptions, hashRequest: HashRequest, client: ClientKeys, request: FastifyRequest, reply: FastifyReply): Promise<HashTicket> {
   const arrivedAt = requestReceivedAt(reply)
   return await pacer.admit(
@@ -58,11 +50,9 @@ async function pacedTicket ({ engine, pacer, kind, deadlineMs }: HashAdmissionOp
 }
 
 /**
- * The place is held from the admission until the hash is submitted (the engine takes it then)
- * or the request ends, answered or abandoned, whichever comes first. A body that has not all
- * come a turn after its headers gives the place back (late-body.ts): a client that sends
- * headers and then nothing must not hold places that refuse every login; such a request is
- * admitted again when its body is here (`readmitAfterBody`).
+ * The place is held until the hash is submitted or the request ends. A body still coming a turn
+ * after its headers gives it back (late-body.ts), so headers alone cannot hold places that refuse
+ * every login; such a request is admitted again once its body is here (`admittedTicket`).
  */
 function holdTicket (request: FastifyRequest, reply: FastifyReply, ticket: HashTicket): void {
   request.hashTicket = ticket
@@ -78,11 +68,9 @@ export function hashAdmission (options: HashAdmissionOptions): onRequestAsyncHoo
 }
 
 /**
- * The request's ticket, once its body is here. A ticket that kept its place is used as it is: no
- * second admission. One whose place was given back while its body came is admitted again (a
- * wait ended), paced also by `sharedKeys` only the body tells (a login's account: clients that
- * change connection and address to retry one account are slowed to a few tries a second). A
- * route without the hook (the lab's diagnostic login) is admitted here.
+ * The request's ticket, once its body is here: one that kept its place is used as it is. One that
+ * gave its place back while its body came is admitted again, paced also by `sharedKeys` the body
+ * tells (a login's account). A route without the hook (the lab's diagnostic login) is admitted here.
  */
 export async function admittedTicket (options: HashAdmissionOptions, request: FastifyRequest, reply: FastifyReply, sharedKeys: readonly string[] = []): Promise<HashTicket> {
   const ticket = request.hashTicket

@@ -71,11 +71,9 @@ interface Counted {
 const bodylessMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'TRACE'])
 
 /**
- * A request that announces a body (a length above 0, or chunks) Fastify will wait for: never a
- * GET's, HEAD's or TRACE's, and only with a Content-Type (without one, Fastify runs a DELETE's or
- * an OPTIONS' handler without the body and refuses a POST's 415 at once; handle-request.js).
- * One served without its body, set aside while an `onRequest` hook waited on the database (a
- * session check), would pass the cap before `serving` counted it again.
+ * A request that announces a body Fastify will wait for: never a GET's, HEAD's or TRACE's, and
+ * only with a Content-Type (handle-request.js). One Fastify serves without its body must not be
+ * set aside, or it would pass the cap before `serving` counted it again.
  */
 function mayHaveBody (request: http.IncomingMessage): boolean {
   if (bodylessMethods.has(request.method ?? '') || request.headers['content-type'] === undefined) return false
@@ -113,11 +111,7 @@ export class InFlightGate {
   /** From now on every request goes on to Fastify (still counted): at shutdown, the app answers them itself. */
   stopRefusing (): void { this.#refusing = false }
 
-  /**
-   * Fastify has started serving `request` (its body read and parsed, or not read at all): a
-   * request set aside for its body is counted again if there is room (true), or refused (false:
-   * the caller answers the refusal); one not yet checked never will be.
-   */
+  /** Fastify has started serving `request`: one set aside for its body is counted again if there is room (true), else refused (false). */
   serving (request: http.IncomingMessage): boolean {
     const counted = this.#mayPark.get(request)
     if (counted === undefined) return true
@@ -179,10 +173,7 @@ export class InFlightGate {
     return counted
   }
 
-  /**
-   * Out of the count, a turn after its admission, a request whose body has not all come and that
-   * Fastify is not serving yet, until Fastify serves it.
-   */
+  /** A turn after its admission, a request whose body is still coming leaves the count until Fastify serves it. */
   #park (counted: Counted): void {
     if (counted.released || counted.serving) return
     counted.parked = true

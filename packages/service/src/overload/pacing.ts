@@ -41,22 +41,11 @@ export interface PacerOptions {
 export interface ClientKeys {
   /** The client's own connection; absent when it is not the client's own (a proxy's). */
   connection?: object | undefined
-  /**
-   * Milliseconds since the first request on its connection came (connection-age.ts). Absent: 0
-   * until the pacer has seen the connection, then old.
-   */
+  /** Ms since its connection's first request (connection-age.ts); absent: young until the pacer has seen the connection. */
   connectionAgeMs?: number
-  /**
-   * The connection's age when this request arrived (its first: 0), by which its refusal is
-   * noted: a connection's first request refused after a long wait (a login that expired in the
-   * queue) is still a new client's. Absent: `connectionAgeMs`.
-   */
+  /** Its connection's age when it arrived, by which its refusal is noted (a first login refused after a long wait is still a new client's). */
   arrivalAgeMs?: number
-  /**
-   * Keys other clients may share: the address (`ip:…`), a login's account (`account:…`). They
-   * pace a request on a young connection (until it is `maxNewConnectionHoldMs` old), and one
-   * with no connection of its own (in full).
-   */
+  /** Keys other clients may share (`ip:…`, `account:…`): they pace a request on a young connection, or one with no connection of its own. */
   keys: readonly string[]
 }
 
@@ -75,10 +64,7 @@ export class RefusalPacer {
   private readonly maxKeys: number
   private readonly releaseSpread: number
   private readonly random: () => number
-  /**
-   * Connections that have had a request through the pacer, each with its not-before time (0 when
-   * it was never refused).
-   */
+  /** Connections that have had a request through the pacer, each with its not-before time (0 when it was never refused). */
   private readonly byConnection = new WeakMap<object, number>()
   /** Key -> not-before time; insertion order is update order (a key is re-inserted on update). */
   private readonly byKey = new Map<string, number>()
@@ -123,9 +109,7 @@ export class RefusalPacer {
 
   /**
    * A refusal was answered: this client may come back in `retryAfterSeconds`. Its shared keys
-   * learn it only from a request that arrived on a young connection, or with no connection of
-   * its own: a client on an older connection is paced by that connection, and its refusals say
-   * nothing of the strangers its address or account also stands for.
+   * learn it only from a request that arrived young, or with no connection of its own.
    */
   noteRefusal (client: ClientKeys, retryAfterSeconds: number): void {
     this.note(client, retryAfterSeconds, this.arrivedYoung(client, this.ownNotBefore(client)))
@@ -147,10 +131,7 @@ export class RefusalPacer {
     if (this.byKey.size > this.maxKeys) this.forget()
   }
 
-  /**
-   * How long the request's connection is (or was, at `ageMs`) still young: Infinity when it has
-   * none of its own; 0 or less, not young.
-   */
+  /** How long the request's connection is (or was, at `ageMs`) still young: Infinity with none of its own; 0 or less: not young. */
   private youthLeftMs (client: ClientKeys, own: number | undefined, ageMs = client.connectionAgeMs): number {
     if (client.connection === undefined) return Infinity
     return this.maxNewConnectionHoldMs - (ageMs ?? (own === undefined ? 0 : Infinity))
@@ -162,12 +143,9 @@ export class RefusalPacer {
   }
 
   /**
-   * The whole rule. `attempt()` admits the request (returns what admission gives it) or returns
-   * the refusal it would get now, counting nothing; `refuse(refusal)` counts and throws the
-   * refusal it is answered with. A client that is early is held, then tried once more; the
-   * refusal it is answered with is noted for the client's connection, and for its shared keys if
-   * the request arrived on a young connection or with none. So admission is asked once, and once
-   * more after a hold.
+   * The whole rule: `attempt()` returns what admission gives, or the refusal it would get now,
+   * counting nothing; `refuse` counts and throws the refusal answered. An early client is held,
+   * then tried once more, so admission is asked once, and once more after a hold.
    */
   async admit<T> (client: ClientKeys, attempt: () => T | TollboothError, refuse: (refusal: TollboothError) => never, options: AdmitOptions = {}): Promise<T> {
     const first = attempt()
@@ -214,11 +192,7 @@ export class RefusalPacer {
   }
 }
 
-/**
- * Resolves after `ms`, rejects when `signal` aborts first. Global setTimeout rather than
- * node:timers/promises: under Node 20's mock timers a promise timer created after the clock
- * moved never fires, and the pacing tests run on mock timers.
- */
+/** Resolves after `ms`, rejects when `signal` aborts first. The global setTimeout: the tests' mock timers drive it, node:timers/promises' they may not. */
 function hold (ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     const onAbort = (): void => {

@@ -1,20 +1,12 @@
 /**
- * Load shedding for the API routes: past what the event loop can serve, a request is
- * answered 503 `SERVICE_OVERLOADED` with `Retry-After` at once, instead of queueing toward
- * a client timeout. Two signals, both read before the body is read or parsed and before any
- * query, so a refusal costs a fraction of a served request:
- *
- * - the event loop (`@fastify/under-pressure`, in `onRequest`): its mean delay, and
- *   optionally its utilisation, over the last sample interval. Every API request is refused
- *   while it is over its bound: the backstop for a loop that falls behind whatever the reason;
- * - requests in flight (a counter, in-flight-gate.ts): past the cap, the next request is
- *   refused, the others go on. The steady control under a crowd: it refuses only the excess.
- *   Checked in the HTTP server's request handler, before Fastify (Fastify's `serverFactory`),
- *   where a refusal costs least; the gate sends the headers every answer carries itself.
- *
- * `createShedding` comes before the Fastify instance, whose server it makes; its event-loop
- * check is installed in the encapsulated context that holds the API routes, so `/healthz`,
- * `/readyz`, `/metrics` and `/openapi.json`, registered outside it, are never shed.
+ * Load shedding for the API routes: past what the event loop can serve, a request is answered
+ * 503 `SERVICE_OVERLOADED` with `Retry-After` at once, before its body is read or any query:
+ * - requests in flight (in-flight-gate.ts, before Fastify): past the cap only the excess is
+ *   refused, the steady control under a crowd;
+ * - the event loop's mean delay (`@fastify/under-pressure`, in `onRequest`): every API request is
+ *   refused while it is over its bound, the backstop for a loop that falls behind for any reason.
+ * The event-loop check sits in the API routes' own context, so `/healthz`, `/readyz`, `/metrics`
+ * and `/openapi.json` are never shed.
  */
 import type http from 'node:http'
 import { performance } from 'node:perf_hooks'
@@ -36,18 +28,11 @@ export interface SheddingOptions {
   sampleIntervalMs: number
   /** API requests in flight at once; the next one is refused. 0: no cap. */
   maxInFlight: number
-  /**
-   * The POST routes (their path, prefix included) with an admission of their own: the hash
-   * routes, whose queue refuses what it cannot serve before the deadline. They are counted
-   * apart and never refused by the in-flight cap (the event-loop check still applies).
-   */
+  /** The POST routes (full path) with an admission of their own (the hash routes): never refused by the in-flight cap. */
   ownAdmissionRoutes: ReadonlySet<string>
   /** Sent as `Retry-After` with every refusal. */
   retryAfterSeconds: number
-  /**
-   * Headers every answer carries (http/security-headers.ts): the in-flight gate answers before
-   * Fastify's hooks set them, so its refusal carries them from here.
-   */
+  /** Headers every answer carries (http/security-headers.ts), which the gate's refusal, made before Fastify, adds itself. */
   answerHeaders: Readonly<Record<string, string>>
   /** Called once per refusal (metrics). */
   onShed: (reason: ShedReason) => void
@@ -68,11 +53,7 @@ export interface Shedding {
   readonly state: SheddingState
   /** For Fastify's `serverFactory` option: the HTTP server, the in-flight cap in front of Fastify. */
   readonly serverFactory: FastifyServerFactory
-  /**
-   * Tells the in-flight cap when Fastify starts serving a request (a `preValidation` hook on
-   * `app`, the root context): one set aside while its body came is counted again, or refused if
-   * the cap is full by then, and one whose body Fastify never reads (a GET's) is counted throughout.
-   */
+  /** Tells the in-flight cap when Fastify starts serving a request (a `preValidation` hook): one set aside for its body is counted again. */
   installServingMark (app: FastifyInstance): void
   /** Adds the event-loop check to `api`, the encapsulated context of the API routes. */
   installEventLoopCheck (api: FastifyInstance): Promise<void>
@@ -151,9 +132,8 @@ export function createShedding (options: SheddingOptions): Shedding {
         // The default 'cumulative' mode averages since the start: an hour of quiet would hide a saturated loop.
         eventLoopUtilizationMode: 'interval',
         sampleInterval: options.sampleIntervalMs,
-        // A returned value is sent as the reply and the request goes no further (under-pressure's
-        // README: "any other return value than a promise or nullish will be sent"); its types
-        // only know the void form, which calls the next hook even after a reply was sent.
+        // A returned value is sent as the reply and ends the request (under-pressure's README); its
+        // types only know the void form, which would call the next hook after the reply.
         pressureHandler: ((_request: FastifyRequest, reply: FastifyReply, type: string) => {
           if (performance.now() < checkedFrom) return undefined
           return refusal(reply, pressureReasons[type] ?? 'event_loop_delay')

@@ -1,18 +1,11 @@
 /**
- * Password checks under way in this process, per throttle key (an account, a client address),
- * and the checks waiting for room.
- *
+ * Password checks under way in this process, per throttle key, and the checks waiting for room.
  * A failure is counted once its hash has run, so checks sent at once would all pass on the count
- * from before any of them. So a check starts only if it would still pass were every check under
- * way for its keys to fail (login-throttle.ts `withChecksInFlight`); otherwise it waits, within
- * its deadline, for one to end and reads again. It waits rather than being refused, so concurrent
- * logins of one account with the right password are still served.
- *
- * A read that began before a check's failure was written may miss it, so a check that ended after
- * a read began still counts for that read: a failure may be counted twice, never missed.
- *
- * In one process only: each process holds its own, and the counts meet in PostgreSQL, so a burst
- * spread over N processes gets at most N times the free failures.
+ * from before any of them: a check starts only if it would still pass were every check under way
+ * for its keys to fail (`withChecksInFlight`), else it waits for one to end and reads again (not
+ * refused, so concurrent logins of one account are still served). A check that ended after a
+ * read began still counts for that read: a failure may be counted twice, never missed. Per
+ * process: N processes give a burst at most N times the free failures.
  */
 import { performance } from 'node:perf_hooks'
 import type { ThrottleKeys, ThrottleScope } from '../db/index.js'
@@ -99,20 +92,14 @@ export class ChecksUnderWay {
     }
   }
 
-  /**
-   * A check's place in the queues, taken when it first waits and kept for each wait after:
-   * woken, read again and held back again (another key, or a 429 that woke every waiter), it
-   * goes back where it was, not behind the checks that came after it.
-   */
+  /** A check's place in the queues, taken at its first wait and kept, so one held back again is not put behind later checks. */
   takePlace (): number {
     return this.#nextPlace++
   }
 
   /**
-   * Waits for a check to end on one of `scopes` (the keys that hold this check back): resolves
-   * with that scope, or null when `deadlineAt` (performance.now() time) comes first or `signal`
-   * aborts. A check waits only on the keys that hold it back, so no other key's end wakes it for
-   * nothing. It queues at `place` (`takePlace`; default: behind every check waiting now).
+   * Waits for a check to end on one of `scopes` (the keys holding this one back): resolves with
+   * that scope, or null at `deadlineAt` or when `signal` aborts. It queues at `place`.
    */
   async waitForEnd (keys: ThrottleKeys, scopes: readonly ThrottleScope[], deadlineAt: number, signal?: AbortSignal, place: number = this.takePlace()): Promise<ThrottleScope | null> {
     if (signal?.aborted === true) return null
@@ -138,11 +125,7 @@ export class ChecksUnderWay {
     })
   }
 
-  /**
-   * Wakes the next waiting check of each of `scopes`' keys: what a woken check that did not take
-   * the room it was woken for does (refused 429, or held back by its other key), so the checks
-   * behind it are decided too rather than left to their deadline.
-   */
+  /** Wakes the next waiting check of `scopes`' keys: a woken check that does not take its room hands it on. */
   passOn (keys: ThrottleKeys, scopes: readonly ThrottleScope[] = ['account', 'address']): void {
     const [account, address] = names(keys)
     for (const scope of scopes) this.#keys.get(scope === 'account' ? account : address)?.waiters[0]?.wake(scope)
@@ -160,10 +143,7 @@ export class ChecksUnderWay {
     }
   }
 
-  /**
-   * Resolves once no check is under way (at once if none is): at shutdown, so that a check whose
-   * client has left still writes its outcome before the database closes.
-   */
+  /** Resolves once no check is under way: at shutdown, so a check whose client left still writes its outcome. */
   async whenIdle (): Promise<void> {
     if (this.#underWayTotal === 0) return
     await new Promise<void>((resolve) => { this.#idleWaiters.push(resolve) })

@@ -14,10 +14,7 @@ export type Config = Omit<FlatConfig, FlatHashSettings> & { hashPolicy: HashPoli
 
 type Kind = 'string' | 'int' | 'bool' | 'enum'
 
-/**
- * `operator`: what a deployment sets (docs/reference/config.md's first table); `tuning`: what the
- * defaults, most of them derived from the machine, already get right for nearly everyone.
- */
+/** `operator`: what a deployment sets (config.md's first table); `tuning`: what the defaults already get right. */
 type SettingTier = 'operator' | 'tuning'
 
 export interface Setting {
@@ -32,9 +29,8 @@ export interface Setting {
   max?: number
   choices?: readonly string[]
   /**
-   * A secret: read from the environment variable or from a file named by `<env>_FILE` (a mounted
-   * secret), never from a flag, which every user of the machine can read (ps, /proc/<pid>/cmdline).
-   * `flag` is kept only to refuse it with a message that says where the value goes instead.
+   * A secret: from the variable or the file `<env>_FILE` names, never from a flag, which every user
+   * of the machine can read (ps); `flag` is kept only to refuse it with where the value goes.
    */
   secret?: true
 }
@@ -108,10 +104,7 @@ export interface FlatConfig {
   shutdownDrainMs: number
   /** Mail (mail/): undefined SMTP URL: mail is written to the log. The URL may hold a password. */
   smtpUrl: string | undefined
-  /**
-   * Without an SMTP URL: whether a mail written to the log carries its text (the link). Unset:
-   * yes with the embedded database (development), no with DATABASE_URL (a deployment).
-   */
+  /** Without SMTP: whether a logged mail carries its link. Unset: yes on the embedded database, no with DATABASE_URL. */
   mailLogLinks: boolean
   /** Base of the links in mails; undefined: http://<host>:<port>. */
   publicUrl: string | undefined

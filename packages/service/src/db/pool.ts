@@ -10,10 +10,9 @@ export type Queryable = pg.Pool | pg.PoolClient
 pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number.parseInt(value, 10))
 
 /**
- * The longest a request waits for a pooled connection, queueing and connecting included
- * (TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS, whose default this is). A query takes about a millisecond and
- * a connection tens, so a second's wait means the pool is far behind or the database is not
- * answering; and it leaves a login most of its 2 s deadline.
+ * The longest a request waits for a pooled connection, connecting included (the default of
+ * TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS): a second means the pool is far behind or the database is not
+ * answering, and it leaves a login most of its deadline.
  */
 export const defaultAcquireTimeoutMs = 1000
 
@@ -49,10 +48,9 @@ function faultFields (err: unknown): Record<string, unknown> {
 }
 
 /**
- * pg's Pool with a deadline on getting a connection, and answers instead of raw driver errors
- * when it cannot: pg's `connectionTimeoutMillis` is that deadline, for waiting behind busy
- * clients and for connecting a new one alike, so `connect()` (which `query()` goes through)
- * tells the two apart. Connection faults are logged (throttled) instead of swallowed.
+ * pg's Pool with a deadline on getting a connection, and coded answers when it cannot: `connect()`
+ * tells waiting behind busy clients from failing to connect, which pg times out alike. Connection
+ * faults are logged (throttled), never swallowed.
  */
 export class DatabasePool extends pg.Pool {
   readonly acquireTimeoutMs: number
@@ -186,12 +184,9 @@ export class DatabasePool extends pg.Pool {
   }
 
   /**
-   * A waiter timed out: was every slot busy with work (saturation), or spent trying to connect
-   * (the database does not answer)? The database's last word decides first: a failure more
-   * recent than any success means unavailable. Then the pool counts at the timeout: every slot
-   * checked out by a request means saturated. Otherwise some slot was connecting: saturated
-   * still if connections succeed (a slot reconnecting after an error), unavailable if none has
-   * succeeded for a whole acquire deadline.
+   * A waiter timed out: saturation, or a database that does not answer? A failure more recent than
+   * any success means unavailable; every slot checked out means saturated; otherwise saturated
+   * only if a connection succeeded within the acquire deadline.
    */
   private waitedOnBusyClients (): boolean {
     if (this.lastFailedAt > this.lastConnectedAt) return false
@@ -210,11 +205,7 @@ function isStatementGone (err: unknown): boolean {
   return code === '26000' || code === '0A000'
 }
 
-/**
- * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. A
- * client whose ROLLBACK fails (or does not answer) is destroyed, never returned to the pool
- * mid-transaction.
- */
+/** Runs `work` in one transaction; a client whose ROLLBACK fails is destroyed, never returned mid-transaction. */
 export async function withTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let broken: Error | undefined

@@ -1,7 +1,4 @@
-/**
- * buildApp(): the Fastify app with every route, no listen (Fastify's testing
- * guide). The caller owns the database pool and the password engine.
- */
+/** buildApp(): the Fastify app with every route, no listen (Fastify's testing guide); the caller owns the pool and the engine. */
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
 import type pg from 'pg'
@@ -66,10 +63,8 @@ export interface AppHarness {
 export type TollboothApp = FastifyInstance & { auth: AuthService, metrics: Metrics, keyRing: KeyRing | null, drain: Drain, mail: MailDispatcher, purge: PurgeJob }
 
 /**
- * TOLLBOOTH_TRUST_PROXY in Fastify's terms. A hop count becomes "trust the n nearest hops"
- * (Express's meaning): Fastify 5 reads a bare number as trusting nothing, since it cannot tell a
- * proxy from a direct client; a count is only safe when the service is reachable through those
- * proxies alone, which docs/reference/config.md says.
+ * TOLLBOOTH_TRUST_PROXY in Fastify's terms: a hop count means "trust the n nearest hops" (Express's
+ * meaning; Fastify 5 reads a bare number as trusting nothing). docs/reference/config.md says when a count is safe.
  */
 export function fastifyTrustProxy (trustProxy: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
   if (typeof trustProxy !== 'number') return trustProxy
@@ -137,7 +132,6 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   const isLoggerInstance = typeof options.logger === 'object' && options.logger !== null && 'child' in options.logger
   const answerHeaders = securityHeaders()
   // Before the app: the in-flight cap sits in the HTTP server the app is made with (overload/in-flight-gate.ts).
-  // Its refusals are counted in the metrics made below; none comes before the app listens.
   const pacer = new RefusalPacer({ now: options.clock ?? (() => performance.now()) })
   const shedding = createShedding({
     ...sheddingOptions(config, options.harness?.shedding ?? true, answerHeaders, (reason) => { metrics.observeShed(reason) }),
@@ -148,15 +142,13 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       ? { loggerInstance: options.logger as FastifyServerOptions['loggerInstance'] }
       : { logger: (options.logger ?? loggerOptions(config.logLevel)) as FastifyServerOptions['logger'] }),
     bodyLimit: config.bodyLimitBytes,
-    // One line per request at info costs more than a refusal itself; requests are logged at
-    // debug (onResponse below) and counted in /metrics.
+    // A line per request at info costs more than a refusal: requests are logged at debug and counted in /metrics.
     logController: new LogController({ disableRequestLogging: true }),
     // A request's child logger is made when it first writes a line, not for every request (logger.ts).
     childLoggerFactory: lazyChildLogger as unknown as FastifyServerOptions['childLoggerFactory'],
     // Which X-Forwarded-For hops to believe, so request.ip is the client (login throttling counts by it).
     trustProxy: fastifyTrustProxy(config.trustProxy),
-    // Requests that arrive on an open keep-alive connection during shutdown get a 503; off
-    // here because Fastify's own body is not in the registry's shape (see the onRequest hook).
+    // Off: Fastify's own shutdown 503 is not in the registry's shape; the onRequest hook below answers instead.
     return503OnClosing: false,
     // The socket-level answers (malformed request, header overflow, timeout) in the registry's shape.
     clientErrorHandler,
@@ -175,8 +167,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   shedding.installServingMark(app)
   installErrorHandling(app, pacer)
   app.server.on('connect', (request: http.IncomingMessage, socket: Duplex) => { connectHandler(app, request, socket) })
-  // The API takes JSON only: Fastify's built-in text/plain parser would turn a JSON-looking
-  // text/plain body into a string and a confusing 400, where the client needs a 415.
+  // JSON only: Fastify's text/plain parser would make a JSON-looking text body a confusing 400, not a 415.
   app.removeContentTypeParser('text/plain')
 
   app.decorateRequest('userId', '')
@@ -269,9 +260,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     keyRing?.close()
     metrics.close()
     await purge.close()
-    // Password checks still under way write their outcome first (a client that hung up is not
-    // waited for by Fastify's close, and a guess must not go uncounted): within a login's deadline
-    // plus a margin, as a verify that started just before the deadline runs to its end.
+    // Password checks still under way write their outcome first, so a guess whose client hung up is
+    // still counted: within a login's deadline plus a margin (a started verify runs to its end).
     await Promise.allSettled([...auth.pendingRehashes, mail.close(), checksSettled(checksUnderWay, config.loginDeadlineMs + checksSettleMarginMs)])
   })
 
@@ -297,8 +287,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   if (!adminPortServes) await app.register(metricsRoute, { metrics })
   await app.register(jwksRoutes, { keyRing, maxAgeSeconds: config.jwksMaxAgeSeconds })
   metrics.readInFlight(() => ({ capped: shedding.state.inFlight, ownAdmission: shedding.state.inFlightOwnAdmission }))
-  // The API in a context of its own: the event-loop check applies to these routes alone, never to
-  // /healthz, /readyz, /metrics or /openapi.json, registered outside it.
+  // The API in a context of its own: the event-loop check never applies to the routes outside it.
   await app.register(async (api) => {
     await shedding.installEventLoopCheck(api)
     await api.register(authRoutes, {

@@ -1,9 +1,7 @@
 /**
- * Every error leaves as `{ "error": { "code", "message" } }` with a status from
- * the registry in errors.ts: Fastify's own errors are mapped onto it, and so
- * are the ones Fastify answers without us (a malformed request on the socket,
- * a method the route does not have, a URL that cannot be decoded, a request that
- * arrives while shutting down).
+ * Every error leaves as `{ "error": { "code", "message" } }` with a status from the registry in
+ * errors.ts, Fastify's own errors and those it answers without us (a malformed request, a method
+ * the route lacks, an undecodable URL) included.
  */
 import http from 'node:http'
 import type { Duplex } from 'node:stream'
@@ -51,11 +49,7 @@ const fastifyCodes: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'BODY_INVALID_JSON',
 }
 
-/**
- * PostgreSQL refusing a character of the input (22021: NUL in a text value; 22P05: not
- * representable in the database encoding). The schemas refuse these first; this is the
- * backstop for a field that forgets to, so that it is the client's 400, not our 500.
- */
+/** PostgreSQL refusing a character of the input (22021, 22P05): the schemas refuse these first; this backstop makes it a 400, not a 500. */
 const unstorableCharacterCodes = new Set(['22021', '22P05'])
 
 export function toTollboothError (error: FastifyError | Error): TollboothError {
@@ -92,11 +86,7 @@ function sendError (reply: FastifyReply, error: TollboothError): FastifyReply {
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(errorBody(error))
 }
 
-/**
- * Fastify's `clientErrorHandler`: node's HTTP parser refused the request (malformed, a bad
- * Content-Length, headers over the limit) or it did not arrive in time, so there is no
- * request or reply object; the answer is written on the socket, which is then closed.
- */
+/** Fastify's `clientErrorHandler`: node's parser refused the request or it timed out; the answer is written on the socket, then closed. */
 export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
   // A reset connection has no one to answer.
   if (err.code === 'ECONNRESET' || socket.destroyed) return
@@ -113,10 +103,7 @@ export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoExce
   socket.destroy(err)
 }
 
-/**
- * Fastify's `frameworkErrors`: errors raised before a route is found (a URL that cannot be
- * decoded), which the error handler never sees.
- */
+/** Fastify's `frameworkErrors`: errors raised before a route is found (an undecodable URL), which the error handler never sees. */
 export function frameworkErrorHandler (error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   void sendError(reply, toTollboothError(error))
 }
@@ -134,21 +121,14 @@ function unroutedError (app: FastifyInstance, method: string, url: string): { er
   return { error: createError('METHOD_NOT_ALLOWED', `${path} does not accept ${method}; it accepts ${allow}`), allow }
 }
 
-/**
- * The answer to a request no route matches: 405 with `Allow` when the path has routes for
- * other methods (RFC 9110 15.5.6), else 404. Fastify would answer both as "not found".
- */
+/** A request no route matches: 405 with `Allow` when the path has routes for other methods (RFC 9110 15.5.6), else 404. */
 function answerUnrouted (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const { error, allow } = unroutedError(app, request.method, request.url)
   if (allow !== undefined) void reply.header('allow', allow)
   return sendError(reply, error)
 }
 
-/**
- * node's `connect` event: a CONNECT request never reaches Fastify, and without a listener
- * node drops the connection unanswered. No route takes CONNECT, so it gets the same 405/404
- * as any other method a route lacks, and the connection is closed (it is no tunnel).
- */
+/** node's `connect` event: CONNECT never reaches Fastify, so it is answered 405/404 here and the connection closed. */
 export function connectHandler (app: FastifyInstance, request: http.IncomingMessage, socket: Duplex): void {
   const { error, allow } = unroutedError(app, 'CONNECT', request.url ?? '')
   socket.on('error', () => {})
@@ -160,11 +140,7 @@ export function connectHandler (app: FastifyInstance, request: http.IncomingMess
 
 const overloadRefusals: ReadonlySet<ErrorCode> = new Set(['SERVICE_OVERLOADED', 'HASH_DEADLINE_EXCEEDED'])
 
-/**
- * `pacer`: every overload refusal that tells the client when to come back (503 + `Retry-After`)
- * is noted for its connection, and for its address if it arrived on a young connection or
- * through a trusted proxy (overload/pacing.ts), wherever it was decided, so coming back early is held.
- */
+/** `pacer`: every overload refusal with a `Retry-After` is noted (overload/pacing.ts), wherever it was decided, so coming back early is held. */
 export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const tollboothError = toTollboothError(error)
@@ -179,8 +155,7 @@ export function installErrorHandling (app: FastifyInstance, pacer?: RefusalPacer
       // The pool logs these at warn, at most a line a second: one per request would flood the log in an outage.
       request.log.debug({ code: tollboothError.code }, tollboothError.message)
     } else if (overloadRefusals.has(tollboothError.code)) {
-      // The overload protection working: counted in /metrics, not logged one by one at warn (a
-      // line per refusal would make refusing dearer, thousands of times a second).
+      // The overload protection working: counted in /metrics, not logged (a line each would make refusing dearer).
       request.log.debug({ code: tollboothError.code }, tollboothError.message)
     } else if (tollboothError.statusCode >= 500) {
       request.log.warn({ code: tollboothError.code }, tollboothError.message)

@@ -1,32 +1,22 @@
 /**
- * Response headers a security review looks for, on every answer: helmet's with a JSON API's
- * settings, and `Cache-Control: no-store` on every response of a route that hands out tokens
- * (the route says so with `config: { tokenResponse: true }`).
- *
- * helmet itself, not @fastify/helmet: the plugin builds helmet's middleware anew on every
- * request. Here helmet runs once, at start, to say which headers these options give
- * (securityHeaders); each answer then gets that fixed set through Fastify's header map.
+ * Security headers on every answer: helmet's, with a JSON API's settings, and `no-store` on the
+ * routes that hand out tokens (`config: { tokenResponse: true }`). helmet itself, not
+ * @fastify/helmet, which rebuilds the middleware on every request: here it runs once, at start.
  */
 import type { FastifyInstance, onSendHookHandler } from 'fastify'
 import helmet, { type HelmetOptions } from 'helmet'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /**
-     * The route's answers carry a token (an access or refresh token, a one-time token): no
-     * cache, proxy or browser may keep them (RFC 6749 5.1; OWASP). Every answer of the route,
-     * errors included, so a cache never keys on the route's URL alone.
-     */
+    /** The route's answers carry a token: no cache may keep any of them, errors included (RFC 6749 5.1; OWASP). */
     tokenResponse?: boolean
   }
 }
 
 /**
  * A JSON API serves no page: nothing of it may be framed, run as script or sniffed into HTML.
- * `default-src 'none'` governs only what a browser would load *from* a response rendered as a
- * document; programs that fetch /openapi.json or the JWK Set (Swagger UI elsewhere, a
- * verifier) read it as data and are unaffected. Cross-Origin-Resource-Policy stays helmet's
- * `same-origin`: it binds no-cors loads (<script src>, <img>) only, never a CORS fetch.
+ * `default-src 'none'` binds only what a rendered response would load, not programs reading it
+ * as data; Cross-Origin-Resource-Policy `same-origin` binds no-cors loads only, never a CORS fetch.
  */
 const helmetOptions: Readonly<HelmetOptions> = {
   contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
@@ -44,11 +34,7 @@ const helmetOptions: Readonly<HelmetOptions> = {
   xXssProtection: false,
 }
 
-/**
- * helmet's headers on every answer, set in onRequest so that early refusals (shedding, 404, 405)
- * carry them too. `headers`: securityHeaders(), when the caller also sends them outside Fastify
- * (the in-flight gate's refusal, overload/in-flight-gate.ts).
- */
+/** helmet's headers on every answer, set in onRequest so early refusals (shedding, 404, 405) carry them too. */
 export function installSecurityHeaders (app: FastifyInstance, headers: Readonly<Record<string, string>> = securityHeaders()): void {
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(headers)
@@ -56,12 +42,7 @@ export function installSecurityHeaders (app: FastifyInstance, headers: Readonly<
   })
 }
 
-/**
- * The headers helmet sets with these options, read once by running its middleware against a
- * response that only records them: every answer then gets them through Fastify's header map,
- * written with the others at once, instead of helmet's per-request setHeader calls (each
- * validated by node:http).
- */
+/** The headers helmet sets with these options, read once by running it against a recorder, then set as a fixed map. */
 export function securityHeaders (): Readonly<Record<string, string>> {
   const headers: Record<string, string> = {}
   const recorder = {

@@ -1,7 +1,6 @@
 /**
- * Runs the service: database (embedded or DATABASE_URL), migrations, password
- * engine, app, listen, and a graceful shutdown on SIGINT/SIGTERM. A start that
- * fails on the way (a port in use, say) stops everything it had started.
+ * Runs the service: database, migrations, password engine, app, listen, and a graceful shutdown
+ * on SIGINT/SIGTERM. A start that fails on the way stops everything it had started.
  */
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
@@ -47,10 +46,8 @@ function persistedJwtSecret (dataDir: string): string {
 }
 
 /**
- * The HS256 secret the service signs with: the configured one, or (HS256 on the embedded
- * database) one generated once into the data folder. The other algorithms sign with keys kept in
- * PostgreSQL and use none, and with DATABASE_URL nothing is written to the data folder: the image
- * runs read-only, as a user that owns no folder.
+ * The HS256 secret: the configured one, or on the embedded database one generated once into the
+ * data folder. With DATABASE_URL nothing is written there: the image runs read-only.
  */
 export function jwtSecretOf (config: Pick<Config, 'jwtSecret' | 'jwtAlgorithm' | 'databaseUrl' | 'dataDir'>): string | undefined {
   return config.jwtSecret ?? (config.jwtAlgorithm === 'HS256' && config.databaseUrl === undefined ? persistedJwtSecret(config.dataDir) : undefined)
@@ -83,10 +80,9 @@ function readOrUndefined (file: string): string | undefined {
 }
 
 /**
- * What the kernel allows against what the settings plan for: a file descriptor per connection
- * (TOLLBOOTH_MAX_CONNECTIONS) plus the process's own, and a listen backlog that somaxconn
- * silently caps. Short of either, connections fail under a crowd (EMFILE: accepted and closed
- * at once; a full accept queue: SYNs dropped, clients wait out retransmissions or time out).
+ * What the kernel allows against what the settings plan for: a descriptor per connection plus
+ * the process's own, and a listen backlog that somaxconn silently caps. Short of either,
+ * connections fail under a crowd (EMFILE, or SYNs dropped).
  */
 export function checkConnectionLimits (config: Pick<Config, 'maxConnections' | 'listenBacklog' | 'databasePoolSize'>, read: (file: string) => string | undefined = readOrUndefined): ConnectionLimitCheck {
   const limits = read('/proc/self/limits')
@@ -114,10 +110,7 @@ export function checkConnectionLimits (config: Pick<Config, 'maxConnections' | '
 export interface ServiceHarness extends AppHarness {
   /** The executor hashes run on, in place of tollbooth's pool. */
   createExecutor?: ExecutorFactory
-  /**
-   * One process per CPU of the budget, the primary handing each new connection to a worker in
-   * turn (node's round robin), each worker with its own pool: the Piscina article's cluster.
-   */
+  /** One process per CPU, connections handed out round robin, each with its own pool: the Piscina article's cluster. */
   processPerCpu?: boolean
   /** Refuses (CONFIG_INVALID) a configuration the harness must not run under. */
   checkConfig?: (config: Config) => void
@@ -185,8 +178,7 @@ export async function startService (config: Config, options: StartServiceOptions
     app = await buildApp({ config, db, engine, jwtSecret, logger: log, clusterWorker: options.clusterWorker === true, ...(harness === undefined ? {} : { harness }) })
     const limits = checkConnectionLimits(config)
     for (const warning of limits.warnings) log.warn({ openFiles: limits.openFiles, somaxconn: limits.somaxconn }, warning)
-    // Past it, Node closes a new connection at once: better than running out of descriptors,
-    // which would also fail the database pool's next connection.
+    // Past it, Node closes a new connection at once, rather than run out of descriptors (the pool needs some too).
     if (config.maxConnections > 0) app.server.maxConnections = config.maxConnections
     const url = await app.listen({ host: config.host, port: config.port, backlog: config.listenBacklog })
     // A `--workers` worker holds the socket itself (cluster.ts sets SCHED_NONE) and accepts through
@@ -238,9 +230,8 @@ export async function startService (config: Config, options: StartServiceOptions
 }
 
 /**
- * Installs SIGINT/SIGTERM handlers: the first shuts down cleanly, a second one exits at once.
- * SIGTERM (what load balancers' orchestrators send) drains first when the service can; SIGINT
- * (Ctrl-C at a terminal) does not make a person wait. shutdownTimeoutMs counts after the drain.
+ * SIGINT/SIGTERM: the first shuts down cleanly, a second exits at once. SIGTERM (an orchestrator's)
+ * drains first; SIGINT (Ctrl-C) does not make a person wait. shutdownTimeoutMs counts after the drain.
  */
 export function handleSignals (service: { close (): Promise<void>, drain?: () => Promise<void> }, log: pino.Logger, shutdownTimeoutMs = 15_000): void {
   let stopping = false

@@ -1,19 +1,13 @@
 /**
- * Where the embedded PostgreSQL's binaries and cluster live when tollbooth runs as root.
- *
- * PostgreSQL refuses to run as root, so as root the cluster runs as the unprivileged `postgres`
- * user, which needs search permission on every parent of both the binaries (inside
- * node_modules) and the cluster folder (in the data folder). A checkout in a private folder
- * (under /root, or `mktemp -d`: parents of mode 700) gives it neither. Rather than loosen the
- * permissions of the user's folders, tollbooth then puts what the postgres user must reach in
- * a root-owned folder that it can reach:
+ * Where the embedded PostgreSQL's binaries and cluster live when tollbooth runs as root. The
+ * cluster then runs as the `postgres` user, which needs search permission on every parent of the
+ * binaries and the cluster; a checkout in a private folder gives it neither. Rather than loosen
+ * the user's folders, what it must reach goes to a root-owned folder it can reach:
  * - the binaries are copied once to /var/cache/tollbooth/postgres-<version>-<os>-<arch>
- *   (else /var/tmp/tollbooth/...), and reused by every later start;
- * - the cluster goes to /var/lib/tollbooth/clusters/<name>-<hash of the data folder> (else
- *   /var/tmp/tollbooth/clusters/...), and the data folder keeps a symbolic link `pg` to it, so
- *   the next start finds it again and `ls -l .tollbooth` shows where it is.
- * Each choice is logged. A base folder is used only when it is a real folder owned by root and
- * writable by no one else (/var/tmp is world-writable: another user could have made it first).
+ *   (else /var/tmp/tollbooth/...);
+ * - the cluster goes to /var/lib/tollbooth/clusters/<name>-<hash> (else /var/tmp/tollbooth/...),
+ *   linked from the data folder as `pg`, so the next start finds it.
+ * Each choice is logged. A base folder is used only when root owns it and no one else may write it.
  */
 import { createHash } from 'node:crypto'
 import { execFileSync, spawnSync } from 'node:child_process'
@@ -57,10 +51,7 @@ export function ensurePostgresUser (log: (message: string) => void): PostgresUse
   return { uid, gid }
 }
 
-/**
- * Whether `user` passes `test <flag> target`, checked by running `test` as that user the way
- * PostgreSQL will run (same uid and gid, no supplementary groups: what Node's spawn does).
- */
+/** Whether `user` passes `test <flag> target`, run as that user the way PostgreSQL will run (uid and gid, no supplementary groups). */
 function userCan (user: PostgresUser, flag: '-x' | '-r' | '-w', target: string): boolean {
   const result = spawnSync('/bin/sh', ['-c', `test ${flag} "$1"`, 'sh', target], { uid: user.uid, gid: user.gid, cwd: '/', stdio: 'ignore' })
   return result.status === 0
@@ -90,10 +81,7 @@ export interface BinaryPlacement {
   copiedFrom?: string
 }
 
-/**
- * The binaries' folder, or a copy the postgres user can reach. `label` names the copy
- * (`postgres-15.18.0-linux-x64`): a new version gets a new copy.
- */
+/** The binaries' folder, or a copy the postgres user can reach; `label` names the copy, so a new version gets its own. */
 export function placeBinaries (nativeDir: string, label: string, user: PostgresUser, bases: readonly string[] = binaryCacheBases): BinaryPlacement {
   if (userCan(user, '-x', path.join(nativeDir, 'bin', 'postgres'))) return { nativeDir }
   const complete = '.tollbooth-copy-complete'
@@ -137,10 +125,7 @@ function relocatedName (requested: string): string {
   return `${name}-${hash}`
 }
 
-/**
- * The cluster folder: `requested` when the postgres user can reach its parent, else a folder
- * it can reach, linked from `requested`. The caller gives the cluster folder to the postgres user.
- */
+/** The cluster folder: `requested` when the postgres user can reach its parent, else one it can, linked from `requested`. */
 export function placeCluster (requested: string, user: PostgresUser, bases: readonly string[] = clusterBases): ClusterPlacement {
   requested = path.resolve(requested)
   const existing = fs.lstatSync(requested, { throwIfNoEntry: false })

@@ -65,20 +65,15 @@ function codePoints (text: string): number {
   return count
 }
 
-/**
- * Lone surrogates would reach the hash as U+FFFD, each of them: two different passwords
- * would then hash alike. Refused wherever a password arrives, before any hash.
- */
+/** Lone surrogates would reach the hash as U+FFFD, so two different passwords would hash alike: refused before any hash. */
 function assertWellFormed (password: string, field: string): void {
   if (!password.isWellFormed()) throw createError('PASSWORD_MALFORMED', undefined, { field })
 }
 
 /**
- * Checks a NEW password and returns the form to hash: its NFC normalisation, so that "café"
- * typed with a composed or a decomposed "é" is one password. Throws a coded 400: malformed
- * UTF-16, blank, outside the schema's length once normalised (NFC can shorten), or common.
- * The bcrypt 72-byte bound stays the engine's (PASSWORD_TOO_LONG). `field`: the body's field
- * named in the error (`newPassword` on a password change).
+ * Checks a new password and returns the form to hash, its NFC, so "café" composed or decomposed
+ * is one password. Throws a coded 400: malformed, blank, outside the length once normalised, or
+ * common. bcrypt's 72 bytes stay the engine's bound. `field` names the body's field.
  */
 export function acceptNewPassword (password: string, field = 'password'): string {
   assertWellFormed(password, field)
@@ -93,10 +88,8 @@ export function acceptNewPassword (password: string, field = 'password'): string
 }
 
 /**
- * The forms of a typed password to verify against a stored hash, in order: its NFC form (what
- * new hashes are made from), then, only when the typed text is not already NFC, the text as typed
- * (hashes made before normalisation). ASCII is NFC: one form, one verify. Throws
- * PASSWORD_MALFORMED for malformed UTF-16, before any hash.
+ * The forms of a typed password to verify, in order: its NFC form, then the text as typed when it
+ * differs (hashes made from un-normalised text). ASCII is one form. Throws PASSWORD_MALFORMED.
  */
 export function passwordForms (password: string, field = 'password'): [nfc: string] | [nfc: string, raw: string] {
   assertWellFormed(password, field)

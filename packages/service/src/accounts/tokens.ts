@@ -1,9 +1,7 @@
 /**
- * Access tokens (short-lived JWTs, fast-jwt: synchronous node:crypto calls, so
- * signing never queues on libuv's pool) and refresh tokens (opaque random
- * strings; only their SHA-256 is stored). Access tokens are signed with the key
- * ring's current EdDSA or ES256 key, named by `kid` (other services verify them
- * from /.well-known/jwks.json), or with a shared HMAC secret (HS256).
+ * Access tokens (short-lived JWTs through fast-jwt, synchronous, never on libuv's pool), signed
+ * with the key ring's key named by `kid` (published at /.well-known/jwks.json) or an HS256 secret;
+ * and refresh tokens (opaque random strings, only their SHA-256 stored).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { createSigner, createVerifier } from 'fast-jwt'
@@ -27,19 +25,14 @@ export interface AccessClaims {
 
 export interface AccessTokens {
   sign (userId: string, sessionId: string): string
-  /**
-   * Returns the token's user and session ids (uuids); throws AUTH_TOKEN_INVALID. A promise only
-   * for a token naming a key this replica does not know yet (the key ring reloads first).
-   */
+  /** The token's user and session ids; throws AUTH_TOKEN_INVALID. A promise only when its `kid` is unknown (the ring reloads). */
   verify (token: string): AccessClaims | Promise<AccessClaims>
   ttlSeconds: number
 }
 
 /**
- * The claims of a token the verifier accepts (signature, alg, `iss`, `aud`, `exp`, every required
- * claim present), checked further here: `sub` and `sid` uuids, `aud` exactly ours (a list naming
- * another audience too is refused), `iat` not in the future beyond the skew, and a lifetime
- * (`exp - iat`) no longer than ours. AUTH_TOKEN_INVALID for any other.
+ * A verified token's claims, checked further: `sub` and `sid` uuids, `aud` exactly ours (not a
+ * list), `iat` not past the skew, a lifetime no longer than ours. AUTH_TOKEN_INVALID for any other.
  */
 function verifiedClaims (verifier: (token: string) => unknown, token: string, ttlSeconds: number): AccessClaims {
   let payload: unknown
@@ -80,9 +73,8 @@ export function createAccessTokens (secret: string, ttlSeconds: number): AccessT
 const jsonObjectStart = /^[\t\n\r ]*\{/
 
 /**
- * The `kid` of a compact JWS's header, without looking further; undefined when there is none.
- * A header that cannot be a JSON object is refused before `JSON.parse`, whose SyntaxError (a
- * message and a stack trace) would make a garbage bearer token cost far more than a refusal.
+ * The `kid` of a compact JWS's header; undefined when there is none. A header that cannot be a
+ * JSON object is refused before `JSON.parse`, whose SyntaxError would make garbage cost more.
  */
 function tokenKid (token: string): string | undefined {
   const end = token.indexOf('.')
@@ -102,9 +94,8 @@ type Signer = (payload: { sub: string, sid: string }) => string
 type Verifier = (token: string) => unknown
 
 /**
- * Access tokens signed by the key ring's signing key. Verification picks the key by the
- * token's `kid` and accepts that key's algorithm alone (so `alg: none`, or HS256 with the
- * public key as the secret, never passes). Signers and verifiers are built once per key.
+ * Access tokens signed by the key ring's key. Verification picks the key by `kid` and accepts its
+ * algorithm alone (so `alg: none`, or HS256 keyed with the public key, never passes).
  */
 export function createSignedAccessTokens (ring: KeyRing, ttlSeconds: number): AccessTokens {
   const signers = new WeakMap<RingKey, Signer>()

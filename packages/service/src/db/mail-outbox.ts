@@ -1,9 +1,7 @@
 /**
- * The transactional outbox (table mail_outbox): a message is inserted with the change that
- * causes it, in the same transaction, and sent later by the dispatcher (mail/dispatcher.ts). Rows are
- * claimed with FOR UPDATE SKIP LOCKED and leased (next_attempt_at moves past the send), so
- * replicas sharing the database never send one message twice. Sending claims one row per
- * statement, so a lease covers one send, never a queue of them.
+ * The transactional outbox (table mail_outbox): a message is inserted in the transaction of the
+ * change that causes it and sent later (mail/dispatcher.ts). Rows are claimed with FOR UPDATE SKIP
+ * LOCKED and leased, so replicas never send one twice; and the mail requests' counts.
  */
 import type { Queryable } from './pool.js'
 
@@ -33,11 +31,7 @@ function toClaimed (row: ClaimedRow): ClaimedMail {
   return { id: row.id, kind: row.kind, recipient: row.recipient, subject: row.subject, text: row.body_text ?? '', attempt: row.attempts }
 }
 
-/**
- * Claims up to `limit` due messages in one statement: each is locked (rows another replica is
- * claiming are skipped), counted as an attempt, and leased for `leaseMs`, so nobody else claims
- * it while it is being sent; a replica that dies mid-send leaves it to be retried after the lease.
- */
+/** Claims up to `limit` due messages, each counted as an attempt and leased for `leaseMs` (retried after it if its sender dies). */
 export async function claimDueMail (db: Queryable, limit: number, leaseMs: number): Promise<ClaimedMail[]> {
   const { rows } = await db.query<ClaimedRow>(
     `UPDATE mail_outbox SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2::double precision / 1000)
@@ -48,20 +42,12 @@ export async function claimDueMail (db: Queryable, limit: number, leaseMs: numbe
   return rows.map(toClaimed).sort((a, b) => a.id - b.id)
 }
 
-/**
- * Hands back a claimed message that was not sent (the dispatcher closed between the claim and
- * the send): due again now, the attempt not counted. Only while still pending.
- */
+/** Hands back a claimed message the dispatcher closed before sending: due now, the attempt not counted. */
 export async function releaseClaim (db: Queryable, id: number): Promise<void> {
   await db.query("UPDATE mail_outbox SET attempts = attempts - 1, next_attempt_at = now() WHERE id = $1 AND status = 'pending' AND attempts > 0", [id])
 }
 
-/**
- * Without an SMTP server: claims due messages and marks them `logged` in one statement (the
- * caller writes them to the log). With `keepText` the text is kept (and returned), so it can be
- * read from the table too; without, it is cleared like a sent mail's and the rows come back
- * without it.
- */
+/** Without SMTP: claims due messages and marks them `logged` for the caller to log; their text is kept only with `keepText`. */
 export async function claimForLog (db: Queryable, limit: number, keepText: boolean): Promise<ClaimedMail[]> {
   const { rows } = await db.query<ClaimedRow>(
     `UPDATE mail_outbox SET attempts = attempts + 1, status = 'logged', finished_at = now(),
@@ -73,10 +59,7 @@ export async function claimForLog (db: Queryable, limit: number, keepText: boole
   return rows.map(toClaimed).sort((a, b) => a.id - b.id)
 }
 
-/**
- * Clears the text of every mail already logged (links included), once, by a service that does
- * not log links, so no live link is left readable in the table. Returns how many rows it cleared.
- */
+/** Clears the text of every logged mail, so a service that does not log links leaves no live link readable. */
 export async function clearLoggedTexts (db: Queryable): Promise<number> {
   const { rowCount } = await db.query("UPDATE mail_outbox SET body_text = NULL WHERE status = 'logged' AND body_text IS NOT NULL")
   return rowCount ?? 0
@@ -97,11 +80,7 @@ export async function markAttemptFailed (db: Queryable, id: number, error: strin
   }
 }
 
-/**
- * Requests that send account mail, counted per account (the normalised email, known or not)
- * and per client address, in a fixed window from each key's first request (table
- * mail_requests). One atomic upsert per request, so replicas count together.
- */
+/** Mail requests counted per account and per address in a fixed window (table mail_requests); one upsert, so replicas count together. */
 export type MailRequestScope = 'account' | 'address'
 
 export interface MailRequestCount {

@@ -48,10 +48,9 @@ function toSession (row: Row): SessionRow {
 export type RevokeReason = 'logout' | 'logout_all' | 'revoked_by_user' | 'refresh_token_reused' | 'password_changed' | 'password_reset' | 'account_deleted'
 
 /**
- * Opens a session and its first refresh token in one statement: atomic on its own (one round trip,
- * not a transaction's four), and the same inside a caller's transaction (register). The only
- * existing row it locks is the user's (FOR KEY SHARE, by the foreign keys), so a login and an
- * account deletion queue on the user row, never deadlock.
+ * Opens a session and its first refresh token in one statement (one round trip, atomic on its own).
+ * The only existing row it locks is the user's (KEY SHARE), so a login and an account deletion
+ * queue on the user row, never deadlock.
  */
 export async function insertSessionWithToken (db: Queryable, session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null }, token: { tokenHash: Buffer, expiresAt: Date }): Promise<void> {
   await db.query(
@@ -64,10 +63,7 @@ export async function insertSessionWithToken (db: Queryable, session: { id: stri
     [session.id, session.userId, session.expiresAt, session.userAgent, session.address, token.tokenHash, token.expiresAt])
 }
 
-/**
- * Locks the session for a refresh (FOR NO KEY UPDATE: it conflicts with a revocation's FOR UPDATE
- * and with another refresh, not with the KEY SHARE of token inserts). Undefined when it is gone.
- */
+/** Locks the session for a refresh (NO KEY UPDATE: conflicts with a revocation and another refresh, not token inserts). */
 export async function lockSessionForRefresh (db: Queryable, id: string): Promise<SessionRow | undefined> {
   const { rows } = await db.query<Row>(`SELECT ${columns} FROM sessions WHERE id = $1 FOR NO KEY UPDATE`, [id])
   return rows[0] === undefined ? undefined : toSession(rows[0])
@@ -78,10 +74,9 @@ export async function touchSession (db: Queryable, id: string): Promise<void> {
 }
 
 /**
- * Revokes the given sessions of the user (those not revoked yet), locking each row first, then
- * their refresh tokens; returns the ids it revoked. Two statements on purpose: the second one's
- * snapshot is taken after the session locks are granted, so it sees every token a concurrent
- * refresh committed while this waited (one statement's snapshot would predate the wait).
+ * Revokes the user's sessions matching `where`, then their refresh tokens; returns the ids. Two
+ * statements on purpose: the second's snapshot, taken after the session locks are granted, sees
+ * every token a concurrent refresh committed meanwhile.
  */
 async function revokeWhere (db: Queryable, userId: string, where: string, params: unknown[], reason: RevokeReason): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
@@ -109,18 +104,12 @@ export async function revokeAllSessionIds (db: Queryable, userId: string, option
   return await revokeWhere(db, userId, 'id <> $3', [options.except], reason)
 }
 
-/**
- * The seam the other parts use (password reset): revokes every live session of the user but
- * `except`, locking them; returns how many.
- */
+/** Revokes every live session of the user but `except`; returns how many. */
 export async function revokeAllSessions (db: Queryable, userId: string, options: { except?: string } = {}): Promise<number> {
   return (await revokeAllSessionIds(db, userId, options)).length
 }
 
-/**
- * The user's live sessions, newest use first: not revoked, before their absolute end, and with
- * a refresh token that still works (a session idle past the refresh lifetime has ended).
- */
+/** The user's live sessions, newest use first: not revoked, not past their end, with a refresh token that still works. */
 export async function listLiveSessions (db: Queryable, userId: string): Promise<SessionRow[]> {
   const { rows } = await db.query<Row>(
     `SELECT ${columns} FROM sessions s

@@ -1,8 +1,4 @@
-/**
- * `startServe()`: `tollbooth serve` as its own process, or the lab's harness when asked; its URL
- * comes from the ready file the service writes once it listens (`--ready-file`), never from log
- * text.
- */
+/** `startServe()`: `tollbooth serve` (or the lab's harness) as its own process; its URL from `--ready-file`, never from log text. */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -26,20 +22,13 @@ export interface StartServeOptions {
   startTimeoutMs?: number
   /** Lines of its output kept for `logTail()`; default 40. */
   tailLines?: number
-  /**
-   * A cgroup's `cgroup.procs`: the process joins it before node starts (a shell writes its own
-   * pid there, then execs node: same pid), so the service detects the cgroup's CPU quota.
-   */
+  /** A cgroup's `cgroup.procs`, joined before node starts (a shell writes its pid, then execs), so the service sees the quota. */
   cgroupProcsFile?: string
   /** The lab's research harness instead of the service as it ships (docs/reference/launcher.md). */
   harness?: HarnessOptions
 }
 
-/**
- * What the load lab may ask of the services it starts beyond what ships: a seed article's hash
- * strategy (`event-loop`, `libuv`, `libuv-128`, `spawn`, `piscina`, `cluster`; default `tollbooth`,
- * the service as it ships) and the diagnostic login routes of the `auth-path` scenario.
- */
+/** What the lab may ask beyond what ships: a seed article's hash strategy, and the `auth-path` scenario's diagnostic logins. */
 export interface HarnessOptions {
   strategy?: string
   labDiagnostics?: boolean
@@ -80,11 +69,7 @@ function readReady (file: string): ReadyInfo | undefined {
   return typeof info.url === 'string' ? info as ReadyInfo : undefined
 }
 
-/**
- * Starts `tollbooth serve` and resolves once it listens, with its URL from the ready file
- * (written atomically by the service, watched here); rejects, with the end of its output,
- * if it exits first or does not listen within the timeout.
- */
+/** Starts `tollbooth serve` and resolves once it listens; rejects, with the end of its output, if it exits or times out first. */
 export async function startServe (options: StartServeOptions = {}): Promise<ServeProcess> {
   if (options.harness !== undefined && !fs.existsSync(harnessEntry)) throw new Error(`the lab's harness is not installed here (${harnessEntry}): it comes with the repository's workspace, not with the service's package`)
   const readyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-ready-'))

@@ -1,11 +1,7 @@
 /**
- * How much CPU this process really has, to size the hash pool: one thread per
- * CPU. `os.availableParallelism()` honours affinity but not a cgroup CPU quota
- * (a Kubernetes `limits.cpu`), which is exactly where an oversized pool turns
- * into throttling and queueing (see the k8s seed article).
- *
- * Synchronous on purpose: it runs once at start (and in the cluster primary),
- * reads a handful of tiny pseudo-files, and a missing file is the normal case.
+ * How much CPU this process really has, to size the hash pool. `os.availableParallelism()`
+ * ignores a cgroup quota (a Kubernetes `limits.cpu`), where an oversized pool turns into
+ * throttling (the k8s seed article). Synchronous: it runs once, reading a few pseudo-files.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -91,8 +87,7 @@ function v2Quota (cgroupRoot: string, cgroupPath: string): number | undefined {
 
 /** v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us` under the cpu controller's mount; -1 is "no limit". */
 function v1Quota (cgroupRoot: string, controllers: string[], cgroupPath: string): number | undefined {
-  // The mount is named after the co-mounted controllers (`cpu,cpuacct`), usually with
-  // `cpu` as a symlink; try the exact name first, then the usual spellings.
+  // The mount is named after the co-mounted controllers (`cpu,cpuacct`), often with a `cpu` symlink.
   const mounts = [controllers.join(','), 'cpu', 'cpu,cpuacct', 'cpuacct,cpu']
   const mount = mounts.map((name) => path.join(cgroupRoot, name)).find((dir) => fs.existsSync(dir))
   if (mount === undefined) return undefined
@@ -109,8 +104,7 @@ function v1Quota (cgroupRoot: string, controllers: string[], cgroupPath: string)
 function cgroupQuota (cgroupRoot: string, procSelfCgroup: string): Quota | undefined {
   const membership = readMembership(procSelfCgroup)
   const candidates: Quota[] = []
-  // Without /proc/self/cgroup (or a line for it) the root of each hierarchy is still
-  // worth a look: inside a container the mount's root is the container's own cgroup.
+  // Without /proc/self/cgroup the hierarchy's root is still read: in a container it is the container's cgroup.
   const v2 = v2Quota(cgroupRoot, membership.unified ?? '/')
   if (v2 !== undefined) candidates.push({ cpus: v2, source: 'cgroup-v2' })
   const cpuLine = membership.v1.find((line) => line.controllers.includes('cpu'))
@@ -119,11 +113,7 @@ function cgroupQuota (cgroupRoot: string, procSelfCgroup: string): Quota | undef
   return candidates.reduce<Quota | undefined>((low, q) => (low === undefined || q.cpus < low.cpus ? q : low), undefined)
 }
 
-/**
- * The smallest of the cgroup quota (v2 and v1, this process's cgroup and every ancestor), the
- * CPU affinity mask and the core count. At least 1. A configured thread count
- * (TOLLBOOTH_HASH_THREADS) is applied by the engine, not here.
- */
+/** The smallest of the cgroup quota (v2, v1, every ancestor), the affinity mask and the core count; at least 1. */
 export function detectCpuBudget (options: DetectCpuBudgetOptions = {}): CpuBudget {
   const { cgroupRoot = '/sys/fs/cgroup', procSelfCgroup = '/proc/self/cgroup' } = options
   const cores = Math.max(1, os.cpus().length)

@@ -54,10 +54,7 @@ export class MailDispatcher {
     this.leaseMs = options.leaseMs ?? 120_000
   }
 
-  /**
-   * Starts polling. The first look (mail left by an earlier run) is at the first poll, not at
-   * once: a start takes no database connection beyond what its requests need.
-   */
+  /** Starts polling; the first look is at the first poll, so a start takes no extra database connection. */
   start (): void {
     if (this.started || this.closed) return
     this.started = true
@@ -86,11 +83,7 @@ export class MailDispatcher {
     })
   }
 
-  /**
-   * Stops polling and waits for a run in progress, which ends after the send under way (if any):
-   * mail not yet claimed stays pending. No timer is left (the timers are not unref'd: a
-   * dispatcher never closed shows).
-   */
+  /** Stops polling and waits for the send under way; mail not yet claimed stays pending. Timers are not unref'd, so a leak shows. */
   async close (): Promise<void> {
     this.closed = true
     if (this.timer !== undefined) clearTimeout(this.timer)
@@ -146,10 +139,7 @@ export class MailDispatcher {
     return batch.length
   }
 
-  /**
-   * Claims one due mail and sends it; false when none was due (or the dispatcher closed). A mail
-   * claimed as the dispatcher closed is handed back unsent.
-   */
+  /** Claims one due mail and sends it; false when none was due. One claimed as the dispatcher closed is handed back. */
   private async sendNext (): Promise<boolean> {
     const transport = this.options.transport
     if (transport === undefined || this.closed) return false

@@ -20,11 +20,7 @@ export interface Acceptors {
   close (): Promise<void>
 }
 
-/**
- * The child: sends the raw handle it got back `copies` times (Node sends one handle at a time,
- * each after the last was acknowledged) and stays until the parent disconnects, so none is lost
- * in its queue (its 'message' listener keeps the channel open); then it exits.
- */
+/** The child: sends the raw handle back `copies` times and stays until the parent disconnects, so none is lost in its queue. */
 const bounceScript = `
 process.on('message', (copies, handle) => {
   for (let i = 0; i < copies; i++) process.send('copy', handle)
@@ -53,8 +49,7 @@ async function copiesOf (handle: unknown, copies: number, timeoutMs: number, exe
       // A raw handle (not the net.Server): the child gets it without listening on it.
       child.send(copies, handle as net.Server)
     })
-    // Until it exits, the child holds the socket too: closed, the service would still have its
-    // connections queued by the kernel. Its channel closed, it has nothing left to do.
+    // Until it exits the child holds the socket too, and a closed service would still get connections queued.
     const exited = new Promise((resolve) => { child.once('exit', resolve) })
     child.disconnect()
     const killer = setTimeout(() => { child.kill('SIGKILL') }, timeoutMs)
@@ -84,10 +79,9 @@ export interface AcceptorOptions {
 const none: Acceptors = { extra: 0, async close () {} }
 
 /**
- * Adds `count - 1` listening copies of `server`'s socket that hand their connections to it, so
- * up to `count` connections are accepted per turn of the loop. Call after `listen()`. The
- * connection cap is kept over all of them: the server's own listener gets what the copies
- * leave (its native check), and a copy closes a connection past the cap at once, as Node does.
+ * Adds `count - 1` listening copies of `server`'s socket that hand their connections to it; call
+ * after `listen()`. The connection cap holds over all of them: the server's own listener gets what
+ * the copies leave, and a copy closes a connection past the cap at once, as Node does.
  */
 export async function addAcceptors (server: http.Server, count: number, options: AcceptorOptions): Promise<Acceptors> {
   const extra = Math.max(0, Math.floor(count) - 1)
@@ -135,8 +129,7 @@ export async function addAcceptors (server: http.Server, count: number, options:
   return {
     extra,
     async close () {
-      // Stops the listening at once. Not waited for: a copy's 'close' comes after the connections
-      // it accepted, which belong to the server now and end with it.
+      // Not waited for: a copy's 'close' comes after its connections, which the server ends.
       for (const listener of listeners) listener.close()
     },
   }

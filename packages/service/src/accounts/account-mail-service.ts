@@ -58,11 +58,7 @@ export class AccountMailService {
     await enqueueMail(db, verificationMail(user.email, accountLink(this.deps.publicUrl, 'verify-email', token.token), this.deps.emailVerificationTtlSeconds))
   }
 
-  /**
-   * Enumeration-safe registration, inside its transaction: the verification mail for a new
-   * account, a notice to the owner of a taken address. Both count against the address's mail
-   * bound first (one statement either way); past it, nothing is queued.
-   */
+  /** Enumeration-safe registration, in its transaction: a new account's verification mail, or a notice to a taken address's owner, within the mail bound. */
   async queueRegistrationMail (db: Queryable, email: string, created: { id: string } | undefined): Promise<void> {
     const counts = await countMailRequest(db, { account: email }, this.deps.throttle.windowSeconds)
     if ((counts.account?.requests ?? 1) > this.deps.throttle.accountRequests) {
@@ -117,10 +113,9 @@ export class AccountMailService {
   }
 
   /**
-   * POST /auth/password/reset. A dead token is refused before the hash (a cheap check); the
-   * new hash is computed through the pool, then one transaction spends the token (the user row
-   * locked first, then the account's reset links: two uses, of one link or of two, race to one),
-   * sets the hash, spends the other links, revokes every session and forgets the account's login failures.
+   * POST /auth/password/reset: a dead token is refused before the hash; then one transaction spends
+   * it (user row first, then the reset links, so two uses race to one), sets the hash, spends the
+   * other links, revokes every session and forgets the account's login failures.
    */
   async resetPassword (input: { token: string, password: string }, { ticket }: HashedRequest): Promise<void> {
     // The policy's cheap checks first (no query); the NFC form is what is hashed.

@@ -1,10 +1,7 @@
 /**
- * The rules of login throttling (OWASP Authentication Cheat Sheet, "Account Lockout": an
- * exponential delay instead of a fixed lockout), pure: no clock, no database. Failures are
- * counted per key (an account, a client address) in a fixed window that starts at the key's
- * first failure; the first `freeFailures` of a window cost nothing, then each further attempt
- * waits `baseDelayMs`, doubled per further failure, capped at `maxDelayMs`. A block never
- * outlasts its window: when the window ends, the count starts again from zero.
+ * The rules of login throttling (OWASP: an exponential delay, not a lockout), pure. Failures are
+ * counted per key in a fixed window from its first failure; past `freeFailures` each attempt waits
+ * `baseDelayMs`, doubled per failure, at most `maxDelayMs`; the window's end starts again from zero.
  */
 import net from 'node:net'
 import type { FailureCount, ThrottleScope } from '../db/index.js'
@@ -79,11 +76,7 @@ export function decide (counts: { account?: FailureCount | undefined, address?: 
 /** Longest address key kept: a non-address from an X-Forwarded-For trusted wholesale is cut here. */
 const maxAddressKeyLength = 64
 
-/**
- * The key a client address is counted under. IPv4-mapped IPv6 is the IPv4 address; other IPv6
- * addresses count by their /64, the block one subscriber is usually given, so rotating
- * addresses inside it does not escape the bound.
- */
+/** The key an address is counted under: IPv4-mapped IPv6 as IPv4, other IPv6 by its /64 (one subscriber's block, so rotating escapes nothing). */
 export function addressKey (address: string): string {
   const withoutZone = address.split('%')[0] ?? address
   if (net.isIPv4(withoutZone)) return withoutZone

@@ -128,10 +128,7 @@ function secretFlagRefused (setting: Setting): Error {
   return createError('CONFIG_INVALID', `--${setting.flag} is refused: a secret on the command line is visible to every user of the machine (ps, /proc). Set ${setting.env} in the environment, or ${setting.env}_FILE to a file that holds it`, { field: setting.env })
 }
 
-/**
- * One secret for a command other than `serve` (`tollbooth migrate`): from its variable or its
- * _FILE, and its flag, when given, refused just as `serve` refuses it.
- */
+/** One secret for a command other than `serve` (`tollbooth migrate`), read and refused from a flag as `serve` does. */
 export function readSecret (envName: string, env: NodeJS.ProcessEnv, flagValue?: string): string | undefined {
   const setting = settings.find((s) => s.env === envName && s.secret === true)
   if (setting === undefined) throw new TypeError(`${envName} is not a secret setting`)
@@ -140,10 +137,7 @@ export function readSecret (envName: string, env: NodeJS.ProcessEnv, flagValue?:
   return value === '' ? undefined : value
 }
 
-/**
- * A secret setting's value: its environment variable, or the content of the file `<env>_FILE`
- * names (read once, here; one trailing newline dropped, as `echo` and editors leave one).
- */
+/** A secret's value: its variable, or the file `<env>_FILE` names (one trailing newline dropped). */
 function secretFromEnvironment (setting: Setting, env: NodeJS.ProcessEnv): string | undefined {
   const value = env[setting.env]
   const fileVariable = `${setting.env}_FILE`
@@ -255,10 +249,7 @@ const policySettings: Record<string, keyof FlatConfig> = {
   'policy.scrypt.p': 'scryptP',
 }
 
-/**
- * The engine's own policy check, at load time: combinations each range allows alone (scrypt
- * N=2^20 at r=8 is 1 GiB a verify) stop the start here, before PostgreSQL is started.
- */
+/** The engine's policy check at load time: combinations each range allows alone (scrypt N=2^20, r=8) stop the start here. */
 function checkPolicy (policy: HashPolicy): void {
   try {
     validatePolicy(policy)

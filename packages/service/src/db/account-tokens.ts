@@ -16,11 +16,7 @@ export async function insertAccountToken (db: Queryable, token: { tokenHash: Buf
     [token.tokenHash, token.purpose, token.userId, token.ttlSeconds])
 }
 
-/**
- * For the account with this email, if there is one (and, with `onlyUnverified`, its address is
- * not verified yet): a token and its mail, in one statement (one transaction). An unknown email
- * runs the same statement and writes nothing, so both cost the same. True when it wrote.
- */
+/** A token and its mail for the email's account, if any, in one statement: an unknown email costs the same. True when it wrote. */
 export async function issueTokenWithMail (db: Queryable, input: {
   email: string
   purpose: AccountTokenPurpose
@@ -44,12 +40,9 @@ export async function issueTokenWithMail (db: Queryable, input: {
 }
 
 /**
- * Spends the live token of this purpose (used_at); returns its user, or undefined for an
- * unknown, used or expired token, or a deleted user (one answer for all). Inside a transaction:
- * the owner is read without a lock, then the user row is locked, then every token of the user
- * for this purpose (one statement, in token_hash order), and the token is checked again under
- * those locks; so a concurrent use of it, or of another link of the account, waits and then
- * finds it used. The user row stays locked to the end of the transaction.
+ * Spends the live token of this purpose; returns its user, or undefined (unknown, used, expired,
+ * user gone). In a transaction: the user row is locked, then the user's tokens of the purpose,
+ * and the token checked again under them, so a concurrent use of any link waits, then finds it used.
  */
 export async function spendAccountToken (db: Queryable, tokenHash: Buffer, purpose: AccountTokenPurpose): Promise<string | undefined> {
   const { rows: owners } = await db.query<{ user_id: string }>(
@@ -62,10 +55,7 @@ export async function spendAccountToken (db: Queryable, tokenHash: Buffer, purpo
   return userId
 }
 
-/**
- * Locks every token of the user for this purpose, in token_hash order (one order for every
- * locker of several); call with the user row locked. Each with whether it is live now.
- */
+/** Locks the user's tokens of this purpose in token_hash order (with the user row locked); each with whether it is live. */
 async function lockAccountTokens (db: Queryable, userId: string, purpose: AccountTokenPurpose): Promise<Array<{ tokenHash: Buffer, live: boolean }>> {
   const { rows } = await db.query<{ token_hash: Buffer, live: boolean }>(
     `SELECT token_hash, (used_at IS NULL AND expires_at > now()) AS live
@@ -82,10 +72,7 @@ export async function isLiveAccountToken (db: Queryable, tokenHash: Buffer, purp
   return rows.length > 0
 }
 
-/**
- * Spends every live token of the user for this purpose (a reset ends the others; a password
- * change ends the reset links mailed before it). Call with the user row locked.
- */
+/** Spends every live token of the user for this purpose (with the user row locked). */
 export async function spendAllAccountTokens (db: Queryable, userId: string, purpose: AccountTokenPurpose): Promise<void> {
   await db.query('UPDATE account_tokens SET used_at = now() WHERE user_id = $1 AND purpose = $2 AND used_at IS NULL', [userId, purpose])
 }

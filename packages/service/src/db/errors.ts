@@ -14,18 +14,10 @@ const poolSaturatedRetryAfterSeconds = 1
 /** Socket errors of node's net module: refused, reset, timed out, broken pipe, no route, no such host. */
 const connectionErrnoCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND'])
 
-/**
- * SQLSTATEs outside class 08 (connection exception) that still mean "no usable connection":
- * 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now (starting up, in
- * recovery), 53300 too_many_connections.
- */
+/** SQLSTATEs outside class 08 that still mean no usable connection: shutdowns, cannot_connect_now, too_many_connections. */
 const connectionSqlStates = new Set(['57P01', '57P02', '57P03', '53300'])
 
-/**
- * pg's own messages for a connection that died or never came: its sockets end without an errno
- * of their own. The last two are pg-pool's: the connect timeout on a new client, and the wait
- * for a pooled one (the pool in ./pool.ts tells saturation apart before it gets here).
- */
+/** pg's and pg-pool's messages for a connection that died or never came, which carry no errno (pool.ts tells saturation apart first). */
 const connectionMessages = new Set([
   'Connection terminated unexpectedly',
   'Client has encountered a connection error and is not queryable',
@@ -37,10 +29,7 @@ function isSqlState (code: string): boolean {
   return /^[0-9A-Z]{5}$/.test(code)
 }
 
-/**
- * True when `err` (or what it wraps: `cause`, an AggregateError's `errors` from trying several
- * addresses) is a connection-level failure.
- */
+/** True when `err`, or what it wraps (`cause`, an AggregateError's `errors`), is a connection-level failure. */
 export function isConnectionFailure (err: unknown, depth = 0): boolean {
   if (typeof err !== 'object' || err === null || depth > 4) return false
   const { code, message, cause, errors } = err as { code?: unknown, message?: unknown, cause?: unknown, errors?: unknown }

@@ -52,10 +52,8 @@ export async function readFailures (db: Queryable, keys: ThrottleKeys): Promise<
 }
 
 /**
- * Counts one failure for both keys in one statement: a new row, one more in a live window, or
- * a new window in place of one that started at or before `windowExpiredAtOrBefore`. The rows
- * are always locked in the same order (account, then address), so concurrent failures queue
- * rather than deadlock. Returns both keys' counts after this failure.
+ * Counts one failure for both keys in one statement (a new window where the old one expired),
+ * locking account then address, so concurrent failures queue rather than deadlock.
  */
 export async function recordFailure (db: Queryable, keys: ThrottleKeys, at: { nowMs: number, windowExpiredAtOrBefore: number }): Promise<FailureCounts> {
   const { rows } = await db.query<FailureRow>(
@@ -95,10 +93,7 @@ type LookupRow = { [K in keyof UserRow]: UserRow[K] | null } & {
   address_last_failure_at: Date | null
 }
 
-/**
- * Always one row: each LEFT JOIN matches at most one (users.email and login_failures' primary
- * key are unique). The same snapshot for all three, and no lock taken.
- */
+/** Always one row (each LEFT JOIN matches at most one): one snapshot, no lock. */
 const lookupSql = `
   SELECT u.*,
          a.failures AS account_failures, a.window_started_at AS account_window_started_at, a.last_failure_at AS account_last_failure_at,

@@ -1,18 +1,10 @@
 /**
- * pg's Client, with every query that has parameters sent as a named prepared statement, parsed
- * and planned once per connection: pg's unnamed statements are planned again each time, which
- * for the service's short queries is about half of PostgreSQL's work.
- *
- * The name is the text's, the same on every connection. Past `maxNamedStatements` distinct texts
- * the rest go unnamed, so SQL built from data cannot grow every backend's memory. Statements
- * without parameters (BEGIN, migrations) go through the simple protocol.
- *
- * A prepared statement fails with 0A000 after a migration changes a column it returns; the
- * connection is then closed (pool.ts `withTransaction`, and pg-pool on any failed query). The
- * service's statements name their columns.
- *
- * A pooler in transaction mode must keep named statements per server connection (PgBouncer 1.21+
- * with `max_prepared_statements`); otherwise set TOLLBOOTH_DB_STATEMENTS=unnamed.
+ * pg's Client, with every query that has parameters sent as a named prepared statement, planned
+ * once per connection: pg's unnamed statements are planned each time, much of PostgreSQL's work
+ * for short queries. Past `maxNamedStatements` texts the rest go unnamed, so SQL built from data
+ * cannot grow every backend's memory. A statement fails with 0A000 after a migration changes a
+ * column it returns, and its connection is closed (pool.ts). Behind a pooler in transaction mode
+ * without `max_prepared_statements` (PgBouncer 1.21+), set TOLLBOOTH_DB_STATEMENTS=unnamed.
  */
 import pg from 'pg'
 
@@ -49,9 +41,7 @@ function forgetIfGone (client: pg.Client, name: string, err: unknown): void {
   if (parsed !== undefined) delete parsed[name]
 }
 
-// Set on the prototype rather than overridden in the class: TypeScript cannot check one method
-// against pg's overloads of `query`. The arguments are passed on as they came, but the first
-// (and a callback, wrapped).
+// On the prototype: TypeScript cannot check one method against pg's overloads of `query`.
 PreparingClient.prototype.query = function (this: pg.Client, ...args: unknown[]): unknown {
   const [text, values, callback] = args
   if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return Reflect.apply(unnamedQuery, this, args)

@@ -51,13 +51,10 @@ export const hashLimits = {
 
 /**
  * What new hashes are made with unless configured otherwise.
- * - argon2id m=19456 KiB (19 MiB), t=2, p=1: the first of OWASP's equivalent argon2id settings
- *   (Password Storage Cheat Sheet), and @node-rs/argon2's own default.
- * - bcrypt cost 10: OWASP's minimum for legacy systems; used only when bcrypt is configured.
- * - scrypt N=2^15, r=8, p=1: 32 MiB per verify, the same order as argon2's 19 MiB, so a thread
- *   per CPU stays cheap in memory. This is below OWASP's scrypt line (N=2^17 r=8 p=1, or p=3 at
- *   this N), which would cost 128 MiB or 3x the time per verify; scrypt is here for hashes
- *   imported from elsewhere and for comparison, argon2id is the default. Raise N or p for OWASP.
+ * - argon2id m=19 MiB, t=2, p=1: the first of OWASP's argon2id settings, and @node-rs/argon2's default.
+ * - bcrypt cost 10: OWASP's minimum for legacy systems.
+ * - scrypt N=2^15, r=8, p=1: 32 MiB, near argon2's memory; below OWASP's N=2^17 (four times the
+ *   memory), as scrypt is here for imported hashes and comparison. Raise N or p for OWASP.
  */
 export const defaultPolicy: HashPolicy = Object.freeze({
   algorithm: 'argon2id' as const,
@@ -109,10 +106,7 @@ function checkScrypt (params: ScryptParams, refuse: Refuse, prefix: string): voi
   if (128 * params.N * params.r > limits.memoryBytes.max) refuse(`${prefix}N`, params.N, { min: 2, max: maxN, reason: `at r=${params.r}: ${limits.memoryBytes.reason}` })
 }
 
-/**
- * Parses and bounds a stored hash, without computing anything: `HASH_FORMAT_UNKNOWN`
- * when it is not one of ours, `HASH_PARAMS_OUT_OF_BOUNDS` when its cost is absurd.
- */
+/** Parses and bounds a stored hash: `HASH_FORMAT_UNKNOWN` when not one of ours, `HASH_PARAMS_OUT_OF_BOUNDS` when its cost is absurd. */
 export function inspectStoredHash (stored: string): StoredHash {
   if (typeof stored !== 'string') throw createError('HASH_FORMAT_UNKNOWN', 'The stored hash is not a string')
   if (stored.length > hashLimits.storedLength.max) {
@@ -156,11 +150,7 @@ const PolicyShape = TypeCompiler.Compile(Type.Object({
   scrypt: Type.Object({ N: Type.Integer(), r: Type.Integer(), p: Type.Integer() }),
 }))
 
-/**
- * Throws `CONFIG_INVALID` naming the first field at fault (`policy.argon2.memoryKiB` ...).
- * All three parameter sets are checked, not only the selected algorithm's: switching
- * algorithm must never reveal a broken setting later.
- */
+/** Throws `CONFIG_INVALID` naming the first field at fault; all three algorithms' sets are checked, so switching reveals nothing broken. */
 export function validatePolicy (policy: unknown): asserts policy is HashPolicy {
   const fault = firstFault(PolicyShape, policy, 'policy')
   if (fault !== undefined) configError(fault.field, fault.message)

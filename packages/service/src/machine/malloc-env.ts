@@ -42,11 +42,7 @@ export function glibcTakesHashMallocEnv (version: string | null): boolean {
   return major > 2 || (major === 2 && minor >= 35)
 }
 
-/**
- * The settings `env` lacks (each one its caller did not set), to add to a child process's
- * environment; none where the C library does not take them (`glibcVersion`, default: this
- * process's, which a child on this machine shares).
- */
+/** The settings `env` lacks, to add to a child's environment; none where the C library (`glibcVersion`) does not take them. */
 export function missingHashMallocEnv (env: NodeJS.ProcessEnv, glibcVersion: string | null = runtimeGlibcVersion()): Record<string, string> {
   if (!glibcTakesHashMallocEnv(glibcVersion)) return {}
   return Object.fromEntries(Object.entries(hashMallocEnv).filter(([name]) => env[name] === undefined))
@@ -57,11 +53,7 @@ export function withHashMallocEnv (env: NodeJS.ProcessEnv, glibcVersion: string 
   return { ...env, ...missingHashMallocEnv(env, glibcVersion) }
 }
 
-/**
- * Whether a process with `env` runs with the settings: `set`, `missing` (glibc would take them and
- * one is absent), or `not applicable` (another C library, or glibc before 2.35). On /metrics, so a
- * lab run against a service started by hand says which it was.
- */
+/** Whether a process with `env` runs with the settings (`set`, `missing`, `not applicable`): on /metrics, for the lab's reports. */
 export function hashMallocState (env: NodeJS.ProcessEnv = process.env, glibcVersion: string | null = runtimeGlibcVersion()): 'set' | 'missing' | 'not applicable' {
   if (!glibcTakesHashMallocEnv(glibcVersion)) return 'not applicable'
   return Object.keys(missingHashMallocEnv(env, glibcVersion)).length === 0 ? 'set' : 'missing'

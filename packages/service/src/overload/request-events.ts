@@ -17,11 +17,7 @@ const callbacksBySocket = new WeakMap<net.Socket, Set<() => void>>()
 
 const noop = (): void => {}
 
-/**
- * Calls `callback` once when `socket` closes, or at once when it is destroyed already. Returns
- * the function that cancels it (to call when what it guards ended first: a keep-alive socket
- * would otherwise keep a callback per request it served).
- */
+/** Calls `callback` once when `socket` closes (at once if destroyed); returns a cancel, so a keep-alive socket keeps no stale callbacks. */
 function whenSocketCloses (socket: net.Socket, callback: () => void): () => void {
   if (socket.destroyed) {
     callback()
@@ -43,12 +39,7 @@ function whenSocketCloses (socket: net.Socket, callback: () => void): () => void
   return () => { registered.delete(callback) }
 }
 
-/**
- * Calls `callback` once, when `response` closes or its connection does, whichever comes first:
- * what a request holds (a place under the cap, a hash's cancellation, a place in the hash queue)
- * is given back even when its response is a pipelined one that never closes. The connection's
- * callback is dropped once the response closes.
- */
+/** Calls `callback` once, when `response` or its connection closes, so what a request holds is given back even if pipelined. */
 export function whenAnswerCloses (response: http.ServerResponse, socket: net.Socket, callback: () => void): void {
   let called = false
   let forgetSocket = noop
@@ -69,11 +60,8 @@ export function requestReceivedAt (reply: { elapsedTime: number }): number {
 }
 
 /**
- * Aborts (with HASH_CANCELLED) when the client hangs up before the response is written, so a
- * queued hash is dropped; aborted already when it hung up before this was asked (a `close` that
- * has passed never fires again, and the hash would run for nobody). Its connection's `close`
- * counts too: the response to a pipelined request, queued behind the one ahead of it, never
- * closes when the connection dies.
+ * Aborts (HASH_CANCELLED) when the client hangs up before the response is written, so a queued
+ * hash is dropped; aborted already if it hung up before this was asked (a past `close` never fires again).
  */
 export function clientGoneSignal (reply: { raw: http.ServerResponse, request: { raw: { socket: net.Socket } } }): AbortSignal {
   const controller = new AbortController()

@@ -18,20 +18,16 @@ export function errors (...statuses: number[]): Record<number, typeof errorRef> 
 const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254, description: 'Compared case-insensitively; surrounding spaces are ignored' })
 
 /**
- * Free text that PostgreSQL stores: at least one non-space character, and no NUL, which a
- * `text` column refuses (22021) and which would otherwise surface as a 500 after the work is
- * done. A lookahead, because `[^\0]*\S[^\0]*` backtracks quadratically on a long string.
+ * Free text PostgreSQL stores: a non-space character and no NUL (a `text` column refuses it, a
+ * 500 after the work). A lookahead, as `[^\0]*\S[^\0]*` backtracks quadratically.
  */
 const visibleTextPattern = '^(?!\\s*$)[^\\u0000]*$'
-/** What a failed `pattern` means, in words, for the error message (by pattern). */
 /** A page size: exactly the decimal integers 1 to 100, no sign, no leading zero (the document says what the code takes). */
 const pageLimitPattern = '^(?:[1-9][0-9]?|100)$'
 /**
- * A page cursor exactly as the service issues them: base64url, unpadded, of `p:` and 1 to 15
- * digits (routes/posts.ts). Spelt out so the document admits only cursors the code accepts
- * (a client or fuzzer sending a schema-valid cursor gets a page, never a 400). Base64 maps
- * each 3 bytes to 4 characters; with every byte an ASCII digit (0x30-0x39), each character
- * can take only the values below.
+ * A page cursor exactly as issued: unpadded base64url of `p:` and 1 to 15 digits (routes/posts.ts),
+ * so a schema-valid cursor always gets a page, never a 400. With every byte an ASCII digit, each
+ * base64 character can take only the values below.
  */
 const digitPairStart = '(?:[MN][DTjz]|O[DT])' // the first two characters of a group starting with a digit
 const threeDigits = `${digitPairStart}[AEIMQUYcgk][w-z0-5]`
@@ -39,6 +35,7 @@ const oneDigitTail = '(?:[MN][AQgw]|O[AQ])'
 const twoDigitsTail = `${digitPairStart}[AEIMQUYcgk]`
 // `p:` and the first digit, then 0 to 14 more digits.
 const pageCursorPattern = `^cDo[w-z0-5](?:${threeDigits}){0,4}(?:${oneDigitTail}|${twoDigitsTail})?$`
+/** What a failed `pattern` means, in words, for the error message (by pattern). */
 export const patternMessages: Readonly<Record<string, string>> = {
   [visibleTextPattern]: 'must contain a non-space character and no NUL character',
   [pageLimitPattern]: 'must be an integer from 1 to 100',

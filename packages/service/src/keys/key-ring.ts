@@ -1,9 +1,7 @@
 /**
- * The keys this replica signs and verifies access tokens with, read from a source: the
- * database (shared by every replica, rotated on a schedule) or PEM files. The ring reloads
- * its source every `reloadIntervalMs`, and at once (at most once a second) when a token
- * names a key it does not know, so a key another replica created is picked up without a
- * restart. A reload that fails keeps the keys it had.
+ * The keys this replica signs and verifies access tokens with: from the database (shared, rotated
+ * on a schedule) or PEM files. Reloaded every `reloadIntervalMs`, and at most once a second when a
+ * token names an unknown key, so another replica's new key needs no restart. A failed reload keeps the keys.
  */
 import fs from 'node:fs'
 import { performance } from 'node:perf_hooks'
@@ -176,11 +174,7 @@ export class DatabaseKeySource implements KeySource {
   }
 }
 
-/**
- * Keys given as PEM files: the signing key (a private key) and, while their tokens may still
- * be alive, older keys that only verify (private or public). Read once; a rolling restart
- * with new files rotates them.
- */
+/** Keys given as PEM files: the signing key and older keys that only verify. Read once; a rolling restart rotates them. */
 export class FileKeySource implements KeySource {
   readonly reloads = false
 

@@ -1,12 +1,8 @@
 /**
- * When each stored key signs and verifies: pure functions of the keys and the clock.
- *
- * Keys are ordered by activation. A key signs from its activation until the next live key
- * activates; it verifies until the last token it signed has expired (that moment plus the
- * access-token lifetime, plus a leeway for clocks that differ between replicas). A key not
- * yet active is published already: a rotation creates it `publishAheadMs` ahead (at least a
- * reload interval plus the JWK Set's cache lifetime), so every replica and every verifier
- * that caches the JWK Set knows it before the first token it signs.
+ * When each stored key signs and verifies: pure functions of the keys and the clock. A key signs
+ * from its activation until the next one's, and verifies until its last token expires (plus a
+ * clock leeway). A rotation creates a key `publishAheadMs` ahead (a reload interval plus the JWK
+ * Set's cache lifetime), so every replica and verifier knows it before its first token.
  */
 
 /** Clocks of replicas and verifiers may differ by this much. */
@@ -51,11 +47,7 @@ export interface RotationPolicy {
   publishAheadMs: number
 }
 
-/**
- * When a new key should activate, if one is due now: at once with no live key, else
- * `publishAheadMs` from now when the newest key is older than the rotation age or signs with
- * another algorithm than the configured one. Undefined: no key is due.
- */
+/** When a new key should activate: at once with no live key, else `publishAheadMs` ahead when the newest is too old or of another algorithm. */
 export function nextKeyActivation (keys: readonly ScheduledKey[], nowMs: number, policy: RotationPolicy): number | undefined {
   const newest = live(keys, nowMs).at(-1)
   if (newest === undefined) return nowMs

@@ -22,10 +22,8 @@ export interface HaproxyConfigOptions {
 }
 
 /**
- * The configuration: deploy/haproxy/haproxy.cfg's `defaults` and backend (leastconn, /readyz
- * checks, retries with redispatch on connection failures only), on 127.0.0.1 with fixed ports
- * instead of Docker's DNS, checks every second and back in after one good check (rise 1), so
- * a restarted replica takes load again within a second.
+ * The configuration: deploy/haproxy/haproxy.cfg's `defaults` and backend, on 127.0.0.1 with fixed
+ * ports instead of Docker's DNS, and `rise 1`, so a restarted replica takes load again at once.
  */
 export function haproxyConfig (options: HaproxyConfigOptions): string {
   const interMs = options.checkIntervalMs ?? 1000
@@ -44,9 +42,8 @@ export function haproxyConfig (options: HaproxyConfigOptions): string {
     '    timeout http-request 10s',
     '    timeout http-keep-alive 5s',
     '    timeout check 2s',
-    // A connection refused (a replica that just stopped) is retried on another replica, as is a
-    // reused idle connection the replica closed before answering. Never a 503: tollbooth's 503s
-    // are its admission control, and a retry elsewhere would multiply load.
+    // Connection failures are retried on another replica; never a 503: tollbooth's 503s are its
+    // admission control, and a retry elsewhere would multiply load.
     '    retries 2',
     '    option redispatch 1',
     '    retry-on conn-failure empty-response',

@@ -1,8 +1,7 @@
 /**
- * N `tollbooth serve` processes on one PostgreSQL, each under a CPU quota of its own (a cgroup
- * it joins before node starts), behind HAProxy: the lab's stand-in for "N pods x C CPU behind
- * an ingress". Each replica listens on a fixed port, so HAProxy's configuration never changes
- * and a restarted replica comes back where it was.
+ * N `tollbooth serve` processes on one PostgreSQL, each under its own CPU quota, behind HAProxy:
+ * the lab's stand-in for "N pods x C CPU behind an ingress". Fixed ports, so a restarted replica
+ * comes back where HAProxy expects it.
  */
 import { randomBytes } from 'node:crypto'
 import net from 'node:net'
@@ -35,11 +34,7 @@ export interface Replica {
   hashThreads: number | null
   cpuBudget: string | null
   logTail (): string
-  /**
-   * A rolling restart of this replica: SIGTERM (it drains: /readyz 503 at once, HAProxy takes
-   * it out, it keeps serving for TOLLBOOTH_SHUTDOWN_DRAIN_MS, then exits), start it again on the
-   * same port in the same cgroup, and resolve once HAProxy sends it traffic again.
-   */
+  /** A rolling restart: SIGTERM (it drains, then exits), start again on the same port and cgroup, resolve once HAProxy sends it traffic. */
   restart (): Promise<void>
 }
 

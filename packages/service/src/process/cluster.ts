@@ -1,17 +1,9 @@
 /**
- * Several processes on one port (node:cluster):
- *
- * - `serve --workers N`: the processes share ONE CPU budget, each running tollbooth's hash pool
- *   with its share of the threads (worker-budget.ts), so cheap requests scale with cores while
- *   hashing stays within the CPU there is.
- * - under the lab's harness (`processPerCpu`), the Piscina article's final setup: one worker
- *   process per CPU, each with the harness's executor.
- *
- * Either way the primary owns the database (embedded or DATABASE_URL) and runs the migrations
- * once, then forks the workers; /metrics, answered by whichever worker gets the scrape,
- * aggregates all workers through the primary (cluster-metrics.ts). A worker that dies after
- * the start is replaced (logged); one that fails during the start stops the whole start.
- * SIGTERM to the primary drains every worker (overload/drain.ts) before they close.
+ * Several processes on one port (node:cluster): `serve --workers N`, sharing ONE CPU budget
+ * (worker-budget.ts) so cheap requests scale with cores while hashing stays within the CPU; or,
+ * under the lab's harness (`processPerCpu`), the Piscina article's one process per CPU. The
+ * primary owns the database and migrations, /metrics aggregates every worker (cluster-metrics.ts),
+ * a worker that dies is replaced, and SIGTERM drains every worker before they close.
  */
 import cluster, { type Worker } from 'node:cluster'
 import type pino from 'pino'
@@ -136,7 +128,7 @@ export async function startClusterPrimary (config: Config, log: pino.Logger, har
   let restartTimer: NodeJS.Timeout | undefined
 
   const fork = (): Worker => {
-    // The workers hash: glibc's malloc settings for that, unless set already (malloc-env.ts).
+    // The workers hash: glibc's malloc settings for that, unless set already (machine/malloc-env.ts).
     const worker = cluster.fork({ ...missingHashMallocEnv(process.env), [workerConfigEnv]: JSON.stringify(workerConfig) })
     workers.add(worker)
     forkedAt.set(worker, Date.now())

@@ -1,10 +1,7 @@
 /**
- * Parsing and formatting of stored hash strings: the PHC string format
- * (argon2id, scrypt) and bcrypt's modular crypt format. Pure string work, safe
- * on the main thread: nothing here hashes. Parsers are strict (one canonical
- * spelling) because a stored hash is attacker input once a database leaks or an
- * account import is forged; anything else is `HASH_FORMAT_UNKNOWN`.
- *
+ * Parsing and formatting of stored hashes: the PHC string format (argon2id, scrypt) and bcrypt's
+ * modular crypt format; string work only. Strict (one canonical spelling), as a stored hash may be
+ * attacker input; anything else is `HASH_FORMAT_UNKNOWN`.
  * PHC: https://github.com/P-H-C/phc-string-format/blob/master/phc-sf-spec.md
  */
 import { createError } from '../../errors.js'

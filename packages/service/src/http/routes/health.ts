@@ -35,11 +35,7 @@ async function withTimeout<T> (work: Promise<T>, ms: number, what: string): Prom
   }
 }
 
-/**
- * The database answers and the hash pool is alive, within `timeoutMs` each; else NOT_READY with a
- * fixed message: the driver's or the pool's own text goes to the log, never into the answer
- * (it names hosts, users and databases).
- */
+/** The database answers and the hash pool is alive, within `timeoutMs` each; else NOT_READY, the driver's text to the log only. */
 export async function checkReadiness (db: pg.Pool, engine: PasswordEngine, timeoutMs: number, log: FastifyBaseLogger): Promise<ReadinessDetails> {
   try {
     await withTimeout(db.query('SELECT 1'), timeoutMs, 'the database')
@@ -73,9 +69,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
     logLevel: 'warn',
   }, async () => ({ status: 'ok' as const }))
 
-  // One readiness check at a time: the requests that arrive while one runs share its outcome, so
-  // a flood of /readyz (never shed, on the public port) costs the database and the hash pool one
-  // check at a time, not one each. A request arriving after a check ended starts a fresh one.
+  // One readiness check at a time, shared by the requests that arrive while it runs: a flood of
+  // /readyz (never shed) costs one check at a time, not one each.
   let running: Promise<ReadinessDetails> | undefined
   const sharedReadiness = async (): Promise<ReadinessDetails> => {
     running ??= checkReadiness(db, engine, readinessTimeoutMs, app.log).finally(() => { running = undefined })

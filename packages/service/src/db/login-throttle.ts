@@ -53,7 +53,7 @@ export async function readFailures (db: Queryable, keys: ThrottleKeys): Promise<
 
 /**
  * Counts one failure for both keys in one statement (a new window where the old one expired),
- * locking account then address, so concurrent failures queue rather than deadlock.
+ * locking account then address, so concurrent failures queue rather than deadlock. Returns both counts.
  */
 export async function recordFailure (db: Queryable, keys: ThrottleKeys, at: { nowMs: number, windowExpiredAtOrBefore: number }): Promise<FailureCounts> {
   const { rows } = await db.query<FailureRow>(

@@ -1,8 +1,6 @@
 /**
- * What the purge job deletes (accounts/purge-job.ts): one entry per kind of dead row. Each
- * batch is one statement, its own short transaction: it locks at most `batchSize` rows, and
- * skips rows another replica's purge (or a request) holds, so replicas share the work without
- * waiting on each other. To purge another table, add an entry.
+ * What the purge job deletes (accounts/purge-job.ts), one entry per kind of dead row. Each batch is
+ * one short statement that skips locked rows, so replicas share the work without waiting.
  */
 import type { Queryable } from './pool.js'
 

@@ -50,21 +50,16 @@ export async function findUserById (db: Queryable, id: string): Promise<UserWith
 }
 
 /**
- * Locks the user row for a change of the account (FOR NO KEY UPDATE: it serialises the
- * account's writers, reset, verification and password change, without blocking the KEY SHARE
- * of inserts that reference the user). The first lock of such a change: the lock order is
- * accounts.ts's. False when the user is gone.
+ * Locks the user row for a change of the account (NO KEY UPDATE: serialises reset, verification
+ * and password change without blocking inserts that reference the user); the first lock, in
+ * accounts.ts's order. False when the user is gone.
  */
 export async function lockUserForChange (db: Queryable, id: string): Promise<boolean> {
   const { rows } = await db.query('SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE', [id])
   return rows.length === 1
 }
 
-/**
- * Holds the user row FOR KEY SHARE (what a refresh token's foreign key would take at its insert),
- * taken before any session lock, so a refresh keeps the users-first order of accounts.ts.
- * It waits for an account deletion, and finds nothing after it. False when the user is gone.
- */
+/** Holds the user row FOR KEY SHARE before any session lock, so a refresh keeps accounts.ts's order. False when the user is gone. */
 export async function lockUserKeyShare (db: Queryable, id: string): Promise<boolean> {
   const { rows } = await db.query('SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE', [id])
   return rows.length === 1

@@ -117,10 +117,7 @@ function checkRequest (password: unknown, options: HashOptions | undefined): ass
   }
 }
 
-/**
- * The request as admission decides it: the one place a deadline given in milliseconds from now
- * becomes an instant (the earlier of the two when both are given).
- */
+/** The request as admission decides it: the one place a deadline in ms from now becomes an instant (the earlier of both). */
 function admissionRequest (kind: HashTaskKind, { deadlineMs, deadlineAt, client, signal }: HashRequest = {}, now: number): AdmissionRequest {
   const fromMs = deadlineMs === undefined ? undefined : now + deadlineMs
   const due = deadlineAt === undefined ? fromMs : fromMs === undefined ? deadlineAt : Math.min(fromMs, deadlineAt)
@@ -140,10 +137,7 @@ class Engine implements PasswordEngine {
   readonly strategy: string
   readonly cpuBudget: CpuBudget
   private dummyHash = ''
-  /**
-   * Mean run time of a verify against a hash of the current policy (dummies included): how long
-   * a mismatch against an outdated hash is made to take.
-   */
+  /** Mean run time of a verify of the current policy: how long a mismatch against an outdated hash is made to take. */
   private policyVerifyMs = 0
 
   constructor (options: FilledEngineOptions, private readonly executor: HashExecutor) {
@@ -259,10 +253,7 @@ class Engine implements PasswordEngine {
 /** tollbooth's own executor: the CPU-budgeted pool with admission, deadlines and cancellation. */
 const tollboothPool: ExecutorFactory = (settings) => new TollboothPool(settings)
 
-/**
- * Validates the options (`CONFIG_INVALID` naming the field), starts the executor (the lab's
- * harness gives its own), computes the dummy hash for `verifyDummy` and warms the threads.
- */
+/** Validates the options (`CONFIG_INVALID`), starts the executor, computes the dummy hash for `verifyDummy` and warms the threads. */
 export async function createPasswordEngine (options: PasswordEngineOptions, createExecutor: ExecutorFactory = tollboothPool): Promise<PasswordEngine> {
   const filled = fillEngineOptions(options)
   const settings: ExecutorSettings = { threads: filled.threads, maxQueue: filled.maxQueue, threadNice: filled.threadNice, log: filled.log }

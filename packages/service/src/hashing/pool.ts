@@ -79,8 +79,7 @@ export class TollboothPool implements HashExecutor {
       // Only pings ever wait in Piscina's queue (hash tasks are sent when a thread is free).
       maxQueue: 1024,
     })
-    // A worker that dies rejects its own task (answered below) and Piscina starts a new one
-    // (minThreads); the 'error' event would otherwise throw on the main thread.
+    // A dead worker rejects its own task and Piscina starts another; unheard, 'error' would throw on the main thread.
     this.piscina.on('error', (err: unknown) => { log.warn(errorFields(err), 'a hash worker thread failed') })
   }
 
@@ -124,11 +123,7 @@ export class TollboothPool implements HashExecutor {
     return undefined
   }
 
-  /**
-   * A ticket that holds its place is queued without a second admission: only a pool closed, a
-   * client gone or a deadline already passed refuse it. One without is admitted now. Internal
-   * work is only refused when closed.
-   */
+  /** A ticket holding its place is queued without a second admission (refused only if closed, cancelled or late); one without is admitted now. */
   private submitRefusal (ticket: AdmissionTicket, internal: boolean, now: number): TollboothError | undefined {
     const { request } = ticket
     if (internal) return this.closing === undefined ? undefined : createError('HASH_POOL_CLOSED')

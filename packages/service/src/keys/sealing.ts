@@ -55,10 +55,8 @@ export function openPrivateKey (kek: Buffer, kid: string, sealed: Buffer): Buffe
 const persistedKeyEncryptionKeyFile = 'key-encryption-key'
 
 /**
- * Development only (the embedded database, no KEK configured): the KEK kept in the data
- * folder, mode 0600, next to the database it protects. Created by link(2) from a private
- * temporary file, so processes starting together (`serve --workers`) all end
- * up with the one that won. `created` says whether this call wrote it.
+ * Development only (embedded database, no KEK set): the KEK kept in the data folder, mode 0600,
+ * created by link(2) from a private temporary file, so processes starting together share the winner's.
  */
 export function persistedKeyEncryptionKey (dataDir: string): { key: Buffer, file: string, created: boolean } {
   const file = path.join(dataDir, persistedKeyEncryptionKeyFile)

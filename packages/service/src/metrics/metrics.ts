@@ -41,11 +41,7 @@ export interface MetricsOptions {
 
 const hashBucketsSeconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
-/**
- * The sampling interval of `nodejs_eventloop_lag_*` (perf_hooks.monitorEventLoopDelay through
- * prom-client). Node's histogram records the time between two samples, so every figure includes
- * it: an idle loop reads about 10 ms. Exported as a gauge so a reader can take it out.
- */
+/** The sampling interval of `nodejs_eventloop_lag_*`, which every figure includes: exported so a reader can take it out. */
 const eventLoopResolutionMs = 10
 
 export function createMetrics (engine: PasswordEngine, options: MetricsOptions): Metrics {

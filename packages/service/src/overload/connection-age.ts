@@ -1,11 +1,7 @@
 /**
- * When each connection's first request came: what tells a new client from a known one. The
- * refusal pacer (pacing.ts) holds a request for its address's and account's refusals only while
- * its connection is young: a client that opens a connection for each retry. The HTTP server's
- * handler notes every connection's first request, whatever its route, so a user whose first login
- * comes after reads on a keep-alive connection is not taken for a stranger, and a client that
- * reconnects to retry cannot skip the hold by sending another request first (aging a connection
- * before its login costs it the wait the hold would have).
+ * When each connection's first request came, which tells the pacer (pacing.ts) a new client from a
+ * known one. Noted for every route by the HTTP server's handler, so a login after reads on a
+ * keep-alive connection is not a stranger's, and aging a connection first costs the wait it saves.
  */
 import type http from 'node:http'
 import type net from 'node:net'
@@ -22,10 +18,7 @@ export class ConnectionAges {
     if (!this.#firstRequestAt.has(request.socket)) this.#firstRequestAt.set(request.socket, this.now())
   }
 
-  /**
-   * Milliseconds since the first request on `request`'s connection came: 0 for that first request,
-   * and for one that came in without the server (`app.inject()`, a socket of its own each time).
-   */
+  /** Ms since the first request on `request`'s connection: 0 for that one, and for `app.inject()`'s. */
   ageMs (request: http.IncomingMessage): number {
     const since = this.#firstRequestAt.get(request.socket)
     return since === undefined ? 0 : this.now() - since

@@ -1,11 +1,8 @@
 /**
- * The graceful drain before a shutdown (SIGTERM). Behind a load balancer, closing the listener at
- * once fails what the balancer still sends until its health check notices (HAProxy: `inter` x
- * `fall`; Kubernetes: until the endpoint removal reaches every node). So the drain turns readiness
- * off (`GET /readyz` answers 503 `SHUTTING_DOWN`), keeps serving everything else for
- * `TOLLBOOTH_SHUTDOWN_DRAIN_MS`, and answers with `connection: close` so keep-alive clients
- * reconnect elsewhere rather than race an idle connection's close. Then the caller closes
- * (process/start.ts).
+ * The graceful drain before a shutdown (SIGTERM): closing at once would fail what a load balancer
+ * sends until its health check notices. So readiness goes off (503 `SHUTTING_DOWN`), everything
+ * else is served for `TOLLBOOTH_SHUTDOWN_DRAIN_MS` with `connection: close`, so keep-alive clients
+ * reconnect elsewhere; then the caller closes (process/start.ts).
  */
 import type { FastifyInstance } from 'fastify'
 import { createError } from '../errors.js'

@@ -1,13 +1,8 @@
 /**
- * Calls back when a request's body has not all come a turn of the event loop after now.
- *
- * Why a turn: a body sent in the same packets as its headers (every crowd's, every ordinary
- * client's) is parsed in the turn its headers are, so `complete` is set by the next one; only a
- * body that is slow, or never comes, is still missing then. What a request holds from its
- * headers on (a place under the in-flight cap, a place in the hash queue) is given back or set
- * aside for such a one: headers alone must not hold what a crowd needs.
- *
- * One `setImmediate` per turn checks every request registered in it, not one per request.
+ * Calls back when a request's body has not all come a turn of the event loop after now: a body
+ * sent with its headers is parsed in their turn, so only a slow or missing one is late. Such a
+ * request gives back what it holds (a place under the cap, in the hash queue): headers alone must
+ * not hold what a crowd needs. One `setImmediate` per turn checks every request registered in it.
  */
 import type http from 'node:http'
 

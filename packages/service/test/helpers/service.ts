@@ -17,6 +17,18 @@ export const testJwtSecret = 'test-secret-that-is-at-least-32-characters-long'
 export const testKeyEncryptionKey = 'dGVzdCBrZXktZW5jcnlwdGlvbiBrZXksIDMyIGJ5dGU='
 
 /**
+ * What most tests need of accounts: registration signs in at once (their accounts are made and
+ * used in one go), and registrations many enough that a test's own never meet the bound. The tests
+ * of registration's default mode and of its throttle set theirs.
+ */
+export const testAccountSettings = { registrationMode: 'immediate', registerThrottleClientRequests: 1_000_000, registerThrottleAccountRequests: 1_000_000 } as const
+const testAccountEnv = {
+  TOLLBOOTH_REGISTRATION_MODE: testAccountSettings.registrationMode,
+  TOLLBOOTH_REGISTER_THROTTLE_CLIENT_REQUESTS: String(testAccountSettings.registerThrottleClientRequests),
+  TOLLBOOTH_REGISTER_THROTTLE_ACCOUNT_REQUESTS: String(testAccountSettings.registerThrottleAccountRequests),
+}
+
+/**
  * The environment of a real `tollbooth serve` process on a test database: cheap bcrypt, EdDSA with the
  * test's key-encryption key (no inherited HS256 secret), any port, no drain, logs at info; `extra` on top.
  */
@@ -30,6 +42,7 @@ export function serveEnv (databaseUrl: string, extra: NodeJS.ProcessEnv = {}): N
     TOLLBOOTH_HASH_ALGORITHM: 'bcrypt',
     TOLLBOOTH_BCRYPT_COST: '4',
     TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0',
+    ...testAccountEnv,
   }
   delete env.TOLLBOOTH_JWT_SECRET
   delete env.TOLLBOOTH_JWT_ALGORITHM
@@ -81,7 +94,7 @@ export function movableClock (): { now: () => number, advance: (ms: number) => v
 
 export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
   const db = options.db ?? await createTestDatabase()
-  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, databaseUrl: db.url, logLevel: 'silent', mailPollIntervalMs: testMailPollIntervalMs, ...options.config } }) }
+  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, databaseUrl: db.url, logLevel: 'silent', mailPollIntervalMs: testMailPollIntervalMs, ...testAccountSettings, ...options.config } }) }
   config.hashPolicy = options.policy ?? cheapPolicy
   const engine = await createPasswordEngine({
     policy: config.hashPolicy,

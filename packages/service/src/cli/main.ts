@@ -5,6 +5,7 @@
 import { configHelp } from '../config/index.js'
 import { isTollboothError } from '../errors.js'
 import { packageVersion } from '../paths.js'
+import { runKeysCommand } from './keys-command.js'
 import { runLabCommand } from './lab-command.js'
 import { runMigrateCommand } from './migrate-command.js'
 import { runServe } from './serve.js'
@@ -14,6 +15,7 @@ const usage = `tollbooth ${packageVersion}: an authentication service that keeps
 Usage:
   tollbooth [serve] [flags]     run the service (embedded PostgreSQL unless DATABASE_URL is set)
   tollbooth migrate             apply the pending migrations to DATABASE_URL, then exit (a deployment's migration step)
+  tollbooth keys list | rotate [--now] | retire KID   the access-token signing keys (tollbooth keys --help)
   tollbooth lab ...             the load lab, when @tollbooth/lab is installed: run, knee, compare, scale, report, scenarios (tollbooth lab --help)
   tollbooth --help | --version
 
@@ -38,6 +40,10 @@ async function main (argv: string[]): Promise<void> {
   if (command === 'serve') return await runServe(rest)
   if (command === 'migrate') {
     process.exitCode = await runMigrateCommand(rest)
+    return
+  }
+  if (command === 'keys') {
+    process.exitCode = await runKeysCommand(rest)
     return
   }
   if (command === 'lab') {

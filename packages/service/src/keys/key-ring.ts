@@ -1,17 +1,20 @@
 /**
  * The keys this replica signs and verifies access tokens with: from the database (shared, rotated
- * on a schedule) or PEM files. Reloaded every `reloadIntervalMs`, and at most once a second when a
- * token names an unknown key, so another replica's new key needs no restart. A failed reload keeps the keys.
+ * on a schedule) or PEM files. From the database they are reloaded as soon as a change is notified
+ * (key-changes.ts: a key retired stops signing and verifying at once), every `reloadIntervalMs`
+ * in case a notification was lost, and at most once a second when a token names an unknown key.
+ * A failed reload keeps the keys.
  */
 import fs from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { type KeyObject, createPrivateKey } from 'node:crypto'
 import type pg from 'pg'
 import { createError, isTollboothError } from '../errors.js'
-import { createSigningKeyIfNeeded, listSigningKeys, type StoredSigningKey } from '../db/index.js'
+import { changeSigningKeys, listSigningKeys, type StoredSigningKey } from '../db/index.js'
+import { KeyChangeListener } from './key-changes.js'
 import { keySchedule, nextKeyActivation, type RotationPolicy } from './schedule.js'
-import { openPrivateKey, sealPrivateKey } from './sealing.js'
-import { algorithmOf, generateSigningKey, keyFromPem, privateKeyPem, publicJwkOf, publicKeyPem, type PublicJwk, type SigningAlgorithm } from './signing-key.js'
+import { newSealedKey, openPrivateKey } from './sealing.js'
+import { algorithmOf, keyFromPem, privateKeyPem, publicJwkOf, publicKeyPem, type PublicJwk, type SigningAlgorithm } from './signing-key.js'
 
 /** One key as the token code uses it; the same object for a kid across reloads, so per-key caches hold. */
 export interface RingKey {
@@ -33,6 +36,8 @@ export interface KeySource {
   load (): Promise<KeySet>
   /** False when nothing can change without a restart (files). */
   readonly reloads: boolean
+  /** Calls `onChange` whenever the keys may have changed, until closed; `intervalMs` is the ring's reload interval. */
+  watch? (onChange: () => void, intervalMs: number): Promise<{ close (): Promise<void> }>
 }
 
 export interface RingLog {
@@ -49,7 +54,10 @@ export class KeyRing {
   private readonly byKid = new Map<string, RingKey>()
   private timer: NodeJS.Timeout | undefined
   private reloading: Promise<boolean> | undefined
+  /** A change was notified while a load was under way, which may have read the table before it. */
+  private reloadAgain = false
   private lastReloadAtMs = Number.NEGATIVE_INFINITY
+  private watch: { close (): Promise<void> } | undefined
 
   private constructor (private readonly source: KeySource, keys: KeySet, private readonly log: RingLog, private readonly clock: () => number) {
     this.keys = keys
@@ -58,7 +66,23 @@ export class KeyRing {
 
   /** Loads the keys (creating the first one if the source does); throws when none can sign. */
   static async open (source: KeySource, options: { reloadIntervalMs: number, log: RingLog, clock?: () => number }): Promise<KeyRing> {
-    const ring = new KeyRing(source, await source.load(), options.log, options.clock ?? (() => performance.now()))
+    let ring: KeyRing | undefined
+    let changedWhileOpening = false
+    // Watching before the first load: a change committed while it reads is not missed.
+    const watch = source.reloads
+      ? await source.watch?.(() => {
+        if (ring === undefined) changedWhileOpening = true
+        else ring.changed()
+      }, options.reloadIntervalMs)
+      : undefined
+    try {
+      ring = new KeyRing(source, await source.load(), options.log, options.clock ?? (() => performance.now()))
+    } catch (err) {
+      await watch?.close()
+      throw err
+    }
+    ring.watch = watch
+    if (changedWhileOpening) ring.changed()
     if (source.reloads) {
       // The global setTimeout, so tests can drive it with node:test mock timers.
       ring.timer = setInterval(() => { void ring.reload() }, options.reloadIntervalMs)
@@ -95,8 +119,19 @@ export class KeyRing {
     }).finally(() => {
       this.lastReloadAtMs = this.clock()
       this.reloading = undefined
+      if (this.reloadAgain) this.changed()
     })
     return await this.reloading
+  }
+
+  /** The source says the keys changed: reload now, or once more after the load under way. */
+  private changed (): void {
+    if (this.reloading !== undefined) {
+      this.reloadAgain = true
+      return
+    }
+    this.reloadAgain = false
+    void this.reload()
   }
 
   /** For a token naming an unknown kid: reloads unless one ran within the last second; true if the kid is now known. */
@@ -107,8 +142,10 @@ export class KeyRing {
     return this.byKid.has(kid)
   }
 
-  close (): void {
+  /** Stops reloading; resolves once the source's watch has closed its connection. */
+  async close (): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer)
+    await this.watch?.close()
   }
 
   private index (): void {
@@ -138,19 +175,21 @@ export class DatabaseKeySource implements KeySource {
     const { db, rotation, now } = this.options
     let stored = await listSigningKeys<SigningAlgorithm, PublicJwk>(db)
     if (nextKeyActivation(stored, now(), rotation) !== undefined) {
-      const created = await createSigningKeyIfNeeded<SigningAlgorithm, PublicJwk>(db, (keys) => {
+      const change = await changeSigningKeys<SigningAlgorithm, PublicJwk>(db, (keys) => {
         // Decided again under the lock: another replica may have just created it.
         const createdAtMs = now()
         const activatesAtMs = nextKeyActivation(keys, createdAtMs, rotation)
-        if (activatesAtMs === undefined) return undefined
-        const pair = generateSigningKey(rotation.alg)
-        const der = pair.privateKey.export({ type: 'pkcs8', format: 'der' })
-        return { kid: pair.kid, alg: pair.alg, publicJwk: pair.publicJwk, privateKeySealed: sealPrivateKey(this.options.keyEncryptionKey, pair.kid, der), createdAtMs, activatesAtMs }
+        return activatesAtMs === undefined ? undefined : { create: newSealedKey(this.options.keyEncryptionKey, rotation.alg, createdAtMs, activatesAtMs) }
       })
+      const created = change?.created
       if (created !== undefined) this.options.log.info({ kid: created.kid, alg: created.alg, activatesAt: new Date(created.activatesAtMs).toISOString() }, 'access tokens: created a signing key')
       stored = await listSigningKeys<SigningAlgorithm, PublicJwk>(db)
     }
     return this.keySet(stored)
+  }
+
+  async watch (onChange: () => void, intervalMs: number): Promise<{ close (): Promise<void> }> {
+    return await KeyChangeListener.start({ db: this.options.db, onChange, log: this.options.log, heartbeatIntervalMs: intervalMs })
   }
 
   private keySet (stored: Array<StoredSigningKey<SigningAlgorithm, PublicJwk>>): KeySet {

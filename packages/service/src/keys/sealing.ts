@@ -8,6 +8,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { createError } from '../errors.js'
+import { generateSigningKey, type PublicJwk, type SigningAlgorithm } from './signing-key.js'
 
 const version = 1
 const nonceBytes = 12
@@ -29,12 +30,19 @@ export function parseKeyEncryptionKey (text: string, source: string): Buffer {
   return key
 }
 
-export function sealPrivateKey (kek: Buffer, kid: string, pkcs8Der: Buffer): Buffer {
+function sealPrivateKey (kek: Buffer, kid: string, pkcs8Der: Buffer): Buffer {
   const nonce = randomBytes(nonceBytes)
   const cipher = createCipheriv('aes-256-gcm', kek, nonce)
   cipher.setAAD(Buffer.from(kid, 'utf8'))
   const ciphertext = Buffer.concat([cipher.update(pkcs8Der), cipher.final()])
   return Buffer.concat([Buffer.from([version]), nonce, cipher.getAuthTag(), ciphertext])
+}
+
+/** A new key pair as the table keeps it: the public half as a JWK, the private half sealed under `kek`. */
+export function newSealedKey (kek: Buffer, alg: SigningAlgorithm, createdAtMs: number, activatesAtMs: number): { kid: string, alg: SigningAlgorithm, publicJwk: PublicJwk, privateKeySealed: Buffer, createdAtMs: number, activatesAtMs: number } {
+  const pair = generateSigningKey(alg)
+  const der = pair.privateKey.export({ type: 'pkcs8', format: 'der' })
+  return { kid: pair.kid, alg: pair.alg, publicJwk: pair.publicJwk, privateKeySealed: sealPrivateKey(kek, pair.kid, der), createdAtMs, activatesAtMs }
 }
 
 /** The PKCS#8 DER sealed for this kid; throws SIGNING_KEY_UNREADABLE under another KEK or when altered. */
@@ -74,4 +82,11 @@ export function persistedKeyEncryptionKey (dataDir: string): { key: Buffer, file
   } finally {
     fs.rmSync(temporary, { force: true })
   }
+}
+
+/** The KEK `persistedKeyEncryptionKey` keeps in the data folder, for another process of the same folder; never creates one. */
+export function readPersistedKeyEncryptionKey (dataDir: string): { key: Buffer, file: string } | undefined {
+  const file = path.join(dataDir, persistedKeyEncryptionKeyFile)
+  if (!fs.existsSync(file)) return undefined
+  return { key: parseKeyEncryptionKey(fs.readFileSync(file, 'utf8'), file), file }
 }

@@ -65,6 +65,28 @@ function clusterPassword (clusterDir: string, name = 'pg-password'): string {
   }
 }
 
+/** Beside the cluster: the service role's password (role.ts). */
+const serviceRolePasswordFile = 'pg-service-password'
+
+/**
+ * The URL, as the service role, of the embedded PostgreSQL a service runs on `clusterDir` now: for
+ * another process of the same data folder (`tollbooth keys`). Its port is in the server's
+ * postmaster.pid (fourth line). Undefined when no server holds the cluster or no service ran on it;
+ * a file left by a server that crashed gives a URL that refuses connections.
+ */
+export function runningEmbeddedPostgresUrl (clusterDir: string, databaseName = 'tollbooth'): string | undefined {
+  let port: number
+  let password: string
+  try {
+    port = Number.parseInt(fs.readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[3] ?? '', 10)
+    password = fs.readFileSync(path.join(path.dirname(path.resolve(clusterDir)), serviceRolePasswordFile), 'utf8').trim()
+  } catch {
+    return undefined
+  }
+  if (!Number.isInteger(port) || port <= 0) return undefined
+  return `postgres://${serviceRoleName}:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(databaseName)}`
+}
+
 /** The folder with bin/, lib/ and share/ of the platform's binary package, and that package's version. */
 async function platformBinaries (): Promise<{ nativeDir: string, label: string }> {
   const platform = process.platform === 'win32' ? 'windows' : process.platform
@@ -197,7 +219,7 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
   try {
     await client.connect()
     if (options.serviceRole === true) {
-      const rolePassword = clusterPassword(requestedDir, 'pg-service-password')
+      const rolePassword = clusterPassword(requestedDir, serviceRolePasswordFile)
       await prepareServiceRole(client, rolePassword, databaseName, async () => new pg.Client({ user: superuser, password, host: '127.0.0.1', port, database: databaseName }))
       account = { user: serviceRoleName, password: rolePassword }
     } else {

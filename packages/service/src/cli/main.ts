@@ -14,7 +14,8 @@ const usage = `tollbooth ${packageVersion}: an authentication service that keeps
 
 Usage:
   tollbooth [serve] [flags]     run the service (embedded PostgreSQL unless DATABASE_URL is set)
-  tollbooth migrate             apply the pending migrations to DATABASE_URL, then exit (a deployment's migration step)
+  tollbooth migrate             apply the pending migrations to DATABASE_URL (the migration role), grant TOLLBOOTH_RUNTIME_ROLE
+                                (or --runtime-role) the rows, then exit (a deployment's migration step)
   tollbooth keys list | rotate [--now] | retire KID   the access-token signing keys (tollbooth keys --help)
   tollbooth lab ...             the load lab, when @tollbooth/lab is installed: run, knee, compare, scale, report, scenarios (tollbooth lab --help)
   tollbooth --help | --version

@@ -4,10 +4,10 @@
  * table or group of tables, each a set of parameterised statements.
  */
 export { createDatabasePool, withTransaction, type Queryable } from './pool.js'
-export { migrate } from './migrate.js'
+export { grantRuntimeRole, migrate, migrateAtStart } from './migrate.js'
 export { isConnectionFailure, isDatabaseFault, isForeignKeyViolation, toDatabaseFault } from './errors.js'
 export { ThrottledFaultLog } from './fault-log.js'
-export { runningEmbeddedPostgresUrl, scratchClusterDir, startEmbeddedPostgres, type EmbeddedDatabase } from './embedded/index.js'
+export { runningEmbeddedPostgresUrl, scratchClusterDir, serviceRoleName, startEmbeddedPostgres, type EmbeddedDatabase } from './embedded/index.js'
 export { findUserByEmail, findUserById, insertUser, lockUserKeyShare, markEmailVerified, publicUser, replacePasswordHash, setPasswordHashByMail, type User, type UserWithHash } from './users.js'
 export { deleteAccount } from './accounts.js'
 export {

@@ -1,12 +1,14 @@
 /**
  * The one database bootstrap of `tollbooth serve` (one process, or the cluster primary):
  * PostgreSQL (the embedded one in the data folder unless DATABASE_URL is set), migrated.
- * A failure on the way stops what it started.
+ * Embedded: migrated as the migration role, served as the runtime role it grants. DATABASE_URL:
+ * migrated only when a migration is pending and its role may apply it (db/migrate.ts
+ * `migrateAtStart`). A failure on the way stops what it started.
  */
 import path from 'node:path'
 import type pino from 'pino'
 import type { Config } from '../config/index.js'
-import { startEmbeddedPostgres, type EmbeddedDatabase, migrate, createDatabasePool } from '../db/index.js'
+import { startEmbeddedPostgres, type EmbeddedDatabase, migrate, migrateAtStart, grantRuntimeRole, serviceRoleName, createDatabasePool } from '../db/index.js'
 
 export interface ServiceDatabase {
   url: string
@@ -23,7 +25,7 @@ export async function startDatabase (config: Pick<Config, 'databaseUrl' | 'dataD
     const pgLog = log.child({ component: 'postgres' })
     embedded = await startEmbeddedPostgres({
       clusterDir: path.join(config.dataDir, 'pg'),
-      // The service connects as a role that owns its tables and nothing more, never as the superuser.
+      // The service connects as a role that reads and writes rows and nothing more, never as the superuser.
       serviceRole: true,
       log: (message) => { pgLog.debug(message) },
       notice: (message) => { pgLog.info(message) },
@@ -33,9 +35,10 @@ export async function startDatabase (config: Pick<Config, 'databaseUrl' | 'dataD
   }
   const stop = async (): Promise<void> => { await embedded?.stop() }
   try {
-    const pool = createDatabasePool(url, 2, { log: log.child({ component: 'database' }) })
+    const pool = createDatabasePool(embedded?.migrationUrl ?? url, 2, { log: log.child({ component: 'database' }) })
     try {
-      const applied = await migrate(pool)
+      const applied = embedded === undefined ? await migrateAtStart(pool) : await migrate(pool)
+      if (embedded !== undefined) await grantRuntimeRole(pool, serviceRoleName)
       if (applied.length > 0) log.info({ applied }, 'migrations applied')
     } finally {
       await pool.end()

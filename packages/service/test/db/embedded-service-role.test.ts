@@ -5,8 +5,8 @@ import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import pg from 'pg'
 import { startEmbeddedPostgres } from '../../src/db/embedded/embedded.js'
-import { serviceRoleName } from '../../src/db/embedded/role.js'
-import { migrate } from '../../src/db/migrate.js'
+import { migrationRoleName, serviceRoleName } from '../../src/db/embedded/role.js'
+import { grantRuntimeRole, migrate } from '../../src/db/migrate.js'
 import { createDatabasePool } from '../../src/db/pool.js'
 import { startDatabase } from '../../src/process/database.js'
 import { createLogger } from '../../src/http/logger.js'
@@ -36,12 +36,12 @@ async function owners (pool: pg.Pool): Promise<Record<string, string>> {
   return Object.fromEntries(rows.map((row) => [row.name, row.owner]))
 }
 
-describe('the embedded database: the service connects as a least-privilege role', () => {
+describe('the embedded database: migrated as a migration role, served as a runtime role that cannot change a table', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-role-'))
   after(() => { fs.rmSync(dataDir, { recursive: true, force: true }) })
   const log = createLogger('silent')
 
-  it('upgrades a data folder of an earlier version (tables owned by the superuser): the rows stay, the role owns everything, and is no superuser', async () => {
+  it('upgrades a data folder of an earlier version (tables owned by the superuser): the rows stay, the migration role owns everything, the service\'s role only reads and writes rows', async () => {
     // An earlier version: the service connected as the superuser and its migrations made the superuser the owner.
     const old = await startEmbeddedPostgres({ clusterDir: path.join(dataDir, 'pg') })
     try {
@@ -62,14 +62,26 @@ describe('the embedded database: the service connects as a least-privilege role'
         assert.deepEqual(role, { user: serviceRoleName, rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolcanlogin: true })
         const owned = await owners(pool)
         assert.ok(Object.keys(owned).length >= 6, JSON.stringify(owned))
-        for (const [name, owner] of Object.entries(owned)) assert.equal(owner, serviceRoleName, `${name} belongs to the role`)
+        for (const [name, owner] of Object.entries(owned)) assert.equal(owner, migrationRoleName, `${name} belongs to the migration role`)
         assert.equal((await pool.query('SELECT email FROM users')).rows[0]?.email, 'old@example.com')
-        // The identity sequence moved with its table: the role can insert.
+        // The identity sequence is granted with its table: the service's role can insert.
         await pool.query("INSERT INTO posts (author_id, title, body) SELECT id, 'new', 'after the upgrade' FROM users")
         assert.equal((await pool.query('SELECT count(*)::int AS n FROM posts')).rows[0]?.n, 2)
-        // Owner of its schema: the next migration can create tables. Not a superuser: no new roles or databases.
-        await pool.query('CREATE TABLE role_can_create (n int)')
+        // No DDL: not the owner of the schema or of any table; no new roles or databases.
+        await assert.rejects(pool.query('CREATE TABLE role_cannot_create (n int)'), { code: '42501' })
+        await assert.rejects(pool.query('DROP TABLE posts'), { code: '42501' })
+        await assert.rejects(pool.query('ALTER TABLE users ADD COLUMN intruder int'), { code: '42501' })
         await assert.rejects(pool.query('CREATE DATABASE not_allowed'), { code: '42501' })
+      })
+      await withPool(database.embedded?.migrationUrl ?? '', async (pool) => {
+        const role = await roleOf(pool)
+        assert.deepEqual(role, { user: migrationRoleName, rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolcanlogin: true })
+        // The next migration can create tables, and its runtime grant reaches them.
+        await pool.query('CREATE TABLE migration_can_create (n int)')
+        await grantRuntimeRole(pool, serviceRoleName)
+      })
+      await withPool(database.url, async (pool) => {
+        await pool.query('INSERT INTO migration_can_create VALUES (1)')
       })
     } finally {
       await database.stop()
@@ -79,15 +91,15 @@ describe('the embedded database: the service connects as a least-privilege role'
     assert.ok(!database.url.includes('//tollbooth:'), 'the URL is not the superuser\'s')
   })
 
-  it('creates a new database owned by the role, and migrates it as the role', async () => {
+  it('creates a new database owned by the migration role, and migrates it as that role', async () => {
     const fresh = await startEmbeddedPostgres({ clusterDir: path.join(dataDir, 'pg'), databaseName: 'fresh', serviceRole: true })
     try {
-      await withPool(fresh.url, async (pool) => {
+      await withPool(fresh.migrationUrl, async (pool) => {
         assert.equal((await roleOf(pool)).rolsuper, false)
         await migrate(pool)
-        for (const [name, owner] of Object.entries(await owners(pool))) assert.equal(owner, serviceRoleName, name)
+        for (const [name, owner] of Object.entries(await owners(pool))) assert.equal(owner, migrationRoleName, name)
         const { rows } = await pool.query<{ owner: string }>('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = current_database()')
-        assert.equal(rows[0]?.owner, serviceRoleName)
+        assert.equal(rows[0]?.owner, migrationRoleName)
       })
     } finally {
       await fresh.stop()

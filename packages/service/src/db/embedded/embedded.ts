@@ -11,11 +11,13 @@ import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { ensurePostgresUser, isRoot, placeBinaries, placeCluster, type PostgresUser } from './placement.js'
-import { prepareServiceRole, serviceRoleName } from './role.js'
+import { migrationRoleName, prepareServiceRoles, serviceRoleName } from './role.js'
 
 export interface EmbeddedDatabase {
   /** A postgres:// URL on 127.0.0.1 (an IP, so no DNS lookup touches libuv's pool). */
   url: string
+  /** With `serviceRole`: the same database as the migration role, which owns the schema (role.ts). Otherwise `url`. */
+  migrationUrl: string
   /** The cluster folder PostgreSQL runs on (elsewhere than requested when it was relocated). */
   dataDir: string
   port: number
@@ -31,7 +33,7 @@ export interface StartEmbeddedOptions {
   log?: (message: string) => void
   /** What an operator should see: where the binaries and the cluster were put when they had to move. Defaults to `log`. */
   notice?: (message: string) => void
-  /** The service's own database: `url` connects as a least-privilege role (role.ts). Unset: the superuser's (tests, the lab). */
+  /** The service's own database: `url` connects as the runtime role, `migrationUrl` as the migration role (role.ts). Unset: both the superuser's (tests, the lab). */
   serviceRole?: boolean
   /** Throwaway data (the test suite's): PostgreSQL's non-durable settings, which a crash may corrupt. Never a service's own data. */
   nonDurable?: boolean
@@ -53,7 +55,7 @@ async function freePort (): Promise<number> {
   })
 }
 
-/** Reads or creates a password kept beside the cluster (0600): the superuser's, or the service role's. */
+/** Reads or creates a password kept beside the cluster (0600): the superuser's, or a service role's. */
 function clusterPassword (clusterDir: string, name = 'pg-password'): string {
   const file = path.join(path.dirname(clusterDir), name)
   try {
@@ -65,8 +67,9 @@ function clusterPassword (clusterDir: string, name = 'pg-password'): string {
   }
 }
 
-/** Beside the cluster: the service role's password (role.ts). */
+/** Beside the cluster: the service roles' passwords (role.ts). */
 const serviceRolePasswordFile = 'pg-service-password'
+const migrationRolePasswordFile = 'pg-migration-password'
 
 /**
  * The URL, as the service role, of the embedded PostgreSQL a service runs on `clusterDir` now: for
@@ -214,14 +217,16 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
 
   const databaseName = options.databaseName ?? 'tollbooth'
   let account = { user: superuser, password }
+  let migrationAccount = account
   const client = new pg.Client({ user: superuser, password, host: '127.0.0.1', port, database: 'postgres' })
   client.on('error', (err) => { log(String(err)) })
   try {
     await client.connect()
     if (options.serviceRole === true) {
-      const rolePassword = clusterPassword(requestedDir, serviceRolePasswordFile)
-      await prepareServiceRole(client, rolePassword, databaseName, async () => new pg.Client({ user: superuser, password, host: '127.0.0.1', port, database: databaseName }))
-      account = { user: serviceRoleName, password: rolePassword }
+      const passwords = { service: clusterPassword(requestedDir, serviceRolePasswordFile), migration: clusterPassword(requestedDir, migrationRolePasswordFile) }
+      await prepareServiceRoles(client, passwords, databaseName, async () => new pg.Client({ user: superuser, password, host: '127.0.0.1', port, database: databaseName }))
+      account = { user: serviceRoleName, password: passwords.service }
+      migrationAccount = { user: migrationRoleName, password: passwords.migration }
     } else {
       const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [databaseName])
       if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(databaseName)}`)
@@ -234,10 +239,11 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
     await client.end().catch(() => {})
   }
 
-  const url = `postgres://${account.user}:${encodeURIComponent(account.password)}@127.0.0.1:${port}/${encodeURIComponent(databaseName)}`
+  const urlOf = ({ user, password }: { user: string, password: string }): string => `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(databaseName)}`
   let stopped: Promise<void> | undefined
   return {
-    url,
+    url: urlOf(account),
+    migrationUrl: urlOf(migrationAccount),
     dataDir: clusterDir,
     port,
     async stop () {

@@ -45,7 +45,7 @@ export async function startLocalService (options: { databaseUrl: string, env: Re
   // No drain on stop: the lab stops a service after its load has ended, and no load balancer
   // needs time to take it out of rotation (the default drain cost 5 s per service stopped).
   const env = {
-    ...inherited, TOLLBOOTH_LOG_LEVEL: 'info', TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0', ...options.env, HOST: '127.0.0.1', PORT: '0', DATABASE_URL: options.databaseUrl, TOLLBOOTH_JWT_SECRET: labJwtSecret, TOLLBOOTH_KEY_ENCRYPTION_KEY: labKeyEncryptionKey,
+    ...inherited, TOLLBOOTH_LOG_LEVEL: 'info', TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0', TOLLBOOTH_PUBLIC_URL: 'http://127.0.0.1', ...options.env, HOST: '127.0.0.1', PORT: '0', DATABASE_URL: options.databaseUrl, TOLLBOOTH_JWT_SECRET: labJwtSecret, TOLLBOOTH_KEY_ENCRYPTION_KEY: labKeyEncryptionKey,
   }
   try {
     if (options.replicas !== undefined) {

@@ -2,25 +2,42 @@
  * The account's mail: address verification, password reset, and registration's mails. Each is
  * written to the outbox in the transaction of the change that causes it and sent by the
  * dispatcher (mail/dispatcher.ts), never awaited by a request, so "forgot my password" costs and
- * says the same whether or not the account exists.
+ * says the same whether or not the account exists. A mail's link token is made at its send: here
+ * its account token gets a random stand-in for its hash, which no token matches.
+ *
+ * The bounds, each counted in a fixed window for every email alike, known or not, so that none
+ * tells whether an account exists: requests per email and per client address (forgot, resend),
+ * and account mails per mailbox (the email folded, mail/mailbox.ts), so that plus-addressed and
+ * dotted variants of one address cannot make it a mail cannon. Past a bound, forgot and resend
+ * answer 429 with Retry-After: the owner's own request is refused in the open, never dropped in
+ * silence. Registration cannot say so without telling a taken address from a new one: there the
+ * mail is skipped and the skip logged.
  */
-import { createHash, randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError } from '../errors.js'
 import type { PasswordEngine } from '../hashing/index.js'
-import { withTransaction, type Queryable, insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose, countMailRequest, resetAccountFailures, revokeAllSessionIds, markEmailVerified, setPasswordHashByMail, enqueueMail } from '../db/index.js'
+import { withTransaction, type Queryable, insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose, countMailRequest, resetAccountFailures, revokeAllSessionIds, markEmailVerified, setPasswordHashByMail, enqueueMail, type MailRequestCount, type MailRequestScope } from '../db/index.js'
 import type { SessionCheck } from './session-check.js'
 import { acceptNewPassword } from './password-policy.js'
-import { accountLink, passwordResetMail, registrationAttemptMail, verificationMail } from '../mail/index.js'
+import { accountPage, hashLinkToken, mailboxKey, passwordResetMail, registrationAttemptMail, tokenStandIn, verificationMail } from '../mail/index.js'
 import { addressKey } from './login-throttle.js'
 import { hashAcceptedPassword, type HashedRequest } from './password-check.js'
 
 interface MailThrottlePolicy {
+  /** Forgot and resend requests per email (known or not). */
   accountRequests: number
+  /** Forgot and resend requests per client address (IPv6 by /64). */
   addressRequests: number
+  /** Account mails (and forgot and resend requests) per mailbox; unset: 100, TOLLBOOTH_MAIL_THROTTLE_MAILBOX_MAILS's default. */
+  mailboxMails?: number
   windowSeconds: number
 }
+
+const defaultMailboxMails = 100
+
+/** A token made outright, with the SHA-256 stored for it: a link's token, as the dispatcher makes one at a send. */
+export { newLinkToken as newAccountToken } from '../mail/index.js'
 
 export interface AccountMailServiceDeps {
   db: pg.Pool
@@ -36,44 +53,39 @@ export interface AccountMailServiceDeps {
   sessions?: SessionCheck
 }
 
-interface AccountToken { token: string, tokenHash: Buffer }
-
-/** 32 random bytes (base64url in the link); only the SHA-256 is stored: 256 bits need no slow hash. */
-export function newAccountToken (): AccountToken {
-  const token = randomBytes(32).toString('base64url')
-  return { token, tokenHash: hashAccountToken(token) }
-}
-
-function hashAccountToken (token: string): Buffer {
-  return createHash('sha256').update(token).digest()
-}
+type MailCounts = Partial<Record<MailRequestScope, MailRequestCount>>
 
 export class AccountMailService {
-  constructor (private readonly deps: AccountMailServiceDeps) {}
+  private readonly bounds: Record<MailRequestScope, number>
 
-  /** Inside a registration's transaction: a verification token and its mail. Call mailQueued() after the commit. */
-  async queueVerification (db: Queryable, user: { id: string, email: string }): Promise<void> {
-    const token = newAccountToken()
-    await insertAccountToken(db, { tokenHash: token.tokenHash, purpose: 'verify_email', userId: user.id, ttlSeconds: this.deps.emailVerificationTtlSeconds })
-    await enqueueMail(db, verificationMail(user.email, accountLink(this.deps.publicUrl, 'verify-email', token.token), this.deps.emailVerificationTtlSeconds))
+  constructor (private readonly deps: AccountMailServiceDeps) {
+    const { accountRequests, addressRequests, mailboxMails = defaultMailboxMails } = deps.throttle
+    this.bounds = { account: accountRequests, address: addressRequests, mailbox: mailboxMails }
   }
 
-  /** Enumeration-safe registration, in its transaction: a new account's verification mail, or a notice to a taken address's owner, within the mail bound. */
+  /** Inside a registration's transaction: a verification token and its mail, within the mailbox's bound. Call mailQueued() after the commit. */
+  async queueVerification (db: Queryable, user: { id: string, email: string }): Promise<void> {
+    const mailbox = mailboxKey(user.email)
+    const counts = await countMailRequest(db, { mailbox }, this.deps.throttle.windowSeconds)
+    if (this.registrationMailSkipped(counts, 'verify_email', user.email, mailbox)) return
+    await this.insertVerification(db, user)
+  }
+
+  /** Enumeration-safe registration, in its transaction: a new account's verification mail, or a notice to a taken address's owner, within the mail bounds. */
   async queueRegistrationMail (db: Queryable, email: string, created: { id: string } | undefined): Promise<void> {
-    const counts = await countMailRequest(db, { account: email }, this.deps.throttle.windowSeconds)
-    if ((counts.account?.requests ?? 1) > this.deps.throttle.accountRequests) {
-      this.deps.log.info({ event: 'mail_request_throttled', kind: 'registration', account: email }, 'registration mail not queued: the address had its share this window')
-      return
-    }
+    const mailbox = mailboxKey(email)
+    // Counted alike for a new and a taken address: the counts never tell them apart.
+    const counts = await countMailRequest(db, { account: email, mailbox }, this.deps.throttle.windowSeconds)
+    if (this.registrationMailSkipped(counts, created === undefined ? 'registration_attempt' : 'verify_email', email, mailbox)) return
     if (created === undefined) await enqueueMail(db, registrationAttemptMail(email))
-    else await this.queueVerification(db, { id: created.id, email })
+    else await this.insertVerification(db, { id: created.id, email })
   }
 
   mailQueued (): void {
     this.deps.mail.wake()
   }
 
-  /** POST /auth/password/forgot: the same work and answer for any email (202). */
+  /** POST /auth/password/forgot: the same work and answer for any email (202), or 429 past a bound. */
   async forgotPassword (email: string, client: string): Promise<void> {
     await this.requestTokenMail(email, client, 'password_reset')
   }
@@ -83,31 +95,50 @@ export class AccountMailService {
     await this.requestTokenMail(email, client, 'verify_email')
   }
 
+  /** The scopes whose count is past its bound. */
+  private passed (counts: MailCounts): MailRequestScope[] {
+    return (Object.keys(counts) as MailRequestScope[]).filter((scope) => (counts[scope]?.requests ?? 0) > this.bounds[scope])
+  }
+
+  /** Past a bound, registration's mail is not queued: the registration answers as any other, so the skip is only logged (a security event). */
+  private registrationMailSkipped (counts: MailCounts, kind: 'verify_email' | 'registration_attempt', email: string, mailbox: string): boolean {
+    const over = this.passed(counts)
+    if (over.length === 0) return false
+    this.deps.log.info({ event: 'mail_request_throttled', kind, over, account: email, mailbox }, 'registration mail not queued: the address or its mailbox had its share of mail this window')
+    return true
+  }
+
+  private async insertVerification (db: Queryable, user: { id: string, email: string }): Promise<void> {
+    const ttlSeconds = this.deps.emailVerificationTtlSeconds
+    const link = { url: accountPage(this.deps.publicUrl, 'verify-email'), tokenHash: tokenStandIn() }
+    await insertAccountToken(db, { tokenHash: link.tokenHash, purpose: 'verify_email', userId: user.id, ttlSeconds })
+    await enqueueMail(db, verificationMail(user.email, link, ttlSeconds))
+  }
+
   private async requestTokenMail (email: string, client: string, purpose: AccountTokenPurpose): Promise<void> {
     // Everything is prepared whether or not the account exists: the same CPU either way.
-    const token = newAccountToken()
     const ttlSeconds = purpose === 'password_reset' ? this.deps.passwordResetTtlSeconds : this.deps.emailVerificationTtlSeconds
     const mail = purpose === 'password_reset'
-      ? passwordResetMail(email, accountLink(this.deps.publicUrl, 'reset-password', token.token), ttlSeconds)
-      : verificationMail(email, accountLink(this.deps.publicUrl, 'verify-email', token.token), ttlSeconds)
+      ? passwordResetMail(email, { url: accountPage(this.deps.publicUrl, 'reset-password'), tokenHash: tokenStandIn() }, ttlSeconds)
+      : verificationMail(email, { url: accountPage(this.deps.publicUrl, 'verify-email'), tokenHash: tokenStandIn() }, ttlSeconds)
     const address = addressKey(client)
-    // One transaction for the count and the token: one commit (one WAL flush) whether or not the
-    // account exists, so the timing does not differ by a disk flush.
+    // One transaction for the counts and the token: one commit (one WAL flush) whether or not the
+    // account exists, so the timing does not differ by a disk flush. A refusal rolls its counts back.
     const issued = await withTransaction(this.deps.db, async (db) => {
-      const counts = await countMailRequest(db, { account: email, address }, this.deps.throttle.windowSeconds)
-      const addressCount = counts.address ?? { requests: 1, windowEndsInSeconds: 1 }
-      if (addressCount.requests > this.deps.throttle.addressRequests) {
-        this.deps.log.warn({ event: 'mail_request_throttled', scope: 'address', purpose, address, requests: addressCount.requests }, 'mail request throttled')
-        throw createError('TOO_MANY_ATTEMPTS', 'Too many requests from this address; retry after the given delay', { retryAfterSeconds: addressCount.windowEndsInSeconds })
+      const counts = await countMailRequest(db, { account: email, address, mailbox: mailboxKey(email) }, this.deps.throttle.windowSeconds)
+      const over = this.passed(counts)
+      if (over.length > 0) {
+        const retryAfterSeconds = Math.max(...over.map((scope) => counts[scope]?.windowEndsInSeconds ?? 1))
+        const byClient = over.includes('address')
+        const fields = { event: 'mail_request_throttled', purpose, over, account: email, address, retryAfterSeconds }
+        if (byClient) this.deps.log.warn(fields, 'mail request throttled')
+        else this.deps.log.info(fields, 'mail request throttled')
+        throw createError('TOO_MANY_ATTEMPTS', byClient
+          ? 'Too many requests from this address; retry after the given delay'
+          : 'Too many mails asked for this email address; retry after the given delay', { retryAfterSeconds })
       }
-      if ((counts.account?.requests ?? 1) > this.deps.throttle.accountRequests) {
-        // Answered as any other (202): it says nothing of whether the account exists.
-        this.deps.log.info({ event: 'mail_request_throttled', scope: 'account', purpose, account: email, address }, 'mail request throttled (answered 202)')
-        return undefined
-      }
-      return await issueTokenWithMail(db, { email, purpose, tokenHash: token.tokenHash, ttlSeconds, onlyUnverified: purpose === 'verify_email', mail })
+      return await issueTokenWithMail(db, { email, purpose, ttlSeconds, onlyUnverified: purpose === 'verify_email', mail })
     })
-    if (issued === undefined) return
     this.mailQueued()
     this.deps.log.info({ event: 'mail_requested', purpose, account: email, address, issued }, 'account mail requested')
   }
@@ -120,7 +151,7 @@ export class AccountMailService {
   async resetPassword (input: { token: string, password: string }, { ticket }: HashedRequest): Promise<void> {
     // The policy's cheap checks first (no query); the NFC form is what is hashed.
     const password = acceptNewPassword(input.password)
-    const tokenHash = hashAccountToken(input.token)
+    const tokenHash = hashLinkToken(input.token)
     if (!(await isLiveAccountToken(this.deps.db, tokenHash, 'password_reset'))) throw createError('ACCOUNT_TOKEN_INVALID', undefined, { field: 'token' })
     const passwordHash = await hashAcceptedPassword(this.deps.engine, password, 'password', { ticket })
     const outcome = await withTransaction(this.deps.db, async (client) => {
@@ -142,7 +173,7 @@ export class AccountMailService {
   /** POST /auth/verify-email: spends the token and marks the address verified. */
   async verifyEmail (token: string): Promise<void> {
     const userId = await withTransaction(this.deps.db, async (client) => {
-      const owner = await spendAccountToken(client, hashAccountToken(token), 'verify_email')
+      const owner = await spendAccountToken(client, hashLinkToken(token), 'verify_email')
       if (owner !== undefined) await markEmailVerified(client, owner)
       return owner
     })

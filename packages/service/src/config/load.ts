@@ -82,6 +82,8 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   Object.assign(flat, overrides)
   // Its default depends on where the database is: a link in a deployment's log is a leaked secret.
   flat.mailLogLinks ??= flat.databaseUrl === undefined
+  // On the embedded database (development), mail links lead to the service itself; a deployment says where.
+  if (flat.databaseUrl === undefined) flat.publicUrl ??= localPublicUrl(String(flat.host), Number(flat.port))
   const c = flat as unknown as FlatConfig
 
   if (c.jwtSecret !== undefined && c.jwtSecret.length < 32) {
@@ -105,7 +107,7 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   if (c.adminPort !== undefined && c.adminPort !== 0 && c.adminPort === c.port) {
     throw createError('CONFIG_INVALID', `TOLLBOOTH_ADMIN_PORT must differ from PORT (${c.port}): the admin listener is a second one`, { field: 'TOLLBOOTH_ADMIN_PORT' })
   }
-  checkMailSettings(c)
+  checkMailSettings(c, env.NODE_ENV === 'production')
 
   c.trustProxy = parseTrustProxy(c.trustProxy)
   c.workers = parseWorkers(c.workers)
@@ -181,20 +183,45 @@ function checkTokenSettings (c: FlatConfig): void {
   }
 }
 
-/** The mail settings' URLs, checked at start rather than at the first mail. */
-function checkMailSettings (c: FlatConfig): void {
-  const check = (value: string | undefined, env: string, protocols: string[]): void => {
-    if (value === undefined) return
-    let protocol: string
+/** http://HOST:PORT, with localhost for a wildcard HOST (0.0.0.0, ::): no link leads to 0.0.0.0. */
+function localPublicUrl (host: string, port: number): string {
+  const name = ['', '0.0.0.0', '::', '[::]'].includes(host) ? 'localhost' : net.isIPv6(host) ? `[${host}]` : host
+  return `http://${name}:${port}`
+}
+
+/** The mail settings, checked at start rather than at the first mail; the messages never repeat the SMTP URL (it may hold a password). */
+function checkMailSettings (c: FlatConfig, production: boolean): void {
+  const parse = (value: string | undefined, env: string, protocols: string[]): URL | undefined => {
+    if (value === undefined) return undefined
+    let url: URL
     try {
-      protocol = new URL(value).protocol
+      url = new URL(value)
     } catch {
       throw createError('CONFIG_INVALID', `${env} must be a URL (${protocols.join(' or ')})`, { field: env })
     }
-    if (!protocols.includes(protocol)) throw createError('CONFIG_INVALID', `${env} must be a ${protocols.join(' or ')} URL`, { field: env })
+    if (!protocols.includes(url.protocol)) throw createError('CONFIG_INVALID', `${env} must be a ${protocols.join(' or ')} URL`, { field: env })
+    return url
   }
-  check(c.smtpUrl, 'TOLLBOOTH_SMTP_URL', ['smtp:', 'smtps:'])
-  check(c.publicUrl, 'TOLLBOOTH_PUBLIC_URL', ['http:', 'https:'])
+  const smtp = parse(c.smtpUrl, 'TOLLBOOTH_SMTP_URL', ['smtp:', 'smtps:'])
+  if (smtp !== undefined && (smtp.search !== '' || smtp.hash !== '' || !['', '/'].includes(smtp.pathname))) {
+    // nodemailer would read options from a query (?ignoreTLS=true): the settings say how mail is sent, not the URL.
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_SMTP_URL takes a scheme, user:password@, host and port only: no path, query or fragment', { field: 'TOLLBOOTH_SMTP_URL' })
+  }
+  if (c.smtpAllowPlaintextLoopback) {
+    if (production) {
+      throw createError('CONFIG_INVALID', 'TOLLBOOTH_SMTP_ALLOW_PLAINTEXT_LOOPBACK is refused with NODE_ENV=production: mail is sent over TLS (smtps://) or STARTTLS', { field: 'TOLLBOOTH_SMTP_ALLOW_PLAINTEXT_LOOPBACK' })
+    }
+    if (smtp !== undefined && !isLoopbackHost(smtp.hostname)) {
+      throw createError('CONFIG_INVALID', 'TOLLBOOTH_SMTP_ALLOW_PLAINTEXT_LOOPBACK is only for an SMTP server on this machine (127.0.0.0/8, ::1, localhost); TOLLBOOTH_SMTP_URL names another host', { field: 'TOLLBOOTH_SMTP_ALLOW_PLAINTEXT_LOOPBACK' })
+    }
+  }
+  const publicUrl = parse(c.publicUrl, 'TOLLBOOTH_PUBLIC_URL', ['http:', 'https:'])
+  if (publicUrl === undefined) {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_PUBLIC_URL is required with DATABASE_URL: the base of the links in mails (for instance https://app.example.com), the page that posts their token to the API', { field: 'TOLLBOOTH_PUBLIC_URL' })
+  }
+  if (production && publicUrl.protocol !== 'https:') {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_PUBLIC_URL must be an https:// URL with NODE_ENV=production: the links in mails carry reset and verification tokens', { field: 'TOLLBOOTH_PUBLIC_URL' })
+  }
 }
 
 /** Most worker processes `--workers` starts (each holds a database pool and at least one hash thread). */

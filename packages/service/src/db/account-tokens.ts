@@ -2,9 +2,10 @@
  * One-time account tokens (table account_tokens): password reset and email verification.
  * Only the SHA-256 of a token is stored; a token is spent inside a transaction that locks its
  * user's row, then the user's tokens of its purpose (the lock order of accounts.ts), so
- * two uses race to one.
+ * two uses race to one. A token sent by mail is made at the send: until then its row holds a
+ * random stand-in for the hash, shared with its mail's outbox row (mintMailLinkToken).
  */
-import type { MailMessage } from './mail-outbox.js'
+import type { MailLink, MailMessage } from './mail-outbox.js'
 import type { Queryable } from './pool.js'
 import { lockUserForChange } from './users.js'
 
@@ -16,14 +17,13 @@ export async function insertAccountToken (db: Queryable, token: { tokenHash: Buf
     [token.tokenHash, token.purpose, token.userId, token.ttlSeconds])
 }
 
-/** A token and its mail for the email's account, if any, in one statement: an unknown email costs the same. True when it wrote. */
+/** A token and its mail (the token's hash is its link's) for the email's account, if any, in one statement: an unknown email costs the same. True when it wrote. */
 export async function issueTokenWithMail (db: Queryable, input: {
   email: string
   purpose: AccountTokenPurpose
-  tokenHash: Buffer
   ttlSeconds: number
   onlyUnverified: boolean
-  mail: MailMessage
+  mail: MailMessage & { link: MailLink }
 }): Promise<boolean> {
   const { rows } = await db.query<{ issued: number }>(
     `WITH account AS (
@@ -32,11 +32,28 @@ export async function issueTokenWithMail (db: Queryable, input: {
        INSERT INTO account_tokens (token_hash, purpose, user_id, expires_at)
        SELECT $2, $3, id, now() + make_interval(secs => $4) FROM account
      ), mail AS (
-       INSERT INTO mail_outbox (kind, recipient, subject, body_text) SELECT $5, $1, $6, $8 FROM account
+       INSERT INTO mail_outbox (kind, recipient, subject, body_text, link_url, link_token_hash) SELECT $5, $1, $6, $8, $9, $2 FROM account
      )
      SELECT count(*)::int AS issued FROM account`,
-    [input.email, input.tokenHash, input.purpose, input.ttlSeconds, input.mail.kind, input.mail.subject, input.onlyUnverified, input.mail.text])
+    [input.email, input.mail.link.tokenHash, input.purpose, input.ttlSeconds, input.mail.kind, input.mail.subject, input.onlyUnverified, input.mail.text, input.mail.link.url])
   return (rows[0]?.issued ?? 0) > 0
+}
+
+/**
+ * At a mail's send: its account token is stored under `next` (the hash of the token the send is
+ * about to carry) instead of `current`, in the token's row and the mail's, if the token is still
+ * live. False when it is not (used, expired, its account deleted): the mail has nothing to send.
+ * A retry makes another token, so a link sent by an attempt that seemed to fail stops working.
+ * Locks the token's row, then the mail's, as an account's deletion does.
+ */
+export async function mintMailLinkToken (db: Queryable, mail: { id: number, current: Buffer, next: Buffer }): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `WITH minted AS (
+       UPDATE account_tokens SET token_hash = $3 WHERE token_hash = $2 AND used_at IS NULL AND expires_at > now() RETURNING token_hash
+     )
+     UPDATE mail_outbox SET link_token_hash = minted.token_hash FROM minted WHERE mail_outbox.id = $1 AND mail_outbox.link_token_hash = $2`,
+    [mail.id, mail.current, mail.next])
+  return rowCount === 1
 }
 
 /**

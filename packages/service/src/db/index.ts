@@ -14,8 +14,10 @@ export {
   findTokenFamily, insertRefreshToken, insertSessionWithToken, isSessionLive, listLiveSessions, lockRefreshToken, lockSessionForRefresh, markRotated, revokeAllSessionIds, revokeSession, touchSession,
 } from './sessions.js'
 export { lookUpLogin, readFailures, recordFailure, resetAccountFailures, type FailureCount, type FailureCounts, type LoginLookup, type ThrottleKeys, type ThrottleScope } from './login-throttle.js'
-export { insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose } from './account-tokens.js'
-export { claimDueMail, claimForLog, clearLoggedTexts, countMailRequest, enqueueMail, markAttemptFailed, markSent, releaseClaim, type ClaimedMail, type MailMessage } from './mail-outbox.js'
+export { insertAccountToken, isLiveAccountToken, issueTokenWithMail, mintMailLinkToken, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose } from './account-tokens.js'
+export {
+  claimDueMail, claimForLog, countMailRequest, enqueueMail, markAttemptFailed, markSent, markSkipped, releaseClaim, type ClaimedMail, type MailLink, type MailMessage, type MailRequestCount, type MailRequestScope,
+} from './mail-outbox.js'
 export { insertPost, listPosts } from './posts.js'
 export { changeSigningKeys, listenForSigningKeyChanges, listSigningKeys, signingKeysChannel, type StoredSigningKey } from './signing-keys.js'
 export { purgeBatch, purgeTargets, type PurgeTarget } from './purge.js'

@@ -1,17 +1,28 @@
 /**
  * The transactional outbox (table mail_outbox): a message is inserted in the transaction of the
  * change that causes it and sent later (mail/dispatcher.ts). Rows are claimed with FOR UPDATE SKIP
- * LOCKED and leased, so replicas never send one twice; and the mail requests' counts.
+ * LOCKED and leased, so replicas never send one twice; and the mail requests' counts. No row holds
+ * a live link: a link's token is made at the send (account-tokens.ts mintMailLinkToken).
  */
 import type { Queryable } from './pool.js'
 
 type MailKind = 'verify_email' | 'password_reset' | 'registration_attempt' | 'test'
 
+/** A mail's link: the page it opens, and the hash its account token is stored under. */
+export interface MailLink {
+  /** The page without the token (`<TOLLBOOTH_PUBLIC_URL>/reset-password`); the send adds `?token=`. */
+  url: string
+  /** Until the first send, a random stand-in that no token hashes to; then the SHA-256 of the token last sent. */
+  tokenHash: Buffer
+}
+
 export interface MailMessage {
   kind: MailKind
   recipient: string
   subject: string
+  /** With a link, the text holds the link's place (mail/messages.ts), filled in at the send. */
   text: string
+  link?: MailLink
 }
 
 export interface ClaimedMail extends MailMessage {
@@ -21,14 +32,17 @@ export interface ClaimedMail extends MailMessage {
 }
 
 export async function enqueueMail (db: Queryable, message: MailMessage): Promise<void> {
-  await db.query('INSERT INTO mail_outbox (kind, recipient, subject, body_text) VALUES ($1, $2, $3, $4)',
-    [message.kind, message.recipient, message.subject, message.text])
+  await db.query('INSERT INTO mail_outbox (kind, recipient, subject, body_text, link_url, link_token_hash) VALUES ($1, $2, $3, $4, $5, $6)',
+    [message.kind, message.recipient, message.subject, message.text, message.link?.url ?? null, message.link?.tokenHash ?? null])
 }
 
-interface ClaimedRow { id: number, kind: MailKind, recipient: string, subject: string, body_text: string | null, attempts: number }
+interface ClaimedRow { id: number, kind: MailKind, recipient: string, subject: string, body_text: string | null, link_url: string | null, link_token_hash: Buffer | null, attempts: number }
+
+const claimedColumns = 'id, kind, recipient, subject, body_text, link_url, link_token_hash, attempts'
 
 function toClaimed (row: ClaimedRow): ClaimedMail {
-  return { id: row.id, kind: row.kind, recipient: row.recipient, subject: row.subject, text: row.body_text ?? '', attempt: row.attempts }
+  const link = row.link_url === null || row.link_token_hash === null ? {} : { link: { url: row.link_url, tokenHash: row.link_token_hash } }
+  return { id: row.id, kind: row.kind, recipient: row.recipient, subject: row.subject, text: row.body_text ?? '', attempt: row.attempts, ...link }
 }
 
 /** Claims up to `limit` due messages, each counted as an attempt and leased for `leaseMs` (retried after it if its sender dies). */
@@ -37,7 +51,7 @@ export async function claimDueMail (db: Queryable, limit: number, leaseMs: numbe
     `UPDATE mail_outbox SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2::double precision / 1000)
       WHERE id IN (SELECT id FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= now()
                     ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
-      RETURNING id, kind, recipient, subject, body_text, attempts`,
+      RETURNING ${claimedColumns}`,
     [limit, leaseMs])
   return rows.map(toClaimed).sort((a, b) => a.id - b.id)
 }
@@ -54,20 +68,19 @@ export async function claimForLog (db: Queryable, limit: number, keepText: boole
             body_text = CASE WHEN $2::boolean THEN body_text END
       WHERE id IN (SELECT id FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= now()
                     ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
-      RETURNING id, kind, recipient, subject, body_text, attempts`,
+      RETURNING ${claimedColumns}`,
     [limit, keepText])
   return rows.map(toClaimed).sort((a, b) => a.id - b.id)
 }
 
-/** Clears the text of every logged mail, so a service that does not log links leaves no live link readable. */
-export async function clearLoggedTexts (db: Queryable): Promise<number> {
-  const { rowCount } = await db.query("UPDATE mail_outbox SET body_text = NULL WHERE status = 'logged' AND body_text IS NOT NULL")
-  return rowCount ?? 0
-}
-
-/** Sent: the text (a live link) is cleared. */
+/** Sent: the text is cleared (the outbox keeps the record, not the message). */
 export async function markSent (db: Queryable, id: number): Promise<void> {
   await db.query("UPDATE mail_outbox SET status = 'sent', finished_at = now(), body_text = NULL, last_error = NULL WHERE id = $1", [id])
+}
+
+/** Not sent and never to be: its link was used or expired first. */
+export async function markSkipped (db: Queryable, id: number, reason: string): Promise<void> {
+  await db.query("UPDATE mail_outbox SET status = 'skipped', finished_at = now(), body_text = NULL, last_error = $2 WHERE id = $1", [id, reason.slice(0, 500)])
 }
 
 /** A failed attempt: retried after `retryInMs`, or given up (`failed`, text cleared) when `giveUp`. */
@@ -80,8 +93,11 @@ export async function markAttemptFailed (db: Queryable, id: number, error: strin
   }
 }
 
-/** Mail requests counted per account and per address in a fixed window (table mail_requests); one upsert, so replicas count together. */
-export type MailRequestScope = 'account' | 'address'
+/**
+ * Mail requests counted in a fixed window (table mail_requests) per account (the email), per
+ * client address, and per mailbox (the email folded, mail/mailbox.ts); one upsert, so replicas count together.
+ */
+export type MailRequestScope = 'account' | 'address' | 'mailbox'
 
 export interface MailRequestCount {
   requests: number
@@ -91,7 +107,7 @@ export interface MailRequestCount {
 
 /** Counts one request for each key, in one statement; returns each key's count after it. */
 export async function countMailRequest (db: Queryable, keys: Partial<Record<MailRequestScope, string>>, windowSeconds: number): Promise<Partial<Record<MailRequestScope, MailRequestCount>>> {
-  const entries = (['account', 'address'] as const).flatMap((scope) => (keys[scope] === undefined ? [] : [[scope, keys[scope]] as const]))
+  const entries = (['account', 'address', 'mailbox'] as const).flatMap((scope) => (keys[scope] === undefined ? [] : [[scope, keys[scope]] as const]))
   if (entries.length === 0) return {}
   const values = entries.map((_, i) => `($${2 * i + 2}, $${2 * i + 3}, 1, now())`).join(', ')
   const { rows } = await db.query<{ scope: MailRequestScope, requests: number, ends_in: number }>(

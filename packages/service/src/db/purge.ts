@@ -27,11 +27,16 @@ export const purgeTargets: readonly PurgeTarget[] = [
   },
   // Reset and verification links: spent or expired (only their SHA-256 was ever stored).
   { name: 'account_tokens', table: 'account_tokens', key: 'token_hash', dead: 'used_at IS NOT NULL OR expires_at <= now()' },
-  // Mails no longer pending (sent, logged, given up; their text already cleared), kept a week for inquiries.
+  // Mails no longer pending (sent, logged, given up, skipped; their text already cleared), kept a week for inquiries.
   { name: 'mail_outbox', table: 'mail_outbox', key: 'id', dead: "status <> 'pending' AND finished_at <= now() - interval '7 days'" },
   // Mail-request counts whose window has ended (TOLLBOOTH_MAIL_THROTTLE_WINDOW_SECONDS is at most 7 days).
   // No single-column key: rows are picked by their physical address, stable while locked.
   { name: 'mail_requests', table: 'mail_requests', key: 'ctid', dead: "window_started_at <= now() - interval '7 days'" },
+  // Failed-login counts (every email anyone typed, and client addresses) a week after their last
+  // failure: past any window and wait (TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS is at most 7 days,
+  // a wait at most the window), so each counts as zero already. No index on the time: one would
+  // make every failure's upsert a non-HOT update, to spare a scan per purge run.
+  { name: 'login_failures', table: 'login_failures', key: 'ctid', dead: "last_failure_at <= now() - interval '7 days'" },
 ]
 
 /** Deletes up to `batchSize` dead rows of the target; returns how many. */

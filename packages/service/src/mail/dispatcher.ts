@@ -6,13 +6,20 @@
  * failed send is retried after `retryDelayMs`, doubled per attempt (at most an hour), until
  * `maxAttempts`; the log names a message by id and kind, never its link.
  *
+ * A mail's link is made here, just before its send: a new token, whose hash replaces the stand-in
+ * (or the last attempt's token) in the mail's account token, if that is still live; a link used or
+ * expired meanwhile leaves nothing to send (`skipped`). So the outbox never holds a live link.
+ *
  * Without a transport (TOLLBOOTH_SMTP_URL unset) each message is written to the log and kept as
- * `logged`: with its text when `logLinks` says so (development), else named only and its text
- * dropped, since a live link in a deployment's log hands the account to whoever reads it.
+ * `logged`: when `logLinks` says so (development), its text with a live link at debug level only;
+ * else named only, with no link made, since a live link in a deployment's log hands the account
+ * to whoever reads it.
  */
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
-import { claimDueMail, claimForLog, clearLoggedTexts, markAttemptFailed, markSent, releaseClaim, type ClaimedMail } from '../db/index.js'
+import { claimDueMail, claimForLog, markAttemptFailed, markSent, markSkipped, mintMailLinkToken, releaseClaim, type ClaimedMail } from '../db/index.js'
+import { newLinkToken } from './link-token.js'
+import { textWithLink } from './messages.js'
 import { RetryWakeups } from './retry-wakeups.js'
 import type { MailTransport } from './transport.js'
 
@@ -21,7 +28,7 @@ export interface MailDispatcherOptions {
   log: FastifyBaseLogger
   /** Undefined: log mode. */
   transport: MailTransport | undefined
-  /** Log mode: whether the log (and the outbox row) keeps a mail's text, its link included. */
+  /** Log mode: whether a mail's text, a live link included, is logged (at debug level). */
   logLinks: boolean
   maxAttempts: number
   retryDelayMs: number
@@ -45,8 +52,6 @@ export class MailDispatcher {
   private started = false
   private readonly batchSize: number
   private readonly leaseMs: number
-  /** Log mode without links: the texts logged before (with links) are cleared at the first run. */
-  private loggedTextsCleared = false
 
   constructor (private readonly options: MailDispatcherOptions) {
     this.mode = options.transport === undefined ? 'log' : 'smtp'
@@ -62,7 +67,7 @@ export class MailDispatcher {
       this.options.log.info({ smtpServer: this.options.transport.server }, 'mail is sent through the SMTP server')
     } else {
       this.options.log.warn(this.options.logLinks
-        ? 'TOLLBOOTH_SMTP_URL is unset: mail is not sent but written to the log (links included) and kept in the outbox; set it to send mail'
+        ? 'TOLLBOOTH_SMTP_URL is unset: mail is not sent but written to the log, its text and link at debug level (TOLLBOOTH_LOG_LEVEL=debug); set it to send mail'
         : 'TOLLBOOTH_SMTP_URL is unset: mail is not sent, and its links are not logged (TOLLBOOTH_MAIL_LOG_LINKS): verification and password-reset mails are lost; set it to send mail')
     }
     this.schedule(this.options.pollIntervalMs)
@@ -121,22 +126,31 @@ export class MailDispatcher {
   }
 
   private async logBatch (): Promise<number> {
-    const { logLinks } = this.options
-    if (!logLinks && !this.loggedTextsCleared) {
-      const cleared = await clearLoggedTexts(this.options.db)
-      this.loggedTextsCleared = true
-      if (cleared > 0) this.options.log.info({ cleared }, 'the text of mails logged earlier, links included, is cleared from the outbox')
-    }
+    const { logLinks, log } = this.options
     const batch = await claimForLog(this.options.db, this.batchSize, logLinks)
     for (const mail of batch) {
       const named = { id: mail.id, kind: mail.kind, to: mail.recipient, subject: mail.subject }
-      if (logLinks) {
-        this.options.log.info({ mail: { ...named, text: mail.text } }, 'mail not sent (TOLLBOOTH_SMTP_URL is unset); here it is, link included')
-      } else {
-        this.options.log.warn({ mail: named }, 'mail not sent (TOLLBOOTH_SMTP_URL is unset) and dropped; its link is not logged (TOLLBOOTH_MAIL_LOG_LINKS)')
+      if (!logLinks) {
+        log.warn({ mail: named }, 'mail not sent (TOLLBOOTH_SMTP_URL is unset) and dropped; its link is not logged (TOLLBOOTH_MAIL_LOG_LINKS)')
+        continue
       }
+      const text = await this.textToSend(mail)
+      if (text === undefined) {
+        log.info({ mail: named }, 'mail not logged: its link was used or expired first')
+        continue
+      }
+      log.info({ mail: named }, 'mail not sent (TOLLBOOTH_SMTP_URL is unset); its text and link are logged at debug level')
+      log.debug({ mail: { ...named, text } }, 'mail text, link included (TOLLBOOTH_MAIL_LOG_LINKS)')
     }
     return batch.length
+  }
+
+  /** The text to send, its link made now; undefined when the link was used or expired first. */
+  private async textToSend (mail: ClaimedMail): Promise<string | undefined> {
+    if (mail.link === undefined) return mail.text
+    const token = newLinkToken()
+    const minted = await mintMailLinkToken(this.options.db, { id: mail.id, current: mail.link.tokenHash, next: token.tokenHash })
+    return minted ? textWithLink(mail.text, mail.link.url, token.token) : undefined
   }
 
   /** Claims one due mail and sends it; false when none was due. One claimed as the dispatcher closed is handed back. */
@@ -155,8 +169,14 @@ export class MailDispatcher {
 
   private async sendOne (transport: MailTransport, mail: ClaimedMail): Promise<void> {
     const fields = { mailId: mail.id, kind: mail.kind, attempt: mail.attempt }
+    const text = await this.textToSend(mail)
+    if (text === undefined) {
+      await markSkipped(this.options.db, mail.id, 'the link was used or expired before the send')
+      this.options.log.info(fields, 'mail not sent: its link was used or expired first')
+      return
+    }
     try {
-      await transport.send(mail)
+      await transport.send({ ...mail, text })
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err)
       const giveUp = mail.attempt >= this.options.maxAttempts

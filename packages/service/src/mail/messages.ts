@@ -1,17 +1,27 @@
 /**
- * The account mails, pure: (recipient, link) => message. Plain text only; the link carries the
- * token as `?token=...` under TOLLBOOTH_PUBLIC_URL, where the application's page posts it to
- * the API (POST /api/v1/auth/verify-email, POST /api/v1/auth/password/reset).
+ * The account mails, pure: (recipient, link) => message. Plain text only; the link opens a page
+ * under TOLLBOOTH_PUBLIC_URL that posts the token to the API (POST /api/v1/auth/verify-email,
+ * POST /api/v1/auth/password/reset). A message holds its link's place, not the link: the send
+ * makes the token and fills the link in (dispatcher.ts), so no live link waits in the outbox.
  */
-import type { MailMessage } from '../db/index.js'
+import type { MailLink, MailMessage } from '../db/index.js'
 
-/** `<publicUrl>/<page>?token=<token>`, whatever the base's trailing slash or path. */
-export function accountLink (publicUrl: string, page: 'verify-email' | 'reset-password', token: string): string {
+/** Where a text holds its link (db/migrations/006_mail_hardening.sql writes the same mark). */
+const linkPlace = '{link}'
+
+/** `<publicUrl>/<page>`, whatever the base's trailing slash or path; the send adds `?token=`. */
+export function accountPage (publicUrl: string, page: 'verify-email' | 'reset-password'): string {
   const url = new URL(publicUrl)
   url.pathname = `${url.pathname.replace(/\/+$/, '')}/${page}`
   url.search = ''
-  url.searchParams.set('token', token)
   return url.toString()
+}
+
+/** The text as sent: its link's place filled with the page and the token. */
+export function textWithLink (text: string, pageUrl: string, token: string): string {
+  const url = new URL(pageUrl)
+  url.searchParams.set('token', token)
+  return text.split(linkPlace).join(url.toString())
 }
 
 function hours (seconds: number): string {
@@ -19,21 +29,25 @@ function hours (seconds: number): string {
   return `${Math.round(seconds / 60)} minutes`
 }
 
-export function verificationMail (recipient: string, link: string, ttlSeconds: number): MailMessage {
+type LinkedMail = MailMessage & { link: MailLink }
+
+export function verificationMail (recipient: string, link: MailLink, ttlSeconds: number): LinkedMail {
   return {
     kind: 'verify_email',
     recipient,
     subject: 'Confirm your email address',
-    text: `Open this link to confirm your email address:\n\n${link}\n\nIt works once, for ${hours(ttlSeconds)}. If you did not create an account, ignore this message.\n`,
+    text: `Open this link to confirm your email address:\n\n${linkPlace}\n\nIt works once, for ${hours(ttlSeconds)}. If you did not create an account, ignore this message.\n`,
+    link,
   }
 }
 
-export function passwordResetMail (recipient: string, link: string, ttlSeconds: number): MailMessage {
+export function passwordResetMail (recipient: string, link: MailLink, ttlSeconds: number): LinkedMail {
   return {
     kind: 'password_reset',
     recipient,
     subject: 'Reset your password',
-    text: `Someone (we hope you) asked to reset the password of the account with this address. Open this link to choose a new one:\n\n${link}\n\nIt works once, for ${hours(ttlSeconds)}, and signs out every session of the account. If you did not ask, ignore this message: your password stays as it is.\n`,
+    text: `Someone (we hope you) asked to reset the password of the account with this address. Open this link to choose a new one:\n\n${linkPlace}\n\nIt works once, for ${hours(ttlSeconds)}, and signs out every session of the account. If you did not ask, ignore this message: your password stays as it is.\n`,
+    link,
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * Email for real: verification, password reset and the registration modes through a real SMTP
- * server (smtp-server on 127.0.0.1), and the outbox's dispatcher on its own: SMTP down then up,
+ * Email for real: verification, password reset, the registration modes and the mail bounds
+ * through services that write each mail, link included, to their debug log; and the outbox's
+ * dispatcher on its own with a real SMTP server (smtp-server on 127.0.0.1): SMTP down then up,
  * giving up, the log without SMTP, two replicas, a clean close.
  */
 import assert from 'node:assert/strict'
@@ -11,30 +12,36 @@ import { performance } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
 import { createLogger } from '../../src/http/logger.js'
 import { MailDispatcher } from '../../src/mail/dispatcher.js'
-import { claimForLog, enqueueMail } from '../../src/db/mail-outbox.js'
+import { insertAccountToken } from '../../src/db/account-tokens.js'
+import { enqueueMail } from '../../src/db/mail-outbox.js'
+import { tokenStandIn } from '../../src/mail/link-token.js'
+import { verificationMail } from '../../src/mail/messages.js'
 import { smtpTransport } from '../../src/mail/transport.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { capturingLogger, registerUser, request, startTestService, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
-import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from '../helpers/smtp.js'
+import { linkToken, logMailbox, startSmtpServer, type LogMailbox, type ReceivedMail, type TestSmtpServer } from '../helpers/smtp.js'
 import { waitFor } from '../helpers/wait.js'
 
 const publicUrl = 'https://app.example.com/account'
 const sentTo = (email: string, subject: string) => (mail: ReceivedMail): boolean => mail.to.includes(email) && mail.subject === subject
 
-/** Headers that may differ between two identical answers: the date, nothing else. */
-function headersMinusDate (response: JsonResponse): Record<string, string> {
+/** Headers that may differ between two identical answers: the date, nothing else (and the names given). */
+function headersMinusDate (response: JsonResponse, also: string[] = []): Record<string, string> {
   const headers: Record<string, string> = {}
-  response.headers.forEach((value, name) => { if (name !== 'date') headers[name] = value })
+  response.headers.forEach((value, name) => { if (name !== 'date' && !also.includes(name)) headers[name] = value })
   return headers
 }
+
+const sha256 = (token: string): Buffer => createHash('sha256').update(token).digest()
 
 async function outboxCount (service: TestService, email: string, kind: string): Promise<number> {
   const { rows } = await service.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM mail_outbox WHERE recipient = $1 AND kind = $2', [email, kind])
   return rows[0]?.n ?? 0
 }
 
-describe('account mail through a real SMTP server', () => {
-  let smtp: TestSmtpServer
+describe('account mail through the service', () => {
+  /** The mails of the three services below, as their debug log writes them. */
+  let mailbox: LogMailbox
   /** Immediate registration, verification not required. */
   let service: TestService
   /** The same database: enumeration-safe registration (so a verified address is required, and an unverified login looks like a wrong password). */
@@ -43,28 +50,28 @@ describe('account mail through a real SMTP server', () => {
   let verifiedOnly: TestService
 
   before(async () => {
-    smtp = await startSmtpServer()
-    const mail = { smtpUrl: smtp.url, publicUrl, mailThrottleAccountRequests: 2, mailThrottleAddressRequests: 40, mailPollIntervalMs: 200 }
-    service = await startTestService({ config: mail })
-    strict = await startTestService({ db: service.db, config: { ...mail, registrationMode: 'enumeration-safe' } })
-    verifiedOnly = await startTestService({ db: service.db, config: { ...mail, requireVerifiedEmail: true } })
+    mailbox = logMailbox()
+    const mail = { mailLogLinks: true, publicUrl, mailThrottleAccountRequests: 2, mailThrottleAddressRequests: 40, mailPollIntervalMs: 200 }
+    service = await startTestService({ config: mail, logger: mailbox.logger })
+    strict = await startTestService({ db: service.db, config: { ...mail, registrationMode: 'enumeration-safe' }, logger: mailbox.logger })
+    verifiedOnly = await startTestService({ db: service.db, config: { ...mail, requireVerifiedEmail: true }, logger: mailbox.logger })
   })
   after(async () => {
     await verifiedOnly?.close()
     await strict?.close()
     await service?.close()
-    await smtp?.close()
   })
 
   it('registration mails a verification link (queued in its transaction); the link verifies the address, once', async () => {
     const { email, password, body } = await registerUser(service)
     assert.equal(body.user.emailVerified, false)
-    const mail = await smtp.waitForMail('the verification mail', sentTo(email, 'Confirm your email address'))
+    const mail = await mailbox.waitForMail('the verification mail', sentTo(email, 'Confirm your email address'))
     assert.ok(mail.text.includes(`${publicUrl}/verify-email?token=`), mail.text)
     const token = linkToken(mail, 'verify-email')
     assert.equal(token.length, 43, '32 random bytes, base64url')
-    const { rows } = await service.db.pool.query('SELECT 1 FROM account_tokens WHERE token_hash = $1', [createHash('sha256').update(token).digest()])
+    const { rows } = await service.db.pool.query('SELECT 1 FROM account_tokens WHERE token_hash = $1', [sha256(token)])
     assert.equal(rows.length, 1, 'stored as its SHA-256')
+    assert.ok(!mailbox.lines.some((line) => Number(line.level) > 20 && JSON.stringify(line).includes(token)), 'the link is logged at debug level only')
 
     // A registration that fails (the address is taken) queues nothing: its transaction is rolled back.
     assert.equal((await request(service, 'POST', '/api/v1/auth/register', { body: { email, password } })).status, 409)
@@ -89,7 +96,7 @@ describe('account mail through a real SMTP server', () => {
 
     const forgot = await request(service, 'POST', '/api/v1/auth/password/forgot', { body: { email: ` ${email.toUpperCase()} ` } })
     assert.equal(forgot.status, 202)
-    const token = linkToken(await smtp.waitForMail('the reset mail', sentTo(email, 'Reset your password')), 'reset-password')
+    const token = linkToken(await mailbox.waitForMail('the reset mail', sentTo(email, 'Reset your password')), 'reset-password')
 
     const [first, racer] = await Promise.all([
       request(service, 'POST', '/api/v1/auth/password/reset', { body: { token, password: 'a brand new password' } }),
@@ -103,7 +110,7 @@ describe('account mail through a real SMTP server', () => {
       const refreshed = await request(service, 'POST', '/api/v1/auth/refresh', { body: { refreshToken } })
       assert.equal(refreshed.status, 401, 'every session revoked')
     }
-    const { rows } = await service.db.pool.query("SELECT 1 FROM login_failures WHERE scope = 'account' AND key = $1", [email])
+    const { rows } = await service.db.pool.query("SELECT 1 FROM login_failures WHERE scope = 'account' AND key = $1 AND failures > 0", [email])
     assert.equal(rows.length, 0, 'the failed logins are forgotten')
     assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })).status, 401, 'the old password fails')
     const signedIn = await request(service, 'POST', '/api/v1/auth/login', { body: { email, password: newPassword } })
@@ -114,10 +121,10 @@ describe('account mail through a real SMTP server', () => {
     const used = await request(service, 'POST', '/api/v1/auth/password/reset', { body: { token, password: 'yet another password' } })
     const unknown = await request(service, 'POST', '/api/v1/auth/password/reset', { body: { token: 'A'.repeat(43), password: 'yet another password' } })
     assert.equal((await request(service, 'POST', '/api/v1/auth/password/forgot', { body: { email } })).status, 202)
-    const mails = () => smtp.messages.filter(sentTo(email, 'Reset your password'))
+    const mails = () => mailbox.messages.filter(sentTo(email, 'Reset your password'))
     await waitFor('the second reset mail', () => mails().length === 2)
     const expiring = linkToken(mails()[1] as ReceivedMail, 'reset-password')
-    await service.db.pool.query("UPDATE account_tokens SET expires_at = now() - interval '1 second' WHERE token_hash = $1", [createHash('sha256').update(expiring).digest()])
+    await service.db.pool.query("UPDATE account_tokens SET expires_at = now() - interval '1 second' WHERE token_hash = $1", [sha256(expiring)])
     const expired = await request(service, 'POST', '/api/v1/auth/password/reset', { body: { token: expiring, password: 'yet another password' } })
     for (const refused of [used, unknown, expired]) {
       assert.equal(refused.status, 401)
@@ -135,7 +142,7 @@ describe('account mail through a real SMTP server', () => {
     assert.equal(forKnown.status, forUnknown.status)
     assert.deepEqual(forKnown.body, forUnknown.body)
     assert.deepEqual(headersMinusDate(forKnown), headersMinusDate(forUnknown))
-    await smtp.waitForMail('the known account\'s reset mail', sentTo(known, 'Reset your password'))
+    await mailbox.waitForMail('the known account\'s reset mail', sentTo(known, 'Reset your password'))
     assert.equal(await outboxCount(service, unknown, 'password_reset'), 0)
 
     // A figure, not a bound (the machine is shared): round trips for known and unknown addresses, alternated.
@@ -152,13 +159,29 @@ describe('account mail through a real SMTP server', () => {
     t.diagnostic(`forgot, median of 10 round trips: known ${median(timings.known ?? []).toFixed(2)} ms, unknown ${median(timings.unknown ?? []).toFixed(2)} ms`)
   })
 
-  it('throttles: past the per-account bound still 202 and no mail; past the per-client bound 429 with Retry-After', async () => {
+  it('throttles: past the per-account bound 429 with Retry-After, alike for an email without an account; past the per-client bound the same', async () => {
     const { email } = await registerUser(service)
+    const unknown = uniqueEmail('nobody')
     const from = '127.0.0.7'
-    for (let i = 0; i < 4; i += 1) {
-      assert.equal((await request(service, 'POST', '/api/v1/auth/password/forgot', { body: { email }, from })).status, 202)
+    const refusals: JsonResponse[] = []
+    for (const address of [email, unknown]) {
+      for (let i = 0; i < 2; i += 1) {
+        assert.equal((await request(service, 'POST', '/api/v1/auth/password/forgot', { body: { email: address }, from })).status, 202)
+      }
+      const refused = await request(service, 'POST', '/api/v1/auth/password/forgot', { body: { email: address }, from })
+      assert.equal(refused.status, 429, 'the third request is refused in the open, never dropped in silence')
+      assert.equal(refused.body.error.code, 'TOO_MANY_ATTEMPTS')
+      const retryAfter = Number(refused.headers.get('retry-after'))
+      assert.ok(retryAfter > 0 && retryAfter <= 3600, `Retry-After ${retryAfter}: until the window ends`)
+      refusals.push(refused)
     }
+    const [known, nobody] = refusals as [JsonResponse, JsonResponse]
+    assert.deepEqual(nobody.body, known.body, 'an email without an account is answered alike')
+    assert.deepEqual(headersMinusDate(nobody, ['retry-after']), headersMinusDate(known, ['retry-after']))
     assert.equal(await outboxCount(service, email, 'password_reset'), 2, 'two mails: the account bound')
+    const resend = await request(service, 'POST', '/api/v1/auth/verify-email/resend', { body: { email }, from: '127.0.0.9' })
+    assert.equal(resend.status, 429, 'the resend route shares the email\'s bound, from any client')
+
     let refused: JsonResponse | undefined
     for (let i = 0; i < 40 && refused === undefined; i += 1) {
       const response = await request(service, 'POST', '/api/v1/auth/password/forgot', { body: { email: uniqueEmail('spray') }, from })
@@ -168,16 +191,35 @@ describe('account mail through a real SMTP server', () => {
     assert.equal(refused.status, 429)
     assert.equal(refused.body.error.code, 'TOO_MANY_ATTEMPTS')
     assert.ok(Number(refused.headers.get('retry-after')) > 0)
-    const resend = await request(service, 'POST', '/api/v1/auth/verify-email/resend', { body: { email }, from })
-    assert.equal(resend.status, 429, 'the resend route shares the bound')
+    assert.equal((await request(service, 'POST', '/api/v1/auth/verify-email/resend', { body: { email: uniqueEmail('other') }, from })).status, 429, 'the resend route shares the client bound')
     assert.equal((await request(service, 'POST', '/api/v1/auth/password/forgot', { body: { email: uniqueEmail('other') }, from: '127.0.0.8' })).status, 202, 'other clients are not held')
+  })
+
+  it('the outbox holds no live link or token: each link is made at its send, only its hash stored', async () => {
+    const { email } = await registerUser(service)
+    assert.equal((await request(service, 'POST', '/api/v1/auth/verify-email/resend', { body: { email } })).status, 202)
+    assert.equal((await request(service, 'POST', '/api/v1/auth/password/forgot', { body: { email } })).status, 202)
+    const mails = (): ReceivedMail[] => mailbox.messages.filter((mail) => mail.to.includes(email))
+    await waitFor('three mails', () => mails().length === 3)
+    const links = mails().map((mail) => ({ reset: mail.subject === 'Reset your password', token: linkToken(mail, mail.subject === 'Reset your password' ? 'reset-password' : 'verify-email') }))
+    const tokens = links.map((link) => link.token)
+    const { rows } = await service.db.pool.query<{ row: string, link_token_hash: Buffer }>('SELECT row_to_json(m)::text AS row, link_token_hash FROM mail_outbox m WHERE recipient = $1', [email])
+    assert.equal(rows.length, 3)
+    for (const { row, link_token_hash: stored } of rows) {
+      assert.ok(!/token=/.test(row), `no link in ${row}`)
+      for (const token of tokens) assert.ok(!row.includes(token), 'no token')
+      assert.ok(tokens.some((token) => sha256(token).equals(stored)), 'the hash of the token sent')
+    }
+    // The links work: the account tokens hold the same hashes.
+    const verification = links.find((link) => !link.reset)?.token ?? ''
+    assert.equal((await request(service, 'POST', '/api/v1/auth/verify-email', { body: { token: verification } })).status, 204)
   })
 
   it('resend mails a new verification link to an unverified account only', async () => {
     const { email } = await registerUser(service)
     assert.equal((await request(service, 'POST', '/api/v1/auth/verify-email/resend', { body: { email } })).status, 202)
-    await waitFor('two verification mails', () => smtp.messages.filter(sentTo(email, 'Confirm your email address')).length === 2)
-    const token = linkToken(smtp.messages.filter(sentTo(email, 'Confirm your email address'))[1] as ReceivedMail, 'verify-email')
+    await waitFor('two verification mails', () => mailbox.messages.filter(sentTo(email, 'Confirm your email address')).length === 2)
+    const token = linkToken(mailbox.messages.filter(sentTo(email, 'Confirm your email address'))[1] as ReceivedMail, 'verify-email')
     assert.equal((await request(service, 'POST', '/api/v1/auth/verify-email', { body: { token } })).status, 204)
     assert.equal((await request(service, 'POST', '/api/v1/auth/verify-email/resend', { body: { email } })).status, 202)
     assert.equal(await outboxCount(service, email, 'verify_email'), 2, 'verified: nothing more is sent')
@@ -193,8 +235,8 @@ describe('account mail through a real SMTP server', () => {
     assert.deepEqual(taken.body, created.body)
     assert.deepEqual(headersMinusDate(taken), headersMinusDate(created))
     assert.equal(created.body.accessToken, undefined, 'nobody is signed in')
-    await smtp.waitForMail('the notice to the owner', sentTo(email, 'Someone tried to register with your address'))
-    const token = linkToken(await smtp.waitForMail('the verification mail', sentTo(email, 'Confirm your email address')), 'verify-email')
+    await mailbox.waitForMail('the notice to the owner', sentTo(email, 'Someone tried to register with your address'))
+    const token = linkToken(await mailbox.waitForMail('the verification mail', sentTo(email, 'Confirm your email address')), 'verify-email')
 
     // Register, then log in with the same password: were the address free, the new (unverified)
     // account's right password must answer exactly as a taken address's wrong one.
@@ -220,7 +262,7 @@ describe('account mail through a real SMTP server', () => {
     // Immediate registration signs in; the session it opened cannot be refreshed while the address is unverified.
     const refreshed = await request(verifiedOnly, 'POST', '/api/v1/auth/refresh', { body: { refreshToken: registered.body.refreshToken } })
     assert.deepEqual([refreshed.status, refreshed.body.error?.code], [403, 'EMAIL_NOT_VERIFIED'])
-    const token = linkToken(await smtp.waitForMail('the verification mail', sentTo(email, 'Confirm your email address')), 'verify-email')
+    const token = linkToken(await mailbox.waitForMail('the verification mail', sentTo(email, 'Confirm your email address')), 'verify-email')
     assert.equal((await request(verifiedOnly, 'POST', '/api/v1/auth/login', { body: { email, password: 'someone else entirely' } })).status, 401)
     const unverified = await request(verifiedOnly, 'POST', '/api/v1/auth/login', { body: { email, password } })
     assert.equal(unverified.status, 403)
@@ -229,19 +271,46 @@ describe('account mail through a real SMTP server', () => {
     assert.equal((await request(verifiedOnly, 'POST', '/api/v1/auth/login', { body: { email, password } })).status, 200)
   })
 
-  it('two services on one outbox send each mail exactly once', async () => {
+  it('two services on one outbox handle each mail exactly once', async () => {
     const recipients = Array.from({ length: 30 }, (_, i) => `once-${i}-${Date.now()}@example.com`)
     for (const recipient of recipients) await enqueueMail(service.db.pool, { kind: 'test', recipient, subject: 'once', text: 'exactly once' })
     service.app.mail.wake()
     strict.app.mail.wake()
-    const received = (recipient: string): number => smtp.messages.filter((mail) => mail.to.includes(recipient)).length
-    await waitFor('every mail sent', async () => {
-      const { rows } = await service.db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM mail_outbox WHERE recipient = ANY($1) AND status = 'sent'", [recipients])
+    const handled = (recipient: string): number => mailbox.messages.filter((mail) => mail.to.includes(recipient)).length
+    await waitFor('every mail logged', async () => {
+      const { rows } = await service.db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM mail_outbox WHERE recipient = ANY($1) AND status = 'logged'", [recipients])
       return rows[0]?.n === recipients.length
     })
-    assert.deepEqual(recipients.filter((recipient) => received(recipient) !== 1), [], 'each received once')
-    const { rows } = await service.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM mail_outbox WHERE recipient = ANY($1) AND body_text IS NOT NULL', [recipients])
-    assert.equal(rows[0]?.n, 0, 'a sent mail\'s text (its link) is not kept')
+    assert.deepEqual(recipients.filter((recipient) => handled(recipient) !== 1), [], 'each logged once')
+  })
+
+  it('101 registrations of plus-addressed and dotted variants of one mailbox: the 101st verification mail is not sent, its registration answered as any other', async () => {
+    const local = `cannon${process.pid}x${Date.now()}`
+    const variants = Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? `${local}+${i}@example.com` : `${local.slice(0, 3)}.${local.slice(3)}+${i}@Example.com`))
+    const last = `${local.slice(0, 1)}.${local.slice(1)}@example.com`
+    const answers: JsonResponse[] = []
+    for (const email of [...variants, last]) {
+      answers.push(await request(strict, 'POST', '/api/v1/auth/register', { body: { email, password: 'correct horse battery staple' } }))
+    }
+    const first = answers[0] as JsonResponse
+    assert.equal(first.status, 202)
+    for (const answer of answers) {
+      assert.equal(answer.status, first.status)
+      assert.deepEqual(answer.body, first.body)
+      assert.deepEqual(headersMinusDate(answer), headersMinusDate(first))
+    }
+    const { rows } = await strict.db.pool.query<{ recipient: string }>("SELECT recipient FROM mail_outbox WHERE kind = 'verify_email' AND recipient LIKE $1", [`${local.slice(0, 3)}%@example.com`])
+    assert.equal(rows.length, 100, 'a hundred verification mails')
+    assert.ok(!rows.some((row) => row.recipient === last), 'none for the 101st')
+    const skipped = mailbox.lines.filter((line) => line.event === 'mail_request_throttled' && line.mailbox === `${local}@example.com`)
+    assert.equal(skipped.length, 1, 'the skip is logged once')
+    assert.equal(skipped[0]?.level, 30, 'at info')
+    assert.deepEqual(skipped[0]?.over, ['mailbox'])
+    // Asking for the mail again is refused in the open, for the mailbox, whether or not the variant has an account.
+    for (const email of [last, `${local}+never-registered@example.com`]) {
+      const resend = await request(strict, 'POST', '/api/v1/auth/verify-email/resend', { body: { email }, from: '127.0.0.10' })
+      assert.deepEqual([resend.status, resend.body.error?.code], [429, 'TOO_MANY_ATTEMPTS'], email)
+    }
   })
 })
 
@@ -269,17 +338,82 @@ describe('the mail dispatcher', () => {
     return { port: (server.address() as AddressInfo).port, close: async () => { await new Promise((resolve) => server.close(resolve)) } }
   }
 
-  async function status (recipient: string): Promise<{ status: string, attempts: number, last_error: string | null, body_text: string | null } | undefined> {
-    const { rows } = await db.pool.query('SELECT status, attempts, last_error, body_text FROM mail_outbox WHERE recipient = $1', [recipient])
+  async function status (recipient: string): Promise<{ status: string, attempts: number, last_error: string | null, body_text: string | null, link_token_hash: Buffer | null } | undefined> {
+    const { rows } = await db.pool.query('SELECT status, attempts, last_error, body_text, link_token_hash FROM mail_outbox WHERE recipient = $1', [recipient])
     return rows[0]
   }
+
+  /** A new account's verification mail, queued as registration queues it; returns the stand-in its token is stored under until the send. */
+  async function queueLinkMail (recipient: string): Promise<Buffer> {
+    const { rows } = await db.pool.query<{ id: string }>("INSERT INTO users (email, password_hash) VALUES ($1, 'x') RETURNING id", [recipient])
+    const link = { url: 'https://app.example.com/account/verify-email', tokenHash: tokenStandIn() }
+    await insertAccountToken(db.pool, { tokenHash: link.tokenHash, purpose: 'verify_email', userId: rows[0]?.id ?? '', ttlSeconds: 3600 })
+    await enqueueMail(db.pool, verificationMail(recipient, link, 3600))
+    return link.tokenHash
+  }
+
+  /** The account tokens of the recipient's account: their hashes, live or not. */
+  async function accountTokens (recipient: string): Promise<Array<{ hash: Buffer, live: boolean }>> {
+    const { rows } = await db.pool.query<{ token_hash: Buffer, live: boolean }>(
+      'SELECT token_hash, used_at IS NULL AND expires_at > now() AS live FROM account_tokens t JOIN users u ON u.id = t.user_id WHERE u.email = $1', [recipient])
+    return rows.map((row) => ({ hash: row.token_hash, live: row.live }))
+  }
+
+  it('makes a mail\'s link at its send: until then only a stand-in hash is stored, then the hash of the token sent; a retry makes another token', async () => {
+    const port = await deadPort()
+    const dispatcher = smtpDispatcher(`smtp://127.0.0.1:${port}`, { retryDelayMs: 20, maxAttempts: 100 })
+    const recipient = uniqueEmail('linked')
+    const standIn = await queueLinkMail(recipient)
+    const queued = await status(recipient)
+    assert.ok(queued?.link_token_hash?.equals(standIn))
+    assert.ok(queued?.body_text?.includes('{link}') === true && !queued.body_text.includes('token='), 'the text holds the link\'s place, not the link')
+    let smtp: TestSmtpServer | undefined
+    try {
+      dispatcher.start()
+      dispatcher.wake()
+      await waitFor('two failed attempts', async () => ((await status(recipient))?.attempts ?? 0) >= 2)
+      const tried = await accountTokens(recipient)
+      assert.equal(tried.length, 1)
+      assert.ok(!tried[0]?.hash.equals(standIn), 'an attempt replaced the stand-in')
+      smtp = await startSmtpServer(port)
+      const mail = await smtp.waitForMail('the verification mail', (candidate) => candidate.to.includes(recipient))
+      const token = linkToken(mail, 'verify-email')
+      assert.ok(mail.text.includes(`https://app.example.com/account/verify-email?token=${token}`), mail.text)
+      await waitFor('the row marked sent', async () => (await status(recipient))?.status === 'sent')
+      const tokens = await accountTokens(recipient)
+      assert.deepEqual(tokens, [{ hash: sha256(token), live: true }], 'the token sent, by its hash, and no other')
+      assert.ok((await status(recipient))?.link_token_hash?.equals(sha256(token)))
+    } finally {
+      await dispatcher.close()
+      await smtp?.close()
+    }
+  })
+
+  it('skips a mail whose link was used or expired before its send: nothing sent, logged at info', async () => {
+    const smtp = await startSmtpServer()
+    const { logger, lines } = capturingLogger('info')
+    const dispatcher = smtpDispatcher(smtp.url, { log: logger })
+    const [used, expired] = [uniqueEmail('used-first'), uniqueEmail('expired-first')]
+    await db.pool.query('UPDATE account_tokens SET used_at = now() WHERE token_hash = $1', [await queueLinkMail(used)])
+    await db.pool.query("UPDATE account_tokens SET expires_at = now() - interval '1 second' WHERE token_hash = $1", [await queueLinkMail(expired)])
+    try {
+      dispatcher.start()
+      dispatcher.wake()
+      await waitFor('both mails skipped', async () => (await status(used))?.status === 'skipped' && (await status(expired))?.status === 'skipped')
+      assert.equal(smtp.messages.length, 0)
+      assert.equal(lines.filter((line) => line.msg === 'mail not sent: its link was used or expired first' && line.level === 30).length, 2)
+    } finally {
+      await dispatcher.close()
+      await smtp.close()
+    }
+  })
 
   it('keeps a mail while the SMTP server is down, retries with backoff, and delivers it once the server is up', async () => {
     const port = await deadPort()
     const dispatcher = new MailDispatcher({
       db: db.pool,
       log: createLogger('silent'),
-      transport: smtpTransport({ url: `smtp://127.0.0.1:${port}`, from: 'tollbooth <no-reply@example.com>', timeoutMs: 2000 }),
+      transport: smtpTransport({ url: `smtp://127.0.0.1:${port}`, from: 'tollbooth <no-reply@example.com>', timeoutMs: 2000, allowPlaintextLoopback: true }),
       logLinks: false,
       maxAttempts: 100,
       retryDelayMs: 20,
@@ -312,7 +446,7 @@ describe('the mail dispatcher', () => {
     const dispatcher = new MailDispatcher({
       db: db.pool,
       log: logger,
-      transport: smtpTransport({ url: `smtp://127.0.0.1:${refusing.port}`, from: 'tollbooth <no-reply@example.com>', timeoutMs: 2000 }),
+      transport: smtpTransport({ url: `smtp://127.0.0.1:${refusing.port}`, from: 'tollbooth <no-reply@example.com>', timeoutMs: 2000, allowPlaintextLoopback: true }),
       logLinks: true,
       maxAttempts: 3,
       retryDelayMs: 10,
@@ -337,13 +471,13 @@ describe('the mail dispatcher', () => {
     }
   })
 
-  const smtpDispatcher = (url: string, options: { log?: ReturnType<typeof createLogger>, leaseMs?: number, pollIntervalMs?: number } = {}): MailDispatcher => new MailDispatcher({
+  const smtpDispatcher = (url: string, options: { log?: ReturnType<typeof createLogger>, leaseMs?: number, pollIntervalMs?: number, retryDelayMs?: number, maxAttempts?: number } = {}): MailDispatcher => new MailDispatcher({
     db: db.pool,
     log: options.log ?? createLogger('silent'),
-    transport: smtpTransport({ url, from: 'tollbooth <no-reply@example.com>', timeoutMs: 10_000 }),
+    transport: smtpTransport({ url, from: 'tollbooth <no-reply@example.com>', timeoutMs: 10_000, allowPlaintextLoopback: true }),
     logLinks: false,
-    maxAttempts: 3,
-    retryDelayMs: 60_000,
+    maxAttempts: options.maxAttempts ?? 3,
+    retryDelayMs: options.retryDelayMs ?? 60_000,
     pollIntervalMs: options.pollIntervalMs ?? 60_000,
     ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
   })
@@ -433,52 +567,52 @@ describe('the mail dispatcher', () => {
     assert.ok(!/pa55-w0rd|mailer-login/.test(JSON.stringify(lines)), 'neither the user nor the password is logged')
   })
 
-  it('without SMTP: warns once at start, writes each mail to the log with its link, keeps it in the outbox; close leaves no timer', async () => {
+  it('without SMTP: warns once at start; names each mail at info, and writes its text, with a link made for it, at debug only; close leaves no timer', async () => {
     await db.pool.query('SELECT 1') // an idle pooled connection (and its idle timer) before the count
     const timersBefore = process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length
-    const { logger, lines } = capturingLogger('info')
+    const { logger, lines } = capturingLogger('debug')
     const dispatcher = new MailDispatcher({ db: db.pool, log: logger, transport: undefined, logLinks: true, maxAttempts: 3, retryDelayMs: 10, pollIntervalMs: 60_000 })
     const recipient = uniqueEmail('dev')
     dispatcher.start()
     dispatcher.start()
-    await enqueueMail(db.pool, { kind: 'test', recipient, subject: 'dev mode', text: 'https://app.example.com/verify-email?token=visible-in-dev' })
+    await queueLinkMail(recipient)
     dispatcher.wake()
-    await waitFor('the mail in the log', () => lines.some((line) => (line.mail as { to?: string } | undefined)?.to === recipient))
+    const mailOf = (line: Record<string, unknown>): { to?: string, text?: string } | undefined => line.mail as { to?: string, text?: string } | undefined
+    await waitFor('the mail in the log', () => lines.some((line) => mailOf(line)?.to === recipient && line.level === 20))
     assert.equal(lines.filter((line) => line.level === 40 && /TOLLBOOTH_SMTP_URL is unset/.test(String(line.msg))).length, 1, 'warned once')
-    const logged = lines.find((line) => (line.mail as { to?: string } | undefined)?.to === recipient)
-    assert.match(String((logged?.mail as { text?: string }).text), /verify-email\?token=visible-in-dev/)
+    const text = String(mailOf(lines.find((line) => mailOf(line)?.to === recipient && line.level === 20) ?? {})?.text)
+    const token = /verify-email\?token=([A-Za-z0-9_-]+)/.exec(text)?.[1] ?? ''
+    assert.deepEqual(await accountTokens(recipient), [{ hash: sha256(token), live: true }], 'a live link, made for the log')
+    const named = lines.filter((line) => mailOf(line)?.to === recipient && Number(line.level) > 20)
+    assert.equal(named.length, 1, 'named once at info')
+    assert.ok(!JSON.stringify(lines.filter((line) => Number(line.level) > 20)).includes(token), 'no line above debug holds the link')
     const row = await status(recipient)
     assert.equal(row?.status, 'logged')
-    assert.ok(row?.body_text?.includes('visible-in-dev'), 'kept in the outbox')
+    assert.ok(!row?.body_text?.includes(token), 'the outbox does not keep it')
     await waitFor('the run over', () => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length === timersBefore + 1)
     await dispatcher.close()
     assert.equal(process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length, timersBefore, 'no timer left')
   })
 
-  it('without SMTP in a deployment (logLinks false): names each mail in the log, never its link, and keeps no text', async () => {
-    const { logger, lines } = capturingLogger('info')
+  it('without SMTP in a deployment (logLinks false): names each mail in the log, makes no link, and keeps no text', async () => {
+    const { logger, lines } = capturingLogger('debug')
     const dispatcher = new MailDispatcher({ db: db.pool, log: logger, transport: undefined, logLinks: false, maxAttempts: 3, retryDelayMs: 10, pollIntervalMs: 60_000 })
     const recipient = uniqueEmail('deployed')
-    const secret = 'SECRET-TOKEN-never-logged'
-    // Logged with its link by an earlier, development-mode run on the same table.
-    const earlier = uniqueEmail('logged-before')
-    await enqueueMail(db.pool, { kind: 'test', recipient: earlier, subject: 'from before', text: 'https://app.example.com/reset-password?token=left-from-before' })
-    await claimForLog(db.pool, 100, true)
-    assert.ok((await status(earlier))?.body_text?.includes('left-from-before'))
     try {
       dispatcher.start()
-      await enqueueMail(db.pool, { kind: 'test', recipient, subject: 'deployed without SMTP', text: `https://app.example.com/reset-password?token=${secret}` })
+      const standIn = await queueLinkMail(recipient)
       dispatcher.wake()
       await waitFor('the mail named in the log', () => lines.some((line) => (line.mail as { to?: string } | undefined)?.to === recipient))
       const warning = lines.find((line) => line.level === 40 && /TOLLBOOTH_SMTP_URL is unset/.test(String(line.msg)))
       assert.match(String(warning?.msg), /links are not logged/)
-      const named = lines.find((line) => (line.mail as { to?: string } | undefined)?.to === recipient)
-      assert.deepEqual(Object.keys(named?.mail as object).sort(), ['id', 'kind', 'subject', 'to'])
-      assert.ok(!JSON.stringify(lines).includes(secret), 'no line holds the token')
+      const named = lines.filter((line) => (line.mail as { to?: string } | undefined)?.to === recipient)
+      assert.equal(named.length, 1)
+      assert.deepEqual(Object.keys(named[0]?.mail as object).sort(), ['id', 'kind', 'subject', 'to'])
+      assert.ok(!JSON.stringify(lines).includes('token='), 'no line holds a link')
+      assert.deepEqual(await accountTokens(recipient), [{ hash: standIn, live: true }], 'no token was made: only the stand-in, which no token matches')
       const row = await status(recipient)
       assert.equal(row?.status, 'logged')
-      assert.equal(row?.body_text, null, 'the link is not kept in the outbox either')
-      assert.equal(await status(earlier).then((earlierRow) => earlierRow?.body_text), null, 'a mail logged earlier with its link has its text cleared')
+      assert.equal(row?.body_text, null, 'no text kept')
     } finally {
       await dispatcher.close()
     }
@@ -486,16 +620,18 @@ describe('the mail dispatcher', () => {
 })
 
 describe('a service without SMTP', () => {
-  it('with DATABASE_URL names the registration mail in its log, never its link; with TOLLBOOTH_MAIL_LOG_LINKS the link is there', async () => {
+  it('with DATABASE_URL names the registration mail in its log, never its link; with TOLLBOOTH_MAIL_LOG_LINKS the link is there, at debug level only', async () => {
     for (const logLinks of [false, true]) {
-      const { logger, lines } = capturingLogger('info')
+      const { logger, lines } = capturingLogger('debug')
       const service = await startTestService({ logger, config: logLinks ? { mailLogLinks: true } : {} })
       try {
         const { email } = await registerUser(service)
-        await waitFor('the mail in the log', () => lines.some((line) => (line.mail as { to?: string } | undefined)?.to === email))
-        const mail = lines.find((line) => (line.mail as { to?: string } | undefined)?.to === email)?.mail as { text?: string }
-        if (logLinks) assert.match(String(mail.text), /verify-email\?token=/)
-        else assert.ok(mail.text === undefined && !JSON.stringify(lines).includes('verify-email?token='), 'no link in any line')
+        const mailTo = (line: Record<string, unknown>): boolean => (line.mail as { to?: string } | undefined)?.to === email
+        await waitFor('the mail in the log', () => lines.some((line) => mailTo(line) && (!logLinks || line.level === 20)))
+        assert.ok(!JSON.stringify(lines.filter((line) => Number(line.level) > 20)).includes('verify-email?token='), 'no link in any line above debug')
+        const text = lines.find((line) => mailTo(line) && line.level === 20)?.mail as { text?: string } | undefined
+        if (logLinks) assert.match(String(text?.text), /verify-email\?token=/)
+        else assert.ok(text === undefined && !JSON.stringify(lines).includes('verify-email?token='), 'no link in any line')
       } finally {
         await service.close()
       }

@@ -46,7 +46,7 @@ describe('secrets come from the environment or a _FILE, never a flag', () => {
     fs.writeFileSync(kekFile, kek + '\n', { mode: 0o600 })
     const urlFile = path.join(scratch, 'database-url')
     fs.writeFileSync(urlFile, 'postgres://u:p@127.0.0.1/db')
-    const config = loadConfig({ env: { TOLLBOOTH_JWT_SECRET_FILE: file, TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE: kekFile, DATABASE_URL_FILE: urlFile } })
+    const config = loadConfig({ env: { TOLLBOOTH_JWT_SECRET_FILE: file, TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE: kekFile, DATABASE_URL_FILE: urlFile, TOLLBOOTH_PUBLIC_URL: 'https://app.example.com' } })
     assert.equal(config.jwtSecret, 's'.repeat(40))
     assert.equal(config.keyEncryptionKey, kek)
     assert.equal(config.databaseUrl, 'postgres://u:p@127.0.0.1/db')
@@ -80,7 +80,7 @@ describe('loopback addresses', () => {
 })
 
 describe('mail links in the log only in development', () => {
-  const deployed = { DATABASE_URL: 'postgres://u:p@db.internal/tollbooth', TOLLBOOTH_KEY_ENCRYPTION_KEY: kek }
+  const deployed = { DATABASE_URL: 'postgres://u:p@db.internal/tollbooth', TOLLBOOTH_KEY_ENCRYPTION_KEY: kek, TOLLBOOTH_PUBLIC_URL: 'https://app.example.com' }
 
   it('logs them with the embedded database and not with DATABASE_URL, unless TOLLBOOTH_MAIL_LOG_LINKS says otherwise', () => {
     assert.equal(loadConfig({ env: {} }).mailLogLinks, true)
@@ -88,7 +88,7 @@ describe('mail links in the log only in development', () => {
     assert.equal(loadConfig({ env: { ...deployed, TOLLBOOTH_MAIL_LOG_LINKS: 'true' } }).mailLogLinks, true)
     assert.equal(loadConfig({ env: { TOLLBOOTH_MAIL_LOG_LINKS: 'false' } }).mailLogLinks, false)
     assert.equal(loadConfig({ env: deployed, argv: ['--mail-log-links'] }).mailLogLinks, true)
-    assert.equal(loadConfig({ env: {}, overrides: { databaseUrl: deployed.DATABASE_URL, keyEncryptionKey: kek } }).mailLogLinks, false)
+    assert.equal(loadConfig({ env: {}, overrides: { databaseUrl: deployed.DATABASE_URL, keyEncryptionKey: kek, publicUrl: deployed.TOLLBOOTH_PUBLIC_URL } }).mailLogLinks, false)
   })
 })
 

@@ -15,6 +15,8 @@ export { cheapPolicy, seedPolicy } from './policies.js'
 export const testJwtSecret = 'test-secret-that-is-at-least-32-characters-long'
 /** Seals the test services' signing keys (EdDSA, the default) in their databases. */
 export const testKeyEncryptionKey = 'dGVzdCBrZXktZW5jcnlwdGlvbiBrZXksIDMyIGJ5dGU='
+/** The base of test services' mail links (required with DATABASE_URL); mail tests set their own. */
+const testPublicUrl = 'http://127.0.0.1'
 
 /**
  * What most tests need of accounts: registration signs in at once (their accounts are made and
@@ -30,13 +32,15 @@ const testAccountEnv = {
 
 /**
  * The environment of a real `tollbooth serve` process on a test database: cheap bcrypt, EdDSA with the
- * test's key-encryption key (no inherited HS256 secret), any port, no drain, logs at info; `extra` on top.
+ * test's key-encryption key (no inherited HS256 secret), a loopback public URL, any port, no drain, logs at
+ * info; `extra` on top.
  */
 export function serveEnv (databaseUrl: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: databaseUrl,
     TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
+    TOLLBOOTH_PUBLIC_URL: testPublicUrl,
     PORT: '0',
     TOLLBOOTH_LOG_LEVEL: 'info',
     TOLLBOOTH_HASH_ALGORITHM: 'bcrypt',
@@ -94,7 +98,7 @@ export function movableClock (): { now: () => number, advance: (ms: number) => v
 
 export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
   const db = options.db ?? await createTestDatabase()
-  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, databaseUrl: db.url, logLevel: 'silent', mailPollIntervalMs: testMailPollIntervalMs, ...testAccountSettings, ...options.config } }) }
+  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, databaseUrl: db.url, publicUrl: testPublicUrl, logLevel: 'silent', mailPollIntervalMs: testMailPollIntervalMs, ...testAccountSettings, ...options.config } }) }
   config.hashPolicy = options.policy ?? cheapPolicy
   const engine = await createPasswordEngine({
     policy: config.hashPolicy,

@@ -1,9 +1,13 @@
 /**
- * A real SMTP server for tests (the smtp-server package) on 127.0.0.1: it keeps every message it
- * receives, decoded enough to read the subject and the text (quoted-printable or base64).
+ * A real SMTP server for tests (the smtp-server package) on 127.0.0.1, offering no STARTTLS: it
+ * keeps every message it receives, decoded enough to read the subject and the text
+ * (quoted-printable or base64). And the same mailbox read from the debug log of services that
+ * send no mail (TOLLBOOTH_MAIL_LOG_LINKS).
  */
 import type { AddressInfo } from 'node:net'
+import type pino from 'pino'
 import { SMTPServer } from 'smtp-server'
+import { capturingLogger } from './service.js'
 import { waitFor } from './wait.js'
 
 export interface ReceivedMail {
@@ -13,13 +17,27 @@ export interface ReceivedMail {
   text: string
 }
 
-export interface TestSmtpServer {
-  url: string
-  port: number
-  messages: ReceivedMail[]
+interface Mailbox {
+  readonly messages: ReceivedMail[]
   /** Waits for a message that `match` accepts and returns it. */
   waitForMail (what: string, match: (mail: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>
+}
+
+export interface TestSmtpServer extends Mailbox {
+  url: string
+  port: number
+  /** The sender of every transaction begun (MAIL FROM), sent or not: a client that gave up before it sent nothing in clear. */
+  mailFrom: string[]
   close (): Promise<void>
+}
+
+function waitForMailIn (messages: () => ReceivedMail[]): Mailbox['waitForMail'] {
+  return async (what, match, timeoutMs = 10_000) => {
+    await waitFor(what, () => messages().some(match), { timeoutMs })
+    const found = messages().find(match)
+    if (found === undefined) throw new Error(`no ${what}`)
+    return found
+  }
 }
 
 function header (head: string, name: string): string {
@@ -55,10 +73,15 @@ export interface SmtpServerOptions {
 /** Starts the server on `port` (0: any free one). */
 export async function startSmtpServer (port = 0, options: SmtpServerOptions = {}): Promise<TestSmtpServer> {
   const messages: ReceivedMail[] = []
+  const mailFrom: string[] = []
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
+    onMailFrom (address, _session, callback) {
+      mailFrom.push(address.address)
+      callback()
+    },
     onData (stream, session, callback) {
       const chunks: Buffer[] = []
       stream.on('data', (chunk: Buffer) => { chunks.push(chunk) })
@@ -82,12 +105,8 @@ export async function startSmtpServer (port = 0, options: SmtpServerOptions = {}
     url: `smtp://127.0.0.1:${actualPort}`,
     port: actualPort,
     messages,
-    async waitForMail (what, match, timeoutMs = 10_000) {
-      await waitFor(what, () => messages.some(match), { timeoutMs })
-      const found = messages.find(match)
-      if (found === undefined) throw new Error(`no ${what}`)
-      return found
-    },
+    mailFrom,
+    waitForMail: waitForMailIn(() => messages),
     async close () {
       await new Promise<void>((resolve) => { server.close(() => { resolve() }) })
     },
@@ -99,4 +118,20 @@ export function linkToken (mail: ReceivedMail, page: 'verify-email' | 'reset-pas
   const match = new RegExp(`/${page}\\?token=([A-Za-z0-9_-]+)`).exec(mail.text)
   if (match?.[1] === undefined) throw new Error(`no ${page} link in: ${mail.text}`)
   return match[1]
+}
+
+export interface LogMailbox extends Mailbox {
+  /** For the services (startTestService's `logger`): it keeps every line, at debug level. */
+  logger: pino.Logger
+  lines: Array<Record<string, unknown>>
+}
+
+/** The mails services without SMTP write to their debug log, text and link included (TOLLBOOTH_MAIL_LOG_LINKS). */
+export function logMailbox (): LogMailbox {
+  const { logger, lines } = capturingLogger('debug')
+  const messages = (): ReceivedMail[] => lines.flatMap((line) => {
+    const mail = line.mail as { to?: string, subject?: string, text?: string } | undefined
+    return line.level === 20 && mail?.text !== undefined ? [{ to: [mail.to ?? ''], from: '', subject: mail.subject ?? '', text: mail.text }] : []
+  })
+  return { logger, lines, get messages () { return messages() }, waitForMail: waitForMailIn(messages) }
 }

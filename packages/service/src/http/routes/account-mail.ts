@@ -1,6 +1,7 @@
 /**
  * The account's mail routes: password reset (forgot, reset) and email verification (verify,
- * resend). The two that send mail answer 202 with one body whatever the address.
+ * resend). The two that send mail answer 202 with one body whatever the address, or 429 past a
+ * bound counted alike for every address.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
@@ -25,7 +26,7 @@ export const accountMailRoutes: FastifyPluginAsyncTypebox<AccountMailRoutesOptio
     schema: {
       tags: ['auth'],
       summary: 'Mail a password-reset link',
-      description: 'The same 202, body and timing whether or not an account has the address (the mail is sent in the background). Throttled per address and per client; past the per-address bound the answer is still 202 and nothing is sent.',
+      description: 'The same 202, body and timing whether or not an account has the address (the mail is sent in the background). Bounded per email address, per mailbox (plus tags and dots folded) and per client, each counted alike whether or not an account has the address: past a bound, 429 TOO_MANY_ATTEMPTS with Retry-After.',
       body: EmailBody,
       response: { 202: Type.Ref('MailAccepted'), ...errors(400, 413, 415, 429, 503) },
     },
@@ -66,7 +67,7 @@ export const accountMailRoutes: FastifyPluginAsyncTypebox<AccountMailRoutesOptio
     schema: {
       tags: ['auth'],
       summary: 'Mail a new verification link',
-      description: 'Sent only to an account whose address is not verified yet; the same 202 and body either way. Throttled like the password-reset mail.',
+      description: 'Sent only to an account whose address is not verified yet; the same 202 and body either way. Bounded as the password-reset mail, sharing its counts (429 TOO_MANY_ATTEMPTS with Retry-After).',
       body: EmailBody,
       response: { 202: Type.Ref('MailAccepted'), ...errors(400, 413, 415, 429, 503) },
     },

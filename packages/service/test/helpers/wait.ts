@@ -12,11 +12,6 @@ export async function waitFor (what: string, predicate: () => Promise<boolean> |
   }
 }
 
-/**
- * Resolves after the event loop's current turn and its check phase: work the service (in this
- * process) queued with setImmediate while handling what came before (the late-body check of a
- * request it has read) has run by then.
- */
 /** Calls `attempt` until `done` accepts its result, and returns that result: `waitFor` for a state read by a request. */
 export async function pollUntil<T> (what: string, attempt: () => Promise<T>, done: (result: T) => boolean, options: { timeoutMs?: number, intervalMs?: number } = {}): Promise<T> {
   let last: T | undefined
@@ -24,6 +19,11 @@ export async function pollUntil<T> (what: string, attempt: () => Promise<T>, don
   return last as T
 }
 
+/**
+ * Resolves after the event loop's current turn and its check phase: work the service (in this
+ * process) queued with setImmediate while handling what came before (the late-body check of a
+ * request it has read) has run by then.
+ */
 export async function nextTurn (): Promise<void> {
   await new Promise((resolve) => { setImmediate(resolve) })
 }

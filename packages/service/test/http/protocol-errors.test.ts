@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, it } from 'node:test'
-import { bcryptHasher } from '../../src/hashing/hashers/bcrypt.js'
+import { slowBcryptHash } from '../helpers/policies.js'
 import { nodeRequest, parseResponses, rawConnection, rawExchange, type NodeResponse, type RawResponse } from '../helpers/raw-http.js'
 import { registerUser, request, startTestService, type TestService } from '../helpers/service.js'
 import { waitFor } from '../helpers/wait.js'
@@ -173,17 +173,18 @@ describe('methods no route declares, on real sockets', () => {
 
 describe('a request that arrives while the service shuts down', () => {
   it('gets 503 SHUTTING_DOWN with Retry-After and connection: close, in the registry\'s shape', async (t) => {
-    const service = await startTestService({ threads: 1 })
+    // A login deadline out of reach: on a loaded machine the blocker can outlast the default 2 s.
+    const service = await startTestService({ threads: 1, config: { loginDeadlineMs: 120_000 } })
     // A failed check below must not leave the socket and the service open (the file would never exit).
     t.after(async () => { socket.destroy(); if (service.app.server.listening) await service.close() })
     const { email, password } = await registerUser(service)
-    // Hold the only hash thread (a legacy bcrypt cost-12 hash), so a login stays in flight.
-    const blocker = service.engine.verify('blocker', bcryptHasher.hashSync('blocker', { cost: 12 }))
+    // Hold the only hash thread (a legacy bcrypt cost-12 hash, made without its cost on this loop), so a login stays in flight.
+    const blocker = service.engine.verify('blocker', slowBcryptHash(12))
     const { socket, received, closed } = rawConnection(service.url)
     const body = JSON.stringify({ email, password })
     socket.write(`POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
-    await waitFor('the login waiting for the thread', () => service.engine.stats().queued >= 1, { intervalMs: 5 })
-    assert.equal(service.engine.stats().queued, 1, 'the login waits for the thread')
+    await waitFor('the login waiting for the thread, or an answer to it', () => service.engine.stats().queued >= 1 || received().length > 0, { intervalMs: 5 })
+    assert.equal(service.engine.stats().queued, 1, `the login waits for the thread (received: ${received()})`)
 
     const closing = service.app.close()
     await waitFor('the listener closed', () => !service.app.server.listening, { intervalMs: 5 })

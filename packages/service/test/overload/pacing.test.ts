@@ -271,7 +271,7 @@ async function refusingService (t: TestContext, config: Partial<FlatConfig> = {}
   t.after(async () => { await service.close() })
   const account = await registerUser(service)
   const stored = slowBcryptHash(16)
-  const running = service.engine.verify('blocker', stored)
+  const running = blockerRun(service.engine.verify('blocker', stored))
   const queued = service.engine.verify('blocker', stored).catch(() => {})
   const login = async (dispatcher: Agent, headers: Record<string, string> = {}): Promise<{ status: number, retryAfter: number, ms: number }> => {
     const sent = performance.now()
@@ -281,9 +281,27 @@ async function refusingService (t: TestContext, config: Partial<FlatConfig> = {}
   const finish = async (): Promise<void> => {
     await service.close()
     await queued
-    assert.equal((await running).match, false)
+    await blockerEnded(running)
   }
   return { service, login, finish, clock }
+}
+
+/**
+ * How the running blocker ended, read as it settles (its rejection handled at once): its match,
+ * or the message it failed with.
+ */
+async function blockerRun (verify: Promise<{ match: boolean }>): Promise<boolean | string> {
+  return await verify.then((result) => result.match, (err: unknown) => (err instanceof Error ? err.message : String(err)))
+}
+
+/**
+ * The running blocker ends when the pool closes: finished (no match), or, on a machine so loaded
+ * that its cost-16 bcrypt outlasts Piscina's close timeout, its worker terminated.
+ */
+async function blockerEnded (running: Promise<boolean | string>): Promise<void> {
+  const ended = await running
+  if (ended === false) return
+  assert.match(String(ended), /Terminating worker thread/, 'the blocker finished without a match or was ended by the close')
 }
 
 /**
@@ -311,7 +329,7 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     t.after(async () => { await service.close() })
     const account = await registerUser(service)
     const stored = slowBcryptHash(16)
-    const running = service.engine.verify('blocker', stored)
+    const running = blockerRun(service.engine.verify('blocker', stored))
     const queued = service.engine.verify('blocker', stored).then(() => 'verified', (err: unknown) => (isTollboothError(err) ? err.code : String(err)))
     assert.deepEqual([service.engine.stats().running, service.engine.stats().queued], [1, 1])
 
@@ -351,7 +369,7 @@ describe('paced refusals through the service (real sockets, one busy hash thread
     assert.deepEqual([service.engine.stats().running, service.engine.stats().queued], [1, 1], 'the blockers still held the thread and the queue at the end')
     await service.close()
     assert.equal(await queued, 'HASH_POOL_CLOSED')
-    assert.equal((await running).match, false)
+    await blockerEnded(running)
   })
 
   it('does not hold a keep-alive client for a neighbour\'s refusal at the same address (an office behind one NAT)', async (t) => {

@@ -47,6 +47,7 @@ class LabSetup implements SetupContext {
     await mapLimited(accounts, setupConcurrency, async (account) => {
       const response = await this.send({ method: 'POST', path: '/api/v1/auth/register', body: account })
       if (response.status === 409) existing++
+      else if (response.status === 202) throw new Error('setup: the service registers without signing in (TOLLBOOTH_REGISTRATION_MODE=enumeration-safe, its default): its new accounts cannot log in before their address is verified. Start it with TOLLBOOTH_REGISTRATION_MODE=immediate for the lab (the services the lab starts itself have it)')
       else if (!response.ok) throw new Error(`setup: registering ${account.email} failed: ${describe(response)}`)
     })
     const first = accounts[0]

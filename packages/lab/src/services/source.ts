@@ -12,8 +12,18 @@ import { MetricsSnapshot } from './prometheus.js'
 /** The strategy of the service as it ships: started without the launcher's research harness. */
 const shippedStrategy = 'tollbooth'
 
-/** The seeds' own setting: bcrypt cost 10. */
-export const seedServiceEnv: Readonly<Record<string, string>> = { TOLLBOOTH_HASH_ALGORITHM: 'bcrypt', TOLLBOOTH_BCRYPT_COST: '10' }
+/**
+ * The seeds' own setting (bcrypt cost 10), and accounts as the seed articles' services made them:
+ * a registration signs in at once (the scenarios' setup registers its users and uses their
+ * tokens), and a crowd registering from one loopback address is no abuse.
+ */
+export const seedServiceEnv: Readonly<Record<string, string>> = {
+  TOLLBOOTH_HASH_ALGORITHM: 'bcrypt',
+  TOLLBOOTH_BCRYPT_COST: '10',
+  TOLLBOOTH_REGISTRATION_MODE: 'immediate',
+  TOLLBOOTH_REGISTER_THROTTLE_CLIENT_REQUESTS: '1000000',
+  TOLLBOOTH_REGISTER_THROTTLE_ACCOUNT_REQUESTS: '1000000',
+}
 
 /** A command's choices of where its services come from (the lab's options, LabOptions). */
 export interface ServiceSourceOptions {

@@ -44,6 +44,7 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
         HOST: '127.0.0.1',
         PORT: '0',
         DATABASE_URL: db.url,
+        TOLLBOOTH_PUBLIC_URL: 'http://127.0.0.1',
         TOLLBOOTH_JWT_SECRET: 'test-secret-that-is-at-least-32-characters-long',
         TOLLBOOTH_KEY_ENCRYPTION_KEY: 'dGVzdCBrZXktZW5jcnlwdGlvbiBrZXksIDMyIGJ5dGU=',
       },

@@ -17,10 +17,10 @@ import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError } from '../errors.js'
 import type { PasswordEngine } from '../hashing/index.js'
-import { withTransaction, type Queryable, insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose, countMailRequest, resetAccountFailures, revokeAllSessionIds, markEmailVerified, setPasswordHashByMail, enqueueMail, type MailRequestCount, type MailRequestScope } from '../db/index.js'
+import { withTransaction, type Queryable, insertAccountToken, isLiveAccountToken, issueTokenWithMail, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose, countMailRequest, resetAccountFailures, revokeAllSessionIds, forgetDevices, markAlerted, markEmailVerified, setPasswordHashByMail, enqueueMail, type MailRequestCount, type MailRequestScope } from '../db/index.js'
 import type { SessionCheck } from './session-check.js'
 import { acceptNewPassword } from './password-policy.js'
-import { accountPage, hashLinkToken, mailboxKey, passwordResetMail, registrationAttemptMail, tokenStandIn, verificationMail } from '../mail/index.js'
+import { accountPage, hashLinkToken, loginsThrottledMail, mailboxKey, passwordResetMail, registrationAttemptMail, tokenStandIn, verificationMail } from '../mail/index.js'
 import { addressKey } from './login-throttle.js'
 import { hashAcceptedPassword, type HashedRequest } from './password-check.js'
 
@@ -29,15 +29,16 @@ interface MailThrottlePolicy {
   accountRequests: number
   /** Forgot and resend requests per client address (IPv6 by /64). */
   addressRequests: number
-  /** Account mails (and forgot and resend requests) per mailbox; unset: 100, TOLLBOOTH_MAIL_THROTTLE_MAILBOX_MAILS's default. */
-  mailboxMails?: number
+  /** Account mails (and forgot and resend requests) per mailbox (mail/mailbox.ts). */
+  mailboxMails: number
   windowSeconds: number
 }
 
-const defaultMailboxMails = 100
-
 /** A token made outright, with the SHA-256 stored for it: a link's token, as the dispatcher makes one at a send. */
 export { newLinkToken as newAccountToken } from '../mail/index.js'
+
+/** An account's owner is told of its throttled logins at most this often. */
+const alertIntervalSeconds = 3600
 
 export interface AccountMailServiceDeps {
   db: pg.Pool
@@ -59,7 +60,7 @@ export class AccountMailService {
   private readonly bounds: Record<MailRequestScope, number>
 
   constructor (private readonly deps: AccountMailServiceDeps) {
-    const { accountRequests, addressRequests, mailboxMails = defaultMailboxMails } = deps.throttle
+    const { accountRequests, addressRequests, mailboxMails } = deps.throttle
     this.bounds = { account: accountRequests, address: addressRequests, mailbox: mailboxMails }
   }
 
@@ -83,6 +84,20 @@ export class AccountMailService {
 
   mailQueued (): void {
     this.deps.mail.wake()
+  }
+
+  /**
+   * Tells the owner that their account's logins from unknown clients now wait: at most once per
+   * `alertIntervalSeconds` an account, however many replicas see the throttling begin.
+   */
+  async alertThrottledLogins (email: string): Promise<boolean> {
+    const alerted = await withTransaction(this.deps.db, async (db) => {
+      if (!(await markAlerted(db, email, alertIntervalSeconds))) return false
+      await enqueueMail(db, loginsThrottledMail(email))
+      return true
+    })
+    if (alerted) this.mailQueued()
+    return alerted
   }
 
   /** POST /auth/password/forgot: the same work and answer for any email (202), or 429 past a bound. */
@@ -161,6 +176,8 @@ export class AccountMailService {
       if (email === undefined) return undefined
       await spendAllAccountTokens(client, userId, 'password_reset')
       const revokedSessions = await revokeAllSessionIds(client, userId, { reason: 'password_reset' })
+      // Whoever took the account over may hold a known device: none stays trusted after a reset.
+      await forgetDevices(client, userId)
       await resetAccountFailures(client, email)
       return { userId, revokedSessions }
     })
@@ -170,14 +187,22 @@ export class AccountMailService {
     this.deps.log.info({ event: 'password_reset', userId: outcome.userId, revokedSessions: outcome.revokedSessions.length }, 'password reset by mail; every session revoked')
   }
 
-  /** POST /auth/verify-email: spends the token and marks the address verified. */
+  /**
+   * POST /auth/verify-email: spends the token, marks the address verified, and ends every session
+   * and forgets every device the account had: whoever registered the address before its owner
+   * verified it (a pre-registration hijack) keeps no way in but the password, which a reset replaces.
+   */
   async verifyEmail (token: string): Promise<void> {
-    const userId = await withTransaction(this.deps.db, async (client) => {
-      const owner = await spendAccountToken(client, hashLinkToken(token), 'verify_email')
-      if (owner !== undefined) await markEmailVerified(client, owner)
-      return owner
+    const outcome = await withTransaction(this.deps.db, async (client) => {
+      const userId = await spendAccountToken(client, hashLinkToken(token), 'verify_email')
+      if (userId === undefined) return undefined
+      await markEmailVerified(client, userId)
+      const revokedSessions = await revokeAllSessionIds(client, userId, { reason: 'email_verified' })
+      const forgottenDevices = await forgetDevices(client, userId)
+      return { userId, revokedSessions, forgottenDevices }
     })
-    if (userId === undefined) throw createError('ACCOUNT_TOKEN_INVALID', undefined, { field: 'token' })
-    this.deps.log.info({ event: 'email_verified', userId }, 'email address verified')
+    if (outcome === undefined) throw createError('ACCOUNT_TOKEN_INVALID', undefined, { field: 'token' })
+    this.deps.sessions?.forget(outcome.revokedSessions)
+    this.deps.log.info({ event: 'email_verified', userId: outcome.userId, revokedSessions: outcome.revokedSessions.length, forgottenDevices: outcome.forgottenDevices }, 'email address verified; every earlier session ended')
   }
 }

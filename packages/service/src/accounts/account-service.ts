@@ -5,8 +5,7 @@
  * login of the account and the address), the verify through the pool under the request's ticket.
  */
 import { createError } from '../errors.js'
-import { withTransaction, spendAllAccountTokens, findUserById, replacePasswordHash, type UserWithHash, listLiveSessions, revokeAllSessionIds, revokeSession, deleteAccount, readFailures, resetAccountFailures, type FailureCounts, type ThrottleKeys } from '../db/index.js'
-import { addressKey } from './login-throttle.js'
+import { withTransaction, spendAllAccountTokens, findUserById, replacePasswordHash, type UserWithHash, listLiveSessions, revokeAllSessionIds, revokeSession, deleteAccount, readFailures, resetDeviceFailures, type FailureCounts, type ThrottleKeys } from '../db/index.js'
 import { hashAcceptedPassword, laterHashOptions, passwordCheckRules, recordFailedCheck, startPasswordCheck, verifyPasswordForms, type HashedRequest } from './password-check.js'
 import type { AuthServiceDeps } from './auth-service.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
@@ -58,7 +57,7 @@ export class AccountService {
 
   async deleteAccount (caller: Caller, password: string, context: HashedRequest): Promise<void> {
     const user = await this.user(caller)
-    await this.verifyPassword(user, password, context)
+    await this.verifyPassword(caller, user, password, context)
     const { sessionIds } = await deleteAccount(this.deps.db, user.id)
     this.deps.sessions.forget([caller.sessionId, ...sessionIds])
     this.deps.log.info({ event: 'account_deleted', userId: user.id, address: context.ticket.client }, 'account deleted')
@@ -72,7 +71,7 @@ export class AccountService {
     // The policy's cheap checks before any query or hash; the NFC form is what is hashed.
     const newPassword = acceptNewPassword(input.newPassword, 'newPassword')
     const user = await this.user(caller)
-    await this.verifyPassword(user, input.currentPassword, context, 'currentPassword')
+    await this.verifyPassword(caller, user, input.currentPassword, context, 'currentPassword')
     const newHash = await hashAcceptedPassword(this.deps.engine, newPassword, 'newPassword', laterHashOptions(context, this.deps.registerDeadlineMs))
     const ended = await withTransaction(this.deps.db, async (client) => {
       // Only over the hash just verified: a password changed meanwhile (another session) wins.
@@ -93,17 +92,21 @@ export class AccountService {
   }
 
   /**
-   * Login's rules for a password given again by a signed-in user; a wrong password counts as a
-   * failed login. Throws CURRENT_PASSWORD_INCORRECT or TOO_MANY_ATTEMPTS.
+   * Login's rules for a password given again by a signed-in user: admitted at the door (the
+   * request's ticket), the throttle decided before any hash, the verify through the pool, a wrong
+   * password counted. The signed-in session is the known client here: it is judged by its own
+   * failures (as a known device is), never by the account's, so guesses from elsewhere cannot stop
+   * the owner changing the password or deleting the account, and a stolen access token buys few
+   * guesses. Throws CURRENT_PASSWORD_INCORRECT or TOO_MANY_ATTEMPTS.
    */
-  private async verifyPassword (user: UserWithHash, password: string, { ticket }: HashedRequest, field = 'password'): Promise<void> {
+  private async verifyPassword (caller: Caller, user: UserWithHash, password: string, { ticket }: HashedRequest, field = 'password'): Promise<void> {
     // Malformed text refused before anything costs; the NFC form first, then the typed form
     // (hashes made before normalisation), as login does.
     const forms = passwordForms(password, field)
-    const keys: ThrottleKeys = { account: user.email, address: addressKey(ticket.client) }
-    const logging = { log: this.deps.log, throttled: 'password check throttled', failed: 'password check failed', fields: { reauthentication: true } }
+    const keys: ThrottleKeys = { device: `session:${caller.sessionId}` }
+    const logging = { log: this.deps.log, throttled: 'password check throttled', failed: 'password check failed', fields: { reauthentication: true, userId: user.id } }
     const read = async (): Promise<{ failures: FailureCounts }> => ({ failures: await readFailures(this.deps.db, keys) })
-    const { found: { failures }, end: endCheck } = await startPasswordCheck(read, keys, passwordCheckRules(this.deps, ticket), logging)
+    const { found: { failures }, end: endCheck } = await startPasswordCheck(read, () => keys, passwordCheckRules(this.deps, ticket), logging)
     try {
       const verified = await verifyPasswordForms(this.deps, forms, user, ticket, 'password check')
       if (!verified.match) {
@@ -111,7 +114,7 @@ export class AccountService {
         // A later form's refusal (the queue, the deadline) is the answer, once the failure is counted.
         throw verified.unfinished ?? createError('CURRENT_PASSWORD_INCORRECT')
       }
-      if (failures.account !== undefined) await resetAccountFailures(this.deps.db, keys.account)
+      if (failures.device !== undefined && keys.device !== undefined) await resetDeviceFailures(this.deps.db, keys.device)
     } finally {
       endCheck()
     }

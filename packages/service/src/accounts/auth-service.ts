@@ -8,15 +8,17 @@ import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError } from '../errors.js'
 import type { PasswordEngine } from '../hashing/index.js'
-import { withTransaction, type Queryable, isForeignKeyViolation, findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User, findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated, insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession, resetAccountFailures, type ThrottleKeys, lookUpLogin, type LoginLookup } from '../db/index.js'
-import { addressKey, type LoginThrottlePolicy } from './login-throttle.js'
+import { withTransaction, type Queryable, isForeignKeyViolation, findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User, findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated, insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession, resetAccountFailures, resetDeviceFailures, rememberDevice, countRegistration, type ThrottleKeys, lookUpLogin, type LoginLookup } from '../db/index.js'
+import { addressKey, liveFailures, type LoginThrottlePolicy } from './login-throttle.js'
+import { deviceTokenHash, maxDevicesPerUser, newDeviceToken } from './devices.js'
 import type { ChecksUnderWay } from './checks-under-way.js'
 import {
   hashAcceptedPassword, passwordCheckRules, recordFailedCheck, startPasswordCheck, verifyDummyForms, verifyPasswordForms,
-  type HashedRequest, type PasswordCheckLog,
+  type HashedRequest, type PasswordCheckLog, type PasswordCheckRules,
 } from './password-check.js'
 import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens, type NewRefreshToken } from './tokens.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
+import { mailboxKey } from '../mail/index.js'
 import type { AccountMailService } from './account-mail-service.js'
 import { openSuccessor, sealSuccessor } from './refresh-successor.js'
 import type { SessionCheck } from './session-check.js'
@@ -26,6 +28,19 @@ export interface AuthResult {
   accessToken: string
   refreshToken: string
   expiresIn: number
+}
+
+/** A sign-in's answer and the device token its client keeps (devices.ts), which the route sends as a cookie and a header, never in the body. */
+export interface SignedIn {
+  result: AuthResult
+  deviceToken: string
+}
+
+/** Registrations one client address, and one registered address, may send in a window. */
+interface RegisterThrottlePolicy {
+  clientRequests: number
+  accountRequests: number
+  windowSeconds: number
 }
 
 export interface AuthServiceDeps {
@@ -42,6 +57,9 @@ export interface AuthServiceDeps {
   loginDeadlineMs: number
   registerDeadlineMs: number
   loginThrottle: LoginThrottlePolicy
+  registerThrottle: RegisterThrottlePolicy
+  /** A device token's lifetime, renewed at each sign-in from the device. */
+  deviceTtlDays: number
   /** Password checks under way in this process, by throttle key (shared with AccountService). */
   checksUnderWay: ChecksUnderWay
   log: FastifyBaseLogger
@@ -75,8 +93,8 @@ export function normaliseEmail (email: string): string {
 }
 
 export class AuthService {
-  /** Background re-hashes still running (tests and shutdown wait on them). */
-  readonly pendingRehashes = new Set<Promise<void>>()
+  /** Background work still running: re-hashes and owner alerts (tests and shutdown wait on them). */
+  readonly backgroundJobs = new Set<Promise<void>>()
 
   constructor (private readonly deps: AuthServiceDeps) {}
 
@@ -117,18 +135,42 @@ export class AuthService {
     return await hashAcceptedPassword(this.deps.engine, acceptNewPassword(typed), 'password', { ticket: context.ticket })
   }
 
-  /** The account, its verification mail (queued in the same transaction) and a session; 409 for a taken email. */
-  async register (input: { email: string, password: string, name?: string | undefined }, context: HashedRequest): Promise<AuthResult> {
+  /**
+   * Counts a registration for its client address and its registered mailbox (taken or not, so the
+   * answer says nothing of either; `a+1@` and `a.b@` count as `a@` and `ab@`, mail/mailbox.ts); past
+   * either bound, TOO_MANY_ATTEMPTS with Retry-After, before any hash. A security event.
+   */
+  private async assertRegistrationAllowed (email: string, context: HashedRequest): Promise<void> {
+    const { clientRequests, accountRequests, windowSeconds } = this.deps.registerThrottle
+    const client = addressKey(context.ticket.client)
+    const counts = await countRegistration(this.deps.db, { client, account: mailboxKey(email) }, windowSeconds)
+    const over = [counts.client.requests > clientRequests ? counts.client : undefined, counts.account.requests > accountRequests ? counts.account : undefined]
+      .filter((count) => count !== undefined)
+    if (over.length === 0) return
+    const retryAfterSeconds = Math.max(...over.map((count) => count.windowEndsInSeconds))
+    this.deps.log.warn({ event: 'registration_throttled', account: email, address: client, clientRequests: counts.client.requests, accountRequests: counts.account.requests, retryAfterSeconds }, 'registration throttled')
+    throw createError('TOO_MANY_ATTEMPTS', 'Too many registrations from this client or of this address; retry after the given delay', { retryAfterSeconds })
+  }
+
+  /** The account, its verification mail (queued in the same transaction), a session and a known device; 409 for a taken email. */
+  async register (input: { email: string, password: string, name?: string | undefined }, context: HashedRequest): Promise<SignedIn> {
     const email = normaliseEmail(input.email)
+    await this.assertRegistrationAllowed(email, context)
     const passwordHash = await this.hashNewPassword(input.password, context)
+    const device = newDeviceToken()
     const result = await withTransaction(this.deps.db, async (client) => {
       const user = await insertUser(client, { email, name: input.name ?? null, passwordHash })
       if (user === undefined) throw createError('EMAIL_TAKEN', undefined, { field: 'email' })
       await this.deps.accountMail?.queueVerification(client, user)
+      await rememberDevice(client, { tokenHash: device.hash, userId: user.id, expiresAt: this.deviceExpiresAt() }, maxDevicesPerUser)
       return await this.openSession(client, user, context)
     })
     this.deps.accountMail?.mailQueued()
-    return result
+    return { result, deviceToken: device.token }
+  }
+
+  private deviceExpiresAt (): Date {
+    return new Date(Date.now() + this.deps.deviceTtlDays * 86_400_000)
   }
 
   /**
@@ -137,6 +179,7 @@ export class AuthService {
    */
   async registerQuietly (input: { email: string, password: string, name?: string | undefined }, context: HashedRequest): Promise<void> {
     const email = normaliseEmail(input.email)
+    await this.assertRegistrationAllowed(email, context)
     const passwordHash = await this.hashNewPassword(input.password, context)
     await withTransaction(this.deps.db, async (client) => {
       const user = await insertUser(client, { email, name: input.name ?? null, passwordHash })
@@ -147,57 +190,107 @@ export class AuthService {
 
   /**
    * Admitted at the door with `context.ticket`: its verify takes the ticket's place, with no second
-   * admission. Throttled before any hash, on the email (known or not) and the address, so an
-   * unknown account answers the same and a guess past the bound costs no CPU.
+   * admission. Throttled before any hash: a client presenting a device token of the account is
+   * judged by that device's own failures; any other by the email's (known or not) and the
+   * address's, so an unknown account answers the same and a guess past the bound costs no CPU.
    */
-  async login (input: { email: string, password: string }, context: HashedRequest): Promise<AuthResult> {
+  async login (input: { email: string, password: string }, context: HashedRequest): Promise<SignedIn> {
     const email = normaliseEmail(input.email)
     // Malformed text is refused before anything costs: no hash, no query.
     const forms = passwordForms(input.password)
     const { ticket } = context
-    const keys: ThrottleKeys = { account: email, address: addressKey(ticket.client) }
-    // The throttle's counts come with the user, in the same statement: one round trip.
-    const read = async (): Promise<LoginLookup> => await lookUpLogin(this.deps.db, email, keys)
-    const { found: { user, failures }, end: endCheck } = await startPasswordCheck(read, keys, passwordCheckRules(this.deps, ticket), this.loginLog)
+    const device = context.deviceToken === undefined ? undefined : deviceTokenHash(context.deviceToken)
+    const lookupKeys = { account: email, address: addressKey(ticket.client), device: device?.toString('hex') }
+    const keysOf = ({ knownDevice }: LoginLookup): ThrottleKeys => knownDevice ? { device: lookupKeys.device } : { account: lookupKeys.account, address: lookupKeys.address }
+    const windowStartedAfter = this.now() - this.deps.loginThrottle.windowMs
+    // The throttle's counts and the device come with the user, in the same statement: one round trip.
+    const read = async (): Promise<LoginLookup> => await lookUpLogin(this.deps.db, email, lookupKeys, { sessionAddress: sessionAddress(ticket.client), windowStartedAfter })
+    const rules = passwordCheckRules(this.deps, ticket)
+    const { found: { user, knownDevice }, keys, end: endCheck } = await startPasswordCheck(read, keysOf, rules, this.loginLog)
     try {
       if (user === undefined) {
         // As many verifies as a wrong password of this input costs: same status, body and time.
-        return await this.failLogin(keys, 'unknown_email', await verifyDummyForms(this.deps.engine, forms, ticket))
+        return await this.failLogin(keys, 'unknown_email', rules, await verifyDummyForms(this.deps.engine, forms, ticket))
       }
       const verified = await verifyPasswordForms(this.deps, forms, user, ticket, 'login')
-      if (!verified.match) return await this.failLogin(keys, verified.storedHashRefused === true ? 'stored_hash_refused' : 'wrong_password', verified.unfinished)
-      if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return await this.failLogin(keys, 'email_not_verified')
+      if (!verified.match) return await this.failLogin(keys, verified.storedHashRefused === true ? 'stored_hash_refused' : 'wrong_password', rules, verified.unfinished, user.id)
+      if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'hide') return await this.failLogin(keys, 'email_not_verified', rules)
       if (user.emailVerifiedAt === null && this.deps.unverifiedLogin === 'refuse') {
         // Only now, the password matched: a guesser learns nothing about the address's state.
-        this.deps.log.info({ event: 'login_refused_unverified', userId: user.id, address: keys.address }, 'login refused: email not verified')
+        this.deps.log.info({ event: 'login_refused_unverified', userId: user.id, address: lookupKeys.address }, 'login refused: email not verified')
         throw createError('EMAIL_NOT_VERIFIED')
       }
-      // A success forgets the account's failures (the address's stay). Its own statement, not in the
-      // session's: holding the failure row while waiting on the user row would invert an account
-      // deletion's lock order (db/accounts.ts).
+      const deviceToken = knownDevice && context.deviceToken !== undefined ? { token: context.deviceToken, hash: device ?? Buffer.alloc(0) } : newDeviceToken()
+      // The session, the device and the throttle's outcome, each its own statement: holding the
+      // failure row while waiting on the user row would invert an account deletion's lock order
+      // (db/accounts.ts). The check ends once its outcome is written, not after the session.
       const [result] = await Promise.all([
         this.openSession(this.deps.db, user, context).catch((err: unknown) => {
           // The account was deleted since the lookup: answered as its absence would be, not a 500.
           if (!isForeignKeyViolation(err)) throw err
-          this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: keys.address }, 'login of an account deleted meanwhile')
+          this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: lookupKeys.address }, 'login of an account deleted meanwhile')
           throw createError('AUTH_INVALID_CREDENTIALS')
         }),
-        // The check ends once its outcome is recorded, not after the session: the next check of this
-        // account waits no longer than it must.
-        failures.account === undefined ? endCheck() : resetAccountFailures(this.deps.db, keys.account).finally(endCheck),
+        rememberDevice(this.deps.db, { tokenHash: deviceToken.hash, userId: user.id, expiresAt: this.deviceExpiresAt() }, maxDevicesPerUser).catch((err: unknown) => {
+          if (!isForeignKeyViolation(err)) throw err
+        }),
+        this.recordSuccess(keys, rules).finally(endCheck),
       ])
       // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.
       if (verified.needsRehash || verified.form !== forms[0]) this.rehashInBackground(user.id, user.passwordHash, forms[0])
-      return result
+      return { result, deviceToken: deviceToken.token }
     } finally {
       endCheck()
+      // A check that ended without a verdict (refused, its client gone) gives its lease back here.
+      if (keys.account !== undefined) void rules.lease?.release(keys.account).catch((err: unknown) => { this.deps.log.warn({ err }, 'a password check\'s lease was not given back: it runs out at its deadline') })
     }
   }
 
-  /** Counts and logs the failure, then throws the 401, or `answer` (a later form's refusal) instead. */
-  private async failLogin (keys: ThrottleKeys, reason: LoginFailure, answer?: unknown): Promise<never> {
-    await recordFailedCheck(this.deps.db, keys, reason, this.now(), this.deps.loginThrottle, this.loginLog)
+  /**
+   * A success forgets the failures of the key it was judged by: a known device's own, or the
+   * account's (never the address's), giving back the account's lease. An account that was being
+   * throttled is thereby released: a security event.
+   */
+  private async recordSuccess (keys: ThrottleKeys, rules: PasswordCheckRules): Promise<void> {
+    if (keys.device !== undefined) {
+      await resetDeviceFailures(this.deps.db, keys.device)
+      return
+    }
+    if (keys.account === undefined) return
+    const before = await resetAccountFailures(this.deps.db, keys.account, rules.lease?.take())
+    const policy = this.deps.loginThrottle
+    if (before !== undefined && liveFailures(before, this.now(), policy) >= policy.accountFreeFailures) {
+      this.deps.log.info({ event: 'account_unthrottled', account: keys.account, address: keys.address, failures: before.failures }, 'account throttling ended by a sign-in')
+    }
+  }
+
+  /**
+   * Counts and logs the failure, then throws the 401, or `answer` (a later form's refusal) instead.
+   * An account that has just used its free failures is throttled from now on: a security event.
+   */
+  private async failLogin (keys: ThrottleKeys, reason: LoginFailure, rules: PasswordCheckRules, answer?: unknown, userId?: string): Promise<never> {
+    const counts = await recordFailedCheck(this.deps.db, keys, reason, this.now(), this.deps.loginThrottle, this.loginLog, keys.account === undefined ? undefined : rules.lease?.take())
+    if (keys.account !== undefined && counts.account?.failures === this.deps.loginThrottle.accountFreeFailures) {
+      this.deps.log.warn({ event: 'account_throttled', account: keys.account, address: keys.address, ...(userId === undefined ? {} : { userId }), failures: counts.account.failures }, 'account throttled: its logins from unknown clients wait from now on')
+      // Off the answer's path: an account that exists must not answer later than one that does not.
+      if (userId !== undefined) this.alertOwner(keys.account, userId)
+    }
     throw answer ?? createError('AUTH_INVALID_CREDENTIALS')
+  }
+
+  /** Mails the owner that their logins are throttled (at most once an hour); in the background, tracked for close. */
+  private alertOwner (email: string, userId: string): void {
+    const mail = this.deps.accountMail
+    if (mail === undefined) return
+    const job = (async () => {
+      try {
+        if (await mail.alertThrottledLogins(email)) this.deps.log.info({ event: 'owner_alerted', userId }, 'the account\'s owner was mailed that its logins are throttled')
+      } catch (err) {
+        this.deps.log.warn({ userId, code: (err as { code?: string }).code }, 'the mail to the owner of a throttled account was not queued')
+      }
+    })()
+    this.backgroundJobs.add(job)
+    void job.finally(() => this.backgroundJobs.delete(job))
   }
 
   private get loginLog (): PasswordCheckLog {
@@ -219,8 +312,8 @@ export class AuthService {
         this.deps.log.warn({ userId, code: (err as { code?: string }).code }, 'password re-hash skipped')
       }
     })()
-    this.pendingRehashes.add(job)
-    void job.finally(() => this.pendingRehashes.delete(job))
+    this.backgroundJobs.add(job)
+    void job.finally(() => this.backgroundJobs.delete(job))
   }
 
   /**

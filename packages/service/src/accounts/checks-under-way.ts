@@ -35,8 +35,20 @@ function insertByPlace (waiters: Waiter[], waiter: Waiter): void {
   waiters.splice(at, 0, waiter)
 }
 
-function names (keys: ThrottleKeys): [string, string] {
-  return [`account\0${keys.account}`, `address\0${keys.address}`]
+const scopes: readonly ThrottleScope[] = ['account', 'address', 'device']
+
+/** The name of `scope`'s key in `keys`, if it has one. */
+function nameOf (keys: ThrottleKeys, scope: ThrottleScope): string | undefined {
+  const key = keys[scope]
+  return key === undefined ? undefined : `${scope}\0${key}`
+}
+
+/** Each present key's scope and name. */
+function names (keys: ThrottleKeys): Array<[ThrottleScope, string]> {
+  return scopes.flatMap((scope) => {
+    const name = nameOf(keys, scope)
+    return name === undefined ? [] : [[scope, name] as [ThrottleScope, string]]
+  })
 }
 
 export class ChecksUnderWay {
@@ -68,10 +80,10 @@ export class ChecksUnderWay {
     return state.underWay + ended
   }
 
-  /** Counts a check for both keys; call the function it returns once its outcome is recorded. */
+  /** Counts a check for each of its keys; call the function it returns once its outcome is recorded. */
   begin (keys: ThrottleKeys): () => void {
     const keyNames = names(keys)
-    for (const name of keyNames) this.#state(name).underWay++
+    for (const [, name] of keyNames) this.#state(name).underWay++
     this.#underWayTotal++
     let ended = false
     return () => {
@@ -81,7 +93,7 @@ export class ChecksUnderWay {
         for (const resolve of this.#idleWaiters.splice(0)) resolve()
       }
       const now = performance.now()
-      for (const name of keyNames) {
+      for (const [, name] of keyNames) {
         const state = this.#state(name)
         state.underWay--
         state.endedAt.push(now)
@@ -101,10 +113,9 @@ export class ChecksUnderWay {
    * Waits for a check to end on one of `scopes` (the keys holding this one back): resolves with
    * that scope, or null at `deadlineAt` or when `signal` aborts. It queues at `place`.
    */
-  async waitForEnd (keys: ThrottleKeys, scopes: readonly ThrottleScope[], deadlineAt: number, signal?: AbortSignal, place: number = this.takePlace()): Promise<ThrottleScope | null> {
+  async waitForEnd (keys: ThrottleKeys, waitScopes: readonly ThrottleScope[], deadlineAt: number, signal?: AbortSignal, place: number = this.takePlace()): Promise<ThrottleScope | null> {
     if (signal?.aborted === true) return null
-    const [account, address] = names(keys)
-    const keyNames = scopes.map((scope) => scope === 'account' ? account : address)
+    const keyNames = waitScopes.flatMap((scope) => nameOf(keys, scope) ?? [])
     const states = keyNames.map((name) => this.#state(name))
     return await new Promise<ThrottleScope | null>((resolve) => {
       const settle = (woke: ThrottleScope | null): void => {
@@ -126,20 +137,22 @@ export class ChecksUnderWay {
   }
 
   /** Wakes the next waiting check of `scopes`' keys: a woken check that does not take its room hands it on. */
-  passOn (keys: ThrottleKeys, scopes: readonly ThrottleScope[] = ['account', 'address']): void {
-    const [account, address] = names(keys)
-    for (const scope of scopes) this.#keys.get(scope === 'account' ? account : address)?.waiters[0]?.wake(scope)
+  passOn (keys: ThrottleKeys, passScopes: readonly ThrottleScope[] = scopes): void {
+    for (const scope of passScopes) {
+      const name = nameOf(keys, scope)
+      if (name !== undefined) this.#keys.get(name)?.waiters[0]?.wake(scope)
+    }
   }
 
   /**
    * Wakes every waiting check of `scopes`' keys, after a 429 on their recorded failures: each would
    * get the same 429, and woken one by one the tail of a burst would reach its deadline (a 503).
    */
-  wakeAll (keys: ThrottleKeys, scopes: readonly ThrottleScope[]): void {
-    const [account, address] = names(keys)
-    for (const scope of scopes) {
+  wakeAll (keys: ThrottleKeys, wakeScopes: readonly ThrottleScope[]): void {
+    for (const scope of wakeScopes) {
+      const name = nameOf(keys, scope)
       // Each wake takes the waiter out of the queue: wake a copy.
-      for (const waiter of [...this.#keys.get(scope === 'account' ? account : address)?.waiters ?? []]) waiter.wake(scope)
+      if (name !== undefined) for (const waiter of [...this.#keys.get(name)?.waiters ?? []]) waiter.wake(scope)
     }
   }
 
@@ -156,10 +169,9 @@ export class ChecksUnderWay {
     return this.#keys.size
   }
 
-  /** Wakes the first waiter of the account, then the first of the address (a waiter woken once leaves both queues). */
-  #wakeNext ([account, address]: [string, string]): void {
-    this.#keys.get(account)?.waiters[0]?.wake('account')
-    this.#keys.get(address)?.waiters[0]?.wake('address')
+  /** Wakes the first waiter of each key in turn (a waiter woken once leaves every queue). */
+  #wakeNext (keyNames: Array<[ThrottleScope, string]>): void {
+    for (const [scope, name] of keyNames) this.#keys.get(name)?.waiters[0]?.wake(scope)
   }
 
   #state (name: string): KeyState {

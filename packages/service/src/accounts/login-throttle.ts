@@ -1,7 +1,8 @@
 /**
- * The rules of login throttling (OWASP: an exponential delay, not a lockout), pure. Failures are
- * counted per key in a fixed window from its first failure; past `freeFailures` each attempt waits
- * `baseDelayMs`, doubled per failure, at most `maxDelayMs`; the window's end starts again from zero.
+ * The rules of login throttling (OWASP: an exponential delay, not a lockout; a known device judged
+ * by its own failures), pure. Failures are counted per key in a fixed window from its first
+ * failure; past a key's free failures each attempt waits `baseDelayMs`, doubled per failure, at
+ * most `maxDelayMs`; the window's end starts again from zero, so no wait outlives its window.
  */
 import net from 'node:net'
 import type { FailureCount, ThrottleScope } from '../db/index.js'
@@ -9,10 +10,14 @@ import type { FailureCount, ThrottleScope } from '../db/index.js'
 export type { FailureCount }
 
 export interface LoginThrottlePolicy {
-  /** Failures an account may have in a window before each further login waits. */
+  /** Failures an account may have in a window before each further login from an unknown client waits. */
   accountFreeFailures: number
   /** The same for one client address: much higher, so one office behind NAT is not locked out. */
   addressFreeFailures: number
+  /** What each account that signed in from an address in the window adds to its bound (at most ten times it). */
+  addressFreeFailuresPerAccount: number
+  /** The same for a known device: judged by its own failures alone. */
+  deviceFreeFailures: number
   windowMs: number
   /** The wait after the last free failure; doubled by each further failure. */
   baseDelayMs: number
@@ -62,12 +67,22 @@ export function withChecksInFlight (count: FailureCount | undefined, inFlight: n
   return { failures: live + inFlight, windowStartedAt, lastFailureAt: nowMs }
 }
 
-/** Whether a login may go on to its hash, given both keys' counts; when not, for how long. */
-export function decide (counts: { account?: FailureCount | undefined, address?: FailureCount | undefined }, nowMs: number, policy: LoginThrottlePolicy): ThrottleDecision {
-  const waits: Array<[ThrottleScope, number]> = [
-    ['account', allowedAt(counts.account, policy.accountFreeFailures, nowMs, policy) - nowMs],
-    ['address', allowedAt(counts.address, policy.addressFreeFailures, nowMs, policy) - nowMs],
-  ]
+/** The free failures of one scope: the address's grow with the accounts that signed in from it lately. */
+export function freeFailures (scope: ThrottleScope, policy: LoginThrottlePolicy, addressAccounts = 0): number {
+  switch (scope) {
+    case 'account': return policy.accountFreeFailures
+    case 'device': return policy.deviceFreeFailures
+    case 'address': return Math.min(10 * policy.addressFreeFailures, policy.addressFreeFailures + policy.addressFreeFailuresPerAccount * addressAccounts)
+  }
+}
+
+/**
+ * Whether a check may go on to its hash, given its keys' counts (an unknown client's account and
+ * address, or a known device's own); when not, for how long.
+ */
+export function decide (counts: Partial<Record<ThrottleScope, FailureCount | undefined>>, nowMs: number, policy: LoginThrottlePolicy, addressAccounts = 0): ThrottleDecision {
+  const waits = (Object.keys(counts) as ThrottleScope[]).map((scope): [ThrottleScope, number] =>
+    [scope, allowedAt(counts[scope], freeFailures(scope, policy, addressAccounts), nowMs, policy) - nowMs])
   const blocking = waits.filter(([, waitMs]) => waitMs > 0)
   if (blocking.length === 0) return { allowed: true }
   return { allowed: false, retryAfterMs: Math.max(...blocking.map(([, waitMs]) => waitMs)), scopes: blocking.map(([scope]) => scope) }

@@ -6,8 +6,11 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { createError, isTollboothError } from '../errors.js'
 import { hashDeadlineAt, type HashOptions, type HashTicket, type PasswordEngine, type VerifyResult } from '../hashing/index.js'
-import { type Queryable, recordFailure, type FailureCounts, type ThrottleKeys, type ThrottleScope } from '../db/index.js'
-import { decide, windowExpiredAtOrBefore, withChecksInFlight, type LoginThrottlePolicy } from './login-throttle.js'
+import { randomInt } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { claimCheck, type FailureCount, type Queryable, recordFailure, releaseCheck, type FailureCounts, type ThrottleClock, type ThrottleKeys, type ThrottleScope } from '../db/index.js'
+import { decide, freeFailures, windowExpiredAtOrBefore, withChecksInFlight, type LoginThrottlePolicy } from './login-throttle.js'
 import type { ChecksUnderWay } from './checks-under-way.js'
 
 /** A request whose route hashes, as the account rules see it. */
@@ -18,6 +21,8 @@ export interface HashedRequest {
   receivedAt: number
   /** The User-Agent a new session records. */
   userAgent?: string | undefined
+  /** The device token the client presented (a cookie or a header: devices.ts), if it has the shape of one. */
+  deviceToken?: string | undefined
 }
 
 /** A second hash of the request (a new password): due `deadlineMs` after its arrival, in the ticket's turn, admitted when queued. */
@@ -109,47 +114,108 @@ export interface PasswordCheckLog {
   fields?: Record<string, unknown>
 }
 
+/** The present keys' scopes. */
+function scopesOf (keys: ThrottleKeys): ThrottleScope[] {
+  return (['account', 'address', 'device'] as const).filter((scope) => keys[scope] !== undefined)
+}
+
 /** Throws TOO_MANY_ATTEMPTS (a security event) when the throttle refuses the check, first waking the checks waiting on those keys. */
-function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog, checks: ChecksUnderWay): void {
-  const decision = decide(failures, nowMs, policy)
+function assertNotThrottled (failures: FailureCounts, keys: ThrottleKeys, nowMs: number, rules: PasswordCheckRules, logging: PasswordCheckLog, addressAccounts: number): void {
+  const counts: FailureCounts = {}
+  for (const scope of scopesOf(keys)) counts[scope] = failures[scope]
+  const decision = decide(counts, nowMs, rules.policy, addressAccounts)
   if (decision.allowed) return
-  checks.wakeAll(keys, decision.scopes)
+  rules.checks.wakeAll(keys, decision.scopes)
   const retryAfterSeconds = Math.ceil(decision.retryAfterMs / 1000)
   logging.log.warn({
     event: 'login_throttled',
-    account: keys.account,
-    address: keys.address,
+    ...throttleFields(keys, failures),
     scopes: decision.scopes,
-    accountFailures: failures.account?.failures ?? 0,
-    addressFailures: failures.address?.failures ?? 0,
     retryAfterSeconds,
     ...logging.fields,
   }, logging.throttled)
   throw createError('TOO_MANY_ATTEMPTS', undefined, { retryAfterSeconds })
 }
 
-const throttleScopes: readonly ThrottleScope[] = ['account', 'address']
+/** The keys and their failure counts as the security log records them: a device by a prefix of its token's hash, never the token. */
+function throttleFields (keys: ThrottleKeys, failures: FailureCounts): Record<string, unknown> {
+  return {
+    ...(keys.account === undefined ? {} : { account: keys.account, accountFailures: failures.account?.failures ?? 0 }),
+    ...(keys.address === undefined ? {} : { address: keys.address, addressFailures: failures.address?.failures ?? 0 }),
+    ...(keys.device === undefined ? {} : { device: keys.device.slice(0, 12), deviceFailures: failures.device?.failures ?? 0 }),
+  }
+}
 
 /** What `startPasswordCheck` decides a check by, and how long it may wait. */
 export interface PasswordCheckRules {
   checks: ChecksUnderWay
   policy: LoginThrottlePolicy
   now: () => number
-  /** Until when (performance.now() time) it may wait for its account's and address's other checks. */
+  /** Until when (performance.now() time) it may wait for its keys' other checks. */
   waitUntil: number
   signal?: AbortSignal | undefined
-  /** Called as the check starts to wait for others of its account or address. */
+  /** Called as the check starts to wait for others of its keys. */
   beforeWait?: () => void
   /** Called when such a wait ended, before the counts are read again; may throw to refuse the check. */
   afterWait?: () => void
+  /** The bound on an account's checks under way across every process (its lease in PostgreSQL); none: this process's alone. */
+  lease?: CheckLease | undefined
 }
 
-/** What a service's password checks share: the throttle's policy, the checks under way, the clock. */
+/** What a service's password checks share: the throttle's policy, the checks under way, the clock, the database. */
 export interface PasswordCheckDeps {
   checksUnderWay: ChecksUnderWay
   loginThrottle: LoginThrottlePolicy
   /** Wall-clock time in epoch ms (tests pass their own); default Date.now. */
   now?: (() => number) | undefined
+  /** Where the leases of checks under way are kept; none: only this process's checks bound each other. */
+  db?: Queryable | undefined
+}
+
+/** How long after its hash's deadline a check's lease runs out: a verify that started in time runs to its end, then its outcome is written. */
+const leaseMarginMs = 10_000
+
+/**
+ * An account's check under way as every process sees it: a lease in PostgreSQL (db/login-throttle.ts
+ * `claimCheck`) that the check's outcome gives back, and that runs out on its own if the process
+ * dies first. Checks sent to several replicas at once are bounded as checks sent to one are.
+ */
+class CheckLease {
+  /** The lease, a timestamp unique to this check (its expiry, to the microsecond); set once claimed. */
+  token: string | undefined
+
+  constructor (private readonly db: Queryable, private readonly expiresAtMs: number) {}
+
+  /**
+   * Takes the lease for `account` under `bound` (live failures plus checks under way): the count
+   * as it stands under the lease's lock, or `full` when there is no room.
+   */
+  async claim (account: string, bound: number, at: ThrottleClock): Promise<{ full: true } | { full: false, count: FailureCount | undefined }> {
+    const token = leaseStamp(this.expiresAtMs)
+    const claimed = await claimCheck(this.db, account, token, bound, at)
+    if (!claimed.granted) return { full: true }
+    this.token = token
+    return { full: false, count: claimed.count }
+  }
+
+  /** The lease to give back with the outcome's write (then forgotten here), if one is held. */
+  take (): string | undefined {
+    const token = this.token
+    this.token = undefined
+    return token
+  }
+
+  /** Gives back a lease no outcome's write gave back (the check ended without a verdict). */
+  async release (account: string): Promise<void> {
+    const token = this.take()
+    if (token !== undefined) await releaseCheck(this.db, account, token)
+  }
+}
+
+/** An ISO timestamp at `ms` with three random digits of microseconds: unique among an account's leases. */
+function leaseStamp (ms: number): string {
+  const iso = new Date(ms).toISOString()
+  return `${iso.slice(0, -1)}${String(randomInt(1000)).padStart(3, '0')}Z`
 }
 
 /**
@@ -159,51 +225,71 @@ export interface PasswordCheckDeps {
  */
 export function passwordCheckRules (deps: PasswordCheckDeps, ticket: HashTicket): PasswordCheckRules {
   if (ticket.deadlineAt === undefined) throw new TypeError('a password check needs a ticket with a deadline')
+  const now = deps.now ?? Date.now
   return {
     checks: deps.checksUnderWay,
     policy: deps.loginThrottle,
-    now: deps.now ?? Date.now,
+    now,
     waitUntil: ticket.deadlineAt,
     signal: ticket.signal,
     beforeWait: () => { ticket.release() },
     afterWait: () => { ticket.readmit() },
+    lease: deps.db === undefined ? undefined : new CheckLease(deps.db, now() + (ticket.deadlineAt - performance.now()) + leaseMarginMs),
   }
 }
+
+/** How long a check that found its account's room taken by other processes' checks waits before it reads again. */
+const remoteCheckPauseMs = 25
 
 /**
  * Reads the throttle's counts and decides a password check on them, before any hash:
  * TOO_MANY_ATTEMPTS on the recorded failures. Otherwise the check starts only if it would still
  * pass were every check under way for its keys to fail; if not, it waits for one to end and reads
  * again (checks-under-way.ts), until `waitUntil` (then SERVICE_OVERLOADED) or its client leaves
- * (HASH_CANCELLED); `afterWait` may refuse it. Returns the last read and `end`, to call once the
- * outcome is recorded.
+ * (HASH_CANCELLED); `afterWait` may refuse it. An account's check also takes its lease, the bound
+ * across processes: where other processes' checks fill it, it reads again a moment later. The
+ * keys come from each read (`keysOf`: a known device's own key, or the account's and address's).
+ * Returns the last read, its keys and `end`, to call once the outcome is recorded.
  */
-export async function startPasswordCheck<T extends { failures: FailureCounts }> (
+export async function startPasswordCheck<T extends { failures: FailureCounts, addressAccounts?: number }> (
   read: () => Promise<T>,
-  keys: ThrottleKeys,
+  keysOf: (found: T) => ThrottleKeys,
   rules: PasswordCheckRules,
   logging: PasswordCheckLog
-): Promise<{ found: T, end: () => void }> {
-  const { checks, policy, now, waitUntil, signal, beforeWait, afterWait } = rules
+): Promise<{ found: T, keys: ThrottleKeys, end: () => void }> {
+  const { checks, policy, now, waitUntil, signal, beforeWait, afterWait, lease } = rules
   /** The scope whose check's end woke this one, until it takes that room or hands it on. */
   let wokenBy: ThrottleScope | undefined
   /** Its place in the queues of checks waiting, kept from its first wait on. */
   let place: number | undefined
+  let keys: ThrottleKeys = {}
   try {
     for (;;) {
       const readStartedAt = checks.now()
       const found = await read()
+      keys = keysOf(found)
       const nowMs = now()
-      assertNotThrottled(found.failures, keys, nowMs, policy, logging, checks)
+      const addressAccounts = found.addressAccounts ?? 0
+      assertNotThrottled(found.failures, keys, nowMs, rules, logging, addressAccounts)
       const counts: FailureCounts = {}
-      for (const scope of throttleScopes) {
-        const count = withChecksInFlight(found.failures[scope], checks.count(scope, keys[scope], readStartedAt), nowMs, policy)
-        if (count !== undefined) counts[scope] = count
+      for (const scope of scopesOf(keys)) counts[scope] = withChecksInFlight(found.failures[scope], checks.count(scope, keys[scope] ?? '', readStartedAt), nowMs, policy)
+      const decision = decide(counts, nowMs, policy, addressAccounts)
+      if (decision.allowed) {
+        const end = checks.begin(keys)
+        if (lease === undefined || keys.account === undefined) return { found, keys, end }
+        const at = { nowMs, windowExpiredAtOrBefore: windowExpiredAtOrBefore(nowMs, policy) }
+        const claimed = await lease.claim(keys.account, freeFailures('account', policy), at)
+        // Granted on a count another process's failure has overtaken since the read: read again.
+        if (!claimed.full && decide({ account: claimed.count }, nowMs, policy).allowed) return { found, keys, end }
+        if (!claimed.full) await lease.release(keys.account)
+        // The account's room is taken by checks of other processes: they end within a verify.
+        end()
+        if (performance.now() + remoteCheckPauseMs >= waitUntil) throw createError('SERVICE_OVERLOADED', 'Other password checks of this account are still under way', { retryAfterSeconds: 1 })
+        await pause(remoteCheckPauseMs, signal)
+        continue
       }
-      const decision = decide(counts, nowMs, policy)
-      if (decision.allowed) return { found, end: checks.begin(keys) }
       // Held back only by checks that have ended, whose failures are written: read again at once.
-      const blocking = decision.scopes.filter((scope) => checks.underWay(scope, keys[scope]) > 0)
+      const blocking = decision.scopes.filter((scope) => checks.underWay(scope, keys[scope] ?? '') > 0)
       if (blocking.length > 0) {
         // Woken for room it cannot take (its other key holds it back): the next check waiting may.
         if (wokenBy !== undefined && !blocking.includes(wokenBy)) checks.passOn(keys, [wokenBy])
@@ -226,16 +312,27 @@ export async function startPasswordCheck<T extends { failures: FailureCounts }> 
   }
 }
 
-/** Counts a failed password check for the account and the address (before answering) and logs it; never the password. */
-export async function recordFailedCheck (db: Queryable, keys: ThrottleKeys, reason: string, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog): Promise<void> {
-  const counts = await recordFailure(db, keys, { nowMs, windowExpiredAtOrBefore: windowExpiredAtOrBefore(nowMs, policy) })
+/** Resolves after `ms`; rejects with HASH_CANCELLED when `signal` aborts first. */
+async function pause (ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await sleep(ms, undefined, signal === undefined ? {} : { signal })
+  } catch (err) {
+    if (signal?.aborted === true) throw createError('HASH_CANCELLED', 'The client left while its password check waited')
+    throw err
+  }
+}
+
+/**
+ * Counts a failed password check for its keys (before answering), giving back its lease, and logs
+ * it; never the password. Returns the counts after it.
+ */
+export async function recordFailedCheck (db: Queryable, keys: ThrottleKeys, reason: string, nowMs: number, policy: LoginThrottlePolicy, logging: PasswordCheckLog, lease?: string): Promise<FailureCounts> {
+  const counts = await recordFailure(db, keys, { nowMs, windowExpiredAtOrBefore: windowExpiredAtOrBefore(nowMs, policy) }, lease)
   logging.log.info({
     event: 'login_failed',
     reason,
-    account: keys.account,
-    address: keys.address,
-    accountFailures: counts.account?.failures,
-    addressFailures: counts.address?.failures,
+    ...throttleFields(keys, counts),
     ...logging.fields,
   }, logging.failed)
+  return counts
 }

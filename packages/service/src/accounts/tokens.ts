@@ -140,13 +140,22 @@ export interface NewRefreshToken {
 }
 
 export function newRefreshToken (): NewRefreshToken {
-  // Synchronous randomBytes: 32 bytes from the CSPRNG, no libuv pool round trip.
-  const token = randomBytes(32).toString('base64url')
+  const token = randomToken()
   return { token, tokenHash: hashRefreshToken(token) }
 }
 
-/** SHA-256 is right here: the token has 256 bits of entropy, so no slow hash is needed. */
+/** The form a refresh token is kept in (`secretTokenHash`). */
 export function hashRefreshToken (token: string): Buffer {
+  return secretTokenHash(token)
+}
+
+/** 32 bytes from the CSPRNG, base64url (43 characters); synchronous randomBytes, no libuv pool round trip. */
+export function randomToken (): string {
+  return randomBytes(32).toString('base64url')
+}
+
+/** How a random token is kept server-side. SHA-256 is right here: the token has 256 bits of entropy, so no slow hash is needed. */
+export function secretTokenHash (token: string): Buffer {
   return createHash('sha256').update(token).digest()
 }
 

@@ -13,7 +13,10 @@ export { deleteAccount } from './accounts.js'
 export {
   findTokenFamily, insertRefreshToken, insertSessionWithToken, isSessionLive, listLiveSessions, lockRefreshToken, lockSessionForRefresh, markRotated, revokeAllSessionIds, revokeSession, touchSession,
 } from './sessions.js'
-export { lookUpLogin, readFailures, recordFailure, resetAccountFailures, type FailureCount, type FailureCounts, type LoginLookup, type ThrottleKeys, type ThrottleScope } from './login-throttle.js'
+export {
+  claimCheck, countRegistration, forgetDevices, lookUpLogin, markAlerted, readFailures, recordFailure, releaseCheck, rememberDevice, resetAccountFailures, resetDeviceFailures,
+  type FailureCount, type FailureCounts, type LoginLookup, type ThrottleClock, type ThrottleKeys, type ThrottleScope,
+} from './login-throttle.js'
 export { insertAccountToken, isLiveAccountToken, issueTokenWithMail, mintMailLinkToken, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose } from './account-tokens.js'
 export {
   claimDueMail, claimForLog, countMailRequest, enqueueMail, markAttemptFailed, markSent, markSkipped, releaseClaim, type ClaimedMail, type MailLink, type MailMessage, type MailRequestCount, type MailRequestScope,

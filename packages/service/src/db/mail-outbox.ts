@@ -6,7 +6,7 @@
  */
 import type { Queryable } from './pool.js'
 
-type MailKind = 'verify_email' | 'password_reset' | 'registration_attempt' | 'test'
+type MailKind = 'verify_email' | 'password_reset' | 'registration_attempt' | 'logins_throttled' | 'test'
 
 /** A mail's link: the page it opens, and the hash its account token is stored under. */
 export interface MailLink {

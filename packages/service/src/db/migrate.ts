@@ -69,7 +69,7 @@ export async function migrate (pool: pg.Pool, migrations = readMigrations()): Pr
 }
 
 /** The migrations not yet applied to the database `pool` connects to (every one before the first). */
-export async function pendingMigrations (pool: pg.Pool, migrations = readMigrations()): Promise<Migration[]> {
+async function pendingMigrations (pool: pg.Pool, migrations = readMigrations()): Promise<Migration[]> {
   let applied: Set<number>
   try {
     const { rows } = await pool.query<{ version: number }>('SELECT version FROM schema_migrations')

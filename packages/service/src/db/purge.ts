@@ -36,7 +36,12 @@ export const purgeTargets: readonly PurgeTarget[] = [
   // failure: past any window and wait (TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS is at most 7 days,
   // a wait at most the window), so each counts as zero already. No index on the time: one would
   // make every failure's upsert a non-HOT update, to spare a scan per purge run.
-  { name: 'login_failures', table: 'login_failures', key: 'ctid', dead: "last_failure_at <= now() - interval '7 days'" },
+  // A row with a check under way (a lease not yet run out) is live whatever its failures' age.
+  { name: 'login_failures', table: 'login_failures', key: 'ctid', dead: "last_failure_at <= now() - interval '7 days' AND NOT EXISTS (SELECT 1 FROM unnest(checks) AS lease WHERE lease > now())" },
+  // Known devices past their lifetime (TOLLBOOTH_DEVICE_TTL_DAYS, renewed at each sign-in).
+  { name: 'devices', table: 'devices', key: 'token_hash', dead: 'expires_at <= now()' },
+  // Registration counts whose window has ended (TOLLBOOTH_REGISTER_THROTTLE_WINDOW_SECONDS is at most 7 days).
+  { name: 'registration_requests', table: 'registration_requests', key: 'ctid', dead: "window_started_at <= now() - interval '7 days'" },
 ]
 
 /** Deletes up to `batchSize` dead rows of the target; returns how many. */

@@ -45,7 +45,7 @@ function toSession (row: Row): SessionRow {
 }
 
 /** Why a session ended, kept in `revoked_reason`. */
-export type RevokeReason = 'logout' | 'logout_all' | 'revoked_by_user' | 'refresh_token_reused' | 'password_changed' | 'password_reset' | 'account_deleted'
+export type RevokeReason = 'logout' | 'logout_all' | 'revoked_by_user' | 'refresh_token_reused' | 'password_changed' | 'password_reset' | 'email_verified' | 'account_deleted'
 
 /**
  * Opens a session and its first refresh token in one statement (one round trip, atomic on its own).

@@ -16,7 +16,7 @@ export async function labRoutes (api: FastifyInstance, { db, auth, accessTokens,
   api.log.warn('lab diagnostics are on: /api/v1/lab/login skips the password check in two of its variants')
   const app = api.withTypeProvider<TypeBoxTypeProvider>()
   app.post('/lab/login', {
-    config: { tokenResponse: true },
+    config: { noStore: true },
     preValidation: trimEmail,
     schema: {
       tags: ['lab'],
@@ -29,7 +29,7 @@ export async function labRoutes (api: FastifyInstance, { db, auth, accessTokens,
   }, async (request, reply) => {
     const variant = request.query.hash
     if (variant === 'full') {
-      const result = await auth.login(request.body, await admittedRequest(loginAdmission, request, reply))
+      const { result } = await auth.login(request.body, await admittedRequest(loginAdmission, request, reply))
       return { variant, userId: result.user.id, accessToken: result.accessToken }
     }
     const user = await findUserByEmail(db, normaliseEmail(request.body.email))

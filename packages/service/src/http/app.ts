@@ -19,7 +19,7 @@ import { AuthResponse, ErrorResponse, MailAccepted, Post, Session, User } from '
 import type { KeyRing } from '../keys/index.js'
 import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes } from './routes/index.js'
 import { MailDispatcher, smtpTransport } from '../mail/index.js'
-import { installSecurityHeaders, installTokenResponseHeaders, securityHeaders, tokenResponseHeaders } from './security-headers.js'
+import { installSecurityHeaders, installNoStoreHeaders, securityHeaders, noStoreHeaders } from './security-headers.js'
 import { purgeTargets } from '../db/index.js'
 
 export interface AppOptions {
@@ -76,6 +76,8 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
   return {
     accountFreeFailures: config.loginThrottleAccountFailures,
     addressFreeFailures: config.loginThrottleAddressFailures,
+    addressFreeFailuresPerAccount: config.loginThrottleAddressFailuresPerAccount,
+    deviceFreeFailures: config.loginThrottleDeviceFailures,
     windowMs: config.loginThrottleWindowSeconds * 1000,
     baseDelayMs: config.loginThrottleBaseDelaySeconds * 1000,
     maxDelayMs: config.loginThrottleMaxDelaySeconds * 1000,
@@ -95,7 +97,7 @@ function sheddingOptions (config: Config, on: boolean, answerHeaders: Readonly<R
     retryAfterSeconds: 1,
     // The in-flight gate's refusal does not know its route: it carries the token routes' no-store
     // as well, so that every answer of theirs does (a refusal is never worth storing anyway).
-    answerHeaders: { ...answerHeaders, ...tokenResponseHeaders },
+    answerHeaders: { ...answerHeaders, ...noStoreHeaders },
     onShed,
   }
 }
@@ -116,7 +118,7 @@ function mailDispatcher (config: Config, db: pg.Pool, log: FastifyBaseLogger): M
   return new MailDispatcher({
     db,
     log: log.child({ component: 'mail' }),
-    transport: config.smtpUrl === undefined ? undefined : smtpTransport({ url: config.smtpUrl, from: config.mailFrom, timeoutMs: mailSendTimeoutMs }),
+    transport: config.smtpUrl === undefined ? undefined : smtpTransport({ url: config.smtpUrl, from: config.mailFrom, timeoutMs: mailSendTimeoutMs, allowPlaintextLoopback: config.smtpAllowPlaintextLoopback }),
     logLinks: config.mailLogLinks,
     maxAttempts: config.mailMaxAttempts,
     retryDelayMs: config.mailRetryDelayMs,
@@ -163,7 +165,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
 
   // First, so its onRequest hook runs before any that answers early (404, 405, shedding, pacing).
   installSecurityHeaders(app, answerHeaders)
-  installTokenResponseHeaders(app)
+  installNoStoreHeaders(app)
   shedding.installServingMark(app)
   installErrorHandling(app, pacer)
   app.server.on('connect', (request: http.IncomingMessage, socket: Duplex) => { connectHandler(app, request, socket) })
@@ -205,7 +207,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
     passwordResetTtlSeconds: config.passwordResetTtlSeconds,
     emailVerificationTtlSeconds: config.emailVerificationTtlSeconds,
-    throttle: { accountRequests: config.mailThrottleAccountRequests, addressRequests: config.mailThrottleAddressRequests, windowSeconds: config.mailThrottleWindowSeconds },
+    throttle: { accountRequests: config.mailThrottleAccountRequests, addressRequests: config.mailThrottleAddressRequests, mailboxMails: config.mailThrottleMailboxMails, windowSeconds: config.mailThrottleWindowSeconds },
     log: app.log,
   })
   // One count of password checks under way for login and re-entered passwords alike: one throttle.
@@ -221,6 +223,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     loginDeadlineMs: config.loginDeadlineMs,
     registerDeadlineMs: config.registerDeadlineMs,
     loginThrottle: loginThrottlePolicy(config),
+    registerThrottle: { clientRequests: config.registerThrottleClientRequests, accountRequests: config.registerThrottleAccountRequests, windowSeconds: config.registerThrottleWindowSeconds },
+    deviceTtlDays: config.deviceTtlDays,
     checksUnderWay,
     log: app.log,
     accountMail,
@@ -257,12 +261,12 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   })
   app.addHook('onReady', async () => { mail.start() })
   app.addHook('onClose', async () => {
-    keyRing?.close()
+    await keyRing?.close()
     metrics.close()
     await purge.close()
     // Password checks still under way write their outcome first, so a guess whose client hung up is
     // still counted: within a login's deadline plus a margin (a started verify runs to its end).
-    await Promise.allSettled([...auth.pendingRehashes, mail.close(), checksSettled(checksUnderWay, config.loginDeadlineMs + checksSettleMarginMs)])
+    await Promise.allSettled([...auth.backgroundJobs, mail.close(), checksSettled(checksUnderWay, config.loginDeadlineMs + checksSettleMarginMs)])
   })
 
   for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted, Session]) app.addSchema(schema)
@@ -300,6 +304,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       loginDeadlineMs: config.loginDeadlineMs,
       registerDeadlineMs: config.registerDeadlineMs,
       registrationMode: config.registrationMode,
+      // Secure cookies but in development on the embedded database (plain http://localhost).
+      deviceCookie: { secure: config.databaseUrl !== undefined, maxAgeSeconds: config.deviceTtlDays * 86_400 },
     })
     await api.register(accountMailRoutes, { prefix: '/api/v1', account: accountMail, engine, pacer, registerDeadlineMs: config.registerDeadlineMs })
     await api.register(postRoutes, { prefix: '/api/v1', db, accessTokens, sessions })

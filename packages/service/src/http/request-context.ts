@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fa
 import { createError } from '../errors.js'
 import type { AccessClaims, AccessTokens, HashedRequest, SessionCheck } from '../accounts/index.js'
 import { admittedTicket, requestReceivedAt, type HashAdmissionOptions } from '../overload/index.js'
+import { noStoreHeaders } from './security-headers.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -44,10 +45,12 @@ function authenticatedClaims (request: FastifyRequest, tokens: AccessTokens): Ac
 /**
  * An onRequest hook: authenticate before the body is parsed or validated, so an anonymous
  * caller learns nothing about the route's schema and costs no parsing. The token's session
- * must still be live (AUTH_SESSION_ENDED after logout, revocation or account deletion).
+ * must still be live (AUTH_SESSION_ENDED after logout, revocation or account deletion). Every
+ * answer of a signed-in route, its refusals included, is no-store: no cache keeps an account's data.
  */
 export function requireUser (tokens: AccessTokens, sessions: SessionCheck): onRequestAsyncHookHandler {
-  return async (request) => {
+  return async (request, reply) => {
+    reply.headers(noStoreHeaders)
     const claims = await authenticatedClaims(request, tokens)
     await sessions.assertLive(claims.sessionId, claims.userId)
     request.userId = claims.userId

@@ -1,6 +1,6 @@
 /**
  * Security headers on every answer: helmet's, with a JSON API's settings, and `no-store` on the
- * routes that hand out tokens (`config: { tokenResponse: true }`). helmet itself, not
+ * routes that hand out tokens or answer for a signed-in account (`config: { noStore: true }`). helmet itself, not
  * @fastify/helmet, which rebuilds the middleware on every request: here it runs once, at start.
  */
 import type { FastifyInstance, onSendHookHandler } from 'fastify'
@@ -8,8 +8,8 @@ import helmet, { type HelmetOptions } from 'helmet'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route's answers carry a token: no cache may keep any of them, errors included (RFC 6749 5.1; OWASP). */
-    tokenResponse?: boolean
+    /** The route's answers carry a token or an account's data: no cache may keep any of them, errors included (RFC 6749 5.1; OWASP). */
+    noStore?: boolean
   }
 }
 
@@ -53,18 +53,18 @@ export function securityHeaders (): Readonly<Record<string, string>> {
   return Object.freeze(headers)
 }
 
-/** On every answer of a token route: no cache may keep it (`pragma` for HTTP/1.0 caches, as RFC 6749 5.1 asks). */
-export const tokenResponseHeaders: Readonly<Record<string, string>> = Object.freeze({ 'cache-control': 'no-store', pragma: 'no-cache' })
+/** On every answer of a no-store route: no cache may keep it (`pragma` for HTTP/1.0 caches, as RFC 6749 5.1 asks). */
+export const noStoreHeaders: Readonly<Record<string, string>> = Object.freeze({ 'cache-control': 'no-store', pragma: 'no-cache' })
 
 const noStore: onSendHookHandler = async (_request, reply, payload) => {
-  reply.headers(tokenResponseHeaders)
+  reply.headers(noStoreHeaders)
   return payload
 }
 
-/** Gives the routes declared with `config.tokenResponse` the no-store hook (only them: no hook on other answers). Before the routes are registered. */
-export function installTokenResponseHeaders (app: FastifyInstance): void {
+/** Gives the routes declared with `config.noStore` the no-store hook (only them: no hook on other answers). Before the routes are registered. */
+export function installNoStoreHeaders (app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
-    if ((route.config as { tokenResponse?: boolean } | undefined)?.tokenResponse !== true) return
+    if ((route.config as { noStore?: boolean } | undefined)?.noStore !== true) return
     const own = route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend]
     route.onSend = [...own, noStore]
   })

@@ -60,3 +60,13 @@ export function registrationAttemptMail (recipient: string): MailMessage {
     text: 'Someone tried to create an account with this email address, which already has one. If it was you, sign in, or ask for a password reset if you have forgotten your password. If it was not you, you need do nothing: your account is unchanged.\n',
   }
 }
+
+/** To the owner of an account whose logins from unknown clients have started to wait (at most one an hour). */
+export function loginsThrottledMail (recipient: string): MailMessage {
+  return {
+    kind: 'logins_throttled',
+    recipient,
+    subject: 'Repeated failed sign-ins to your account',
+    text: 'Someone has entered wrong passwords for your account several times in a short while, so sign-ins to it from devices it does not know now wait a little before each try. Devices where you have signed in before are not slowed down. If it was you, wait a few minutes, or ask for a password reset. If it was not you, nobody got in; if your password is used anywhere else, change it. You get this mail at most once an hour.\n',
+  }
+}

@@ -16,7 +16,7 @@ import { capturingLogger, registerUser, request, startTestService, testJwtSecret
 
 /** The access tokens a service would open, without the rest of the service. */
 async function open (db: TestDatabase, overrides: Record<string, unknown>): Promise<OpenedAccessTokens> {
-  const config = loadConfig({ env: {}, overrides: { databaseUrl: db.url, keyEncryptionKey: testKeyEncryptionKey, logLevel: 'silent', ...overrides } })
+  const config = loadConfig({ env: {}, overrides: { databaseUrl: db.url, publicUrl: 'http://127.0.0.1', keyEncryptionKey: testKeyEncryptionKey, logLevel: 'silent', ...overrides } })
   return await openAccessTokens({ config, db: db.pool, jwtSecret: undefined, log: capturingLogger('silent').logger, now: Date.now })
 }
 

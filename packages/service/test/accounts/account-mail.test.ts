@@ -78,13 +78,33 @@ describe('account mail through the service', () => {
     assert.equal(await outboxCount(service, email, 'verify_email'), 1)
 
     assert.equal((await request(service, 'POST', '/api/v1/auth/verify-email', { body: { token } })).status, 204)
-    const me = await request(service, 'GET', '/api/v1/me', { token: body.accessToken })
-    assert.equal(me.body.emailVerified, true)
     const login = await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })
     assert.equal(login.body.user.emailVerified, true)
+    assert.equal((await request(service, 'GET', '/api/v1/me', { token: login.body.accessToken })).body.emailVerified, true)
     const again = await request(service, 'POST', '/api/v1/auth/verify-email', { body: { token } })
     assert.equal(again.status, 401)
     assert.equal(again.body.error.code, 'ACCOUNT_TOKEN_INVALID')
+  })
+
+  it('verification ends every session the account had and forgets its devices: a pre-registration hijack keeps no session', async () => {
+    // Someone registers the owner's address first (immediate mode signs them in), and signs in again elsewhere.
+    const { email, password, body } = await registerUser(service)
+    const second = await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })
+    assert.equal(second.status, 200)
+    const devices = async (): Promise<number> => (await service.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM devices WHERE user_id = $1', [body.user.id])).rows[0]?.n ?? -1
+    assert.equal(await devices(), 2, 'both clients are known devices of the account')
+    // The owner verifies the address with the link the registration mailed to it.
+    const token = linkToken(await mailbox.waitForMail('the verification mail', sentTo(email, 'Confirm your email address')), 'verify-email')
+    assert.equal((await request(service, 'POST', '/api/v1/auth/verify-email', { body: { token } })).status, 204)
+    for (const session of [body, second.body]) {
+      const me = await request(service, 'GET', '/api/v1/me', { token: session.accessToken })
+      assert.equal(me.status, 401)
+      assert.equal(me.body.error.code, 'AUTH_SESSION_ENDED')
+      assert.equal((await request(service, 'POST', '/api/v1/auth/refresh', { body: { refreshToken: session.refreshToken } })).status, 401)
+    }
+    assert.equal(await devices(), 0, 'no device stays known')
+    const { rows } = await service.db.pool.query<{ reason: string }>('SELECT DISTINCT revoked_reason AS reason FROM sessions WHERE user_id = $1', [body.user.id])
+    assert.deepEqual(rows.map((row) => row.reason), ['email_verified'])
   })
 
   it('password reset: the link works once (two uses race to one), revokes every session, forgets login failures; old password out, new one in', async () => {

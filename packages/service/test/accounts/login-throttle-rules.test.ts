@@ -10,7 +10,7 @@ import { createLogger } from '../../src/http/logger.js'
 import { waitFor } from '../helpers/wait.js'
 import { addressKey, allowedAt, decide, delayAfterMs, liveFailures, withChecksInFlight, type FailureCount, type LoginThrottlePolicy } from '../../src/accounts/login-throttle.js'
 
-const policy: LoginThrottlePolicy = { accountFreeFailures: 5, addressFreeFailures: 100, windowMs: 900_000, baseDelayMs: 1000, maxDelayMs: 900_000 }
+const policy: LoginThrottlePolicy = { accountFreeFailures: 5, addressFreeFailures: 100, addressFreeFailuresPerAccount: 10, deviceFreeFailures: 10, windowMs: 900_000, baseDelayMs: 1000, maxDelayMs: 900_000 }
 const t0 = Date.parse('2030-01-01T00:00:00Z')
 /** What a password check logs with, here to nowhere. */
 const silentLogging = { log: createLogger('silent'), throttled: 'throttled', failed: 'failed' }
@@ -131,7 +131,7 @@ describe('login throttle rules', () => {
       return { failures: { account: recorded === 0 ? undefined : count(recorded, Date.now(), Date.now()) } }
     }
     const rules = { checks, policy, now: Date.now, waitUntil: checks.now() + 60_000 }
-    const outcomes = Array.from({ length: 20 }, async () => await startPasswordCheck(read, keys, rules, silentLogging).then(() => 'started', (err: { code?: string }) => String(err.code)))
+    const outcomes = Array.from({ length: 20 }, async () => await startPasswordCheck(read, () => keys, rules, silentLogging).then(() => 'started', (err: { code?: string }) => String(err.code)))
     await waitFor('the twenty first reads', () => reads === 20 && reading === 0, { intervalMs: 1 })
     mostReadingAtOnce = 0
     // The five failures are written, then their checks end.
@@ -159,7 +159,7 @@ describe('login throttle rules', () => {
     const started: string[] = []
     const checkEnds: Array<() => void> = []
     const check = async (name: string): Promise<void> => {
-      const { end } = await startPasswordCheck(read, keys, rules, silentLogging)
+      const { end } = await startPasswordCheck(read, () => keys, rules, silentLogging)
       started.push(name)
       checkEnds.push(end)
     }
@@ -199,7 +199,7 @@ describe('login throttle rules', () => {
     const ticket = new AdmissionTicket(request, place(), () => { readmissions++; return place() })
     const rules = passwordCheckRules({ checksUnderWay: checks, loginThrottle: policy }, ticket)
     const read = async (): Promise<{ failures: { account: FailureCount | undefined } }> => ({ failures: { account: undefined } })
-    const started = startPasswordCheck(read, keys, rules, silentLogging)
+    const started = startPasswordCheck(read, () => keys, rules, silentLogging)
     await waitFor('the check waiting, its place given back', () => !ticket.holdsPlace, { intervalMs: 1 })
     assert.equal(releases, 1)
     assert.equal(readmissions, 0, 'not admitted again while it waits')
@@ -220,7 +220,7 @@ describe('login throttle rules', () => {
     const request: AdmissionRequest = { kind: 'verify', deadlineAt: checks.now() + 20_000, client: '192.0.2.51', signal: undefined }
     const ticket = new AdmissionTicket(request, new QueuePlace('verify', Number.POSITIVE_INFINITY, () => {}), () => { throw overloaded })
     const read = async (): Promise<{ failures: { account: FailureCount | undefined } }> => ({ failures: { account: undefined } })
-    const started = startPasswordCheck(read, keys, passwordCheckRules({ checksUnderWay: checks, loginThrottle: policy }, ticket), silentLogging)
+    const started = startPasswordCheck(read, () => keys, passwordCheckRules({ checksUnderWay: checks, loginThrottle: policy }, ticket), silentLogging)
     await waitFor('the check waiting', () => !ticket.holdsPlace, { intervalMs: 1 })
     endFirst[0]?.()
     await assert.rejects(started, overloaded)
@@ -291,7 +291,7 @@ describe('client address keys', () => {
 describe('throttle and proxy settings', () => {
   it('has the documented defaults', () => {
     const config = loadConfig({ env: {} })
-    assert.deepEqual(loginThrottlePolicy(config), { accountFreeFailures: 5, addressFreeFailures: 100, windowMs: 900_000, baseDelayMs: 1000, maxDelayMs: 900_000 })
+    assert.deepEqual(loginThrottlePolicy(config), { accountFreeFailures: 5, addressFreeFailures: 100, addressFreeFailuresPerAccount: 10, deviceFreeFailures: 10, windowMs: 900_000, baseDelayMs: 1000, maxDelayMs: 900_000 })
     assert.equal(config.trustProxy, false)
   })
 

@@ -25,7 +25,7 @@ async function storedHash (service: TestService, email: string): Promise<string>
 
 /** Background re-hashes are tracked by the service until written: wait on that, not on a clock. */
 async function rehashesDone (service: TestService): Promise<void> {
-  await Promise.allSettled([...service.app.auth.pendingRehashes])
+  await Promise.allSettled([...service.app.auth.backgroundJobs])
 }
 
 /** Hashes and verifies run by `action` (background re-hashes it started included). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { registerUser, request, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
+import { registerUser, request, seedPolicy, startTestService, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
 
 describe('POST /api/v1/auth/register', () => {
   let service: TestService
@@ -121,5 +121,114 @@ describe('POST /api/v1/auth/register', () => {
     assert.deepEqual(responses.map((r) => r.status).sort(), [201, 409, 409, 409])
     const { rows } = await service.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM users WHERE email = $1', [email.toLowerCase()])
     assert.equal(rows[0]?.n, 1)
+  })
+})
+
+/** Headers an answer carries, but the date (every answer has its own). */
+function headersMinusDate (response: JsonResponse): Record<string, string> {
+  const headers: Record<string, string> = {}
+  response.headers.forEach((value, name) => { if (name !== 'date') headers[name] = value })
+  return headers
+}
+
+function median (values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
+}
+
+describe('registration by default (enumeration-safe): a taken address answers as a free one', () => {
+  let service: TestService
+  before(async () => {
+    // The default mode, and a real hash cost (bcrypt 10, tens of milliseconds): a path that skipped
+    // the hash would stand out from the database's few milliseconds.
+    service = await startTestService({ policy: seedPolicy, threads: 1, config: { registrationMode: 'enumeration-safe' } })
+  })
+  after(async () => { await service.close() })
+
+  it('the same status, body and headers, the same one hash, and round trips alike (medians of alternated runs)', async (t) => {
+    const taken: string[] = []
+    for (let i = 0; i < 12; i++) {
+      const email = uniqueEmail('taken')
+      assert.equal((await request(service, 'POST', '/api/v1/auth/register', { body: { email, password: 'the first owner\'s password' } })).status, 202)
+      taken.push(email)
+    }
+    const hashes: string[] = []
+    const stop = service.engine.onTask((event) => { hashes.push(`${event.kind}:${event.outcome}`) })
+    const timings: Record<'taken' | 'free', number[]> = { taken: [], free: [] }
+    const answers: Record<'taken' | 'free', JsonResponse[]> = { taken: [], free: [] }
+    try {
+      for (const takenEmail of taken) {
+        for (const [label, email] of [['taken', takenEmail], ['free', uniqueEmail('free')]] as const) {
+          const before = hashes.length
+          const sent = performance.now()
+          const response = await request(service, 'POST', '/api/v1/auth/register', { body: { email, password: 'someone else\'s password' } })
+          timings[label].push(performance.now() - sent)
+          answers[label].push(response)
+          assert.deepEqual(hashes.slice(before), ['hash:ok'], `${label}: one hash of the new password, whether or not the address is taken`)
+        }
+      }
+    } finally {
+      stop()
+    }
+    for (const [index, takenAnswer] of answers.taken.entries()) {
+      const freeAnswer = answers.free[index]
+      assert.ok(freeAnswer !== undefined)
+      assert.equal(takenAnswer.status, 202)
+      assert.equal(freeAnswer.status, 202)
+      assert.deepEqual(takenAnswer.body, freeAnswer.body)
+      assert.deepEqual(headersMinusDate(takenAnswer), headersMinusDate(freeAnswer))
+    }
+    const [takenMs, freeMs] = [median(timings.taken), median(timings.free)]
+    t.diagnostic(`median round trip: taken ${takenMs.toFixed(1)} ms, free ${freeMs.toFixed(1)} ms (12 of each, alternated), ratio ${(takenMs / freeMs).toFixed(2)}`)
+    // Generous (the machine is shared): a path without the hash would be several times faster.
+    assert.ok(takenMs / freeMs > 0.5 && takenMs / freeMs < 2, `medians ${takenMs.toFixed(1)} and ${freeMs.toFixed(1)} ms`)
+    const { rows } = await service.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM users WHERE email = ANY($1)', [taken])
+    assert.equal(rows[0]?.n, 12, 'a taken address keeps its one account')
+  })
+})
+
+describe('the registration throttle', () => {
+  let service: TestService
+  before(async () => {
+    service = await startTestService({ config: { registerThrottleClientRequests: 3, registerThrottleAccountRequests: 2, registerThrottleWindowSeconds: 3600 } })
+  })
+  after(async () => { await service.close() })
+
+  async function users (): Promise<number> {
+    const { rows } = await service.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM users')
+    return rows[0]?.n ?? -1
+  }
+
+  it('one client: past its registrations in the window, 429 with Retry-After, before any hash, and nothing written', async () => {
+    const from = '127.0.0.61'
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await request(service, 'POST', '/api/v1/auth/register', { body: { email: uniqueEmail('client'), password: 'a long enough password' }, from })).status, 201)
+    }
+    const count = await users()
+    const hashes: string[] = []
+    const stop = service.engine.onTask((event) => { hashes.push(event.kind) })
+    try {
+      const refused = await request(service, 'POST', '/api/v1/auth/register', { body: { email: uniqueEmail('client'), password: 'a long enough password' }, from })
+      assert.equal(refused.status, 429)
+      assert.equal(refused.body.error.code, 'TOO_MANY_ATTEMPTS')
+      const retryAfter = Number(refused.headers.get('retry-after'))
+      assert.ok(retryAfter > 0 && retryAfter <= 3600, `Retry-After ${retryAfter}`)
+    } finally {
+      stop()
+    }
+    assert.deepEqual(hashes, [], 'no hash for a refused registration')
+    assert.equal(await users(), count)
+    // Another client is not held by this one's registrations.
+    assert.equal((await request(service, 'POST', '/api/v1/auth/register', { body: { email: uniqueEmail('client'), password: 'a long enough password' }, from: '127.0.0.62' })).status, 201)
+  })
+
+  it('one mailbox: its spellings (case, +tags, dots) from many clients count as one', async () => {
+    const local = `mailbox${Date.now()}`
+    const spellings = [`${local}@example.com`, `${local}+1@example.com`, `${local.slice(0, 3)}.${local.slice(3)}+2@Example.com`]
+    const statuses = []
+    for (const [index, email] of spellings.entries()) {
+      statuses.push((await request(service, 'POST', '/api/v1/auth/register', { body: { email, password: 'a long enough password' }, from: `127.0.0.${70 + index}` })).status)
+    }
+    assert.deepEqual(statuses, [201, 201, 429])
   })
 })

@@ -9,12 +9,12 @@ async function storedHash (db: TestDatabase, email: string): Promise<string> {
 }
 
 /**
- * The re-hash runs after the login is answered; the service keeps it in `pendingRehashes`
+ * The re-hash runs after the login is answered; the service keeps it in `backgroundJobs`
  * from before the answer until it is written. Waiting on those (the code's own signal, not a
  * sleep) and then reading the row once: a re-hash that never happened shows as the old hash.
  */
 async function hashAfterRehashes (service: TestService, email: string): Promise<string> {
-  await Promise.allSettled([...service.app.auth.pendingRehashes])
+  await Promise.allSettled([...service.app.auth.backgroundJobs])
   return await storedHash(service.db, email)
 }
 
@@ -66,7 +66,7 @@ describe('re-hash on login', () => {
     const current = await startTestService({ db, policy: cheapPolicy })
     try {
       assert.equal((await request(current, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: 'wrong password' } })).status, 401)
-      assert.equal(current.app.auth.pendingRehashes.size, 0, 'no re-hash was started')
+      assert.equal(current.app.auth.backgroundJobs.size, 0, 'no re-hash was started')
       assert.equal(await hashAfterRehashes(current, account.email), before)
       // The same account does move on a good login: the check above could have seen a re-hash.
       assert.equal((await request(current, 'POST', '/api/v1/auth/login', { body: account })).status, 200)

@@ -10,7 +10,7 @@ import { packageRoot } from '../../src/paths.js'
 import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { listeningDescriptors } from '../helpers/processes.js'
 import { createTestDatabase } from '../helpers/database.js'
-import { registerUser, request, serveEnv, testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
+import { registerUser, request, serveEnv, testAccountEnv, testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
 import { waitFor } from '../helpers/wait.js'
 
 const bin = path.join(packageRoot, 'bin', 'tollbooth.js')
@@ -25,6 +25,7 @@ async function startEmbeddedCli (dataDir: string): Promise<StartedCli & { pgPort
     TOLLBOOTH_ARGON2_TIME_COST: '1',
     // The drain on SIGTERM has a test of its own (below); here it would only add 5 s to each stop.
     TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0',
+    ...testAccountEnv,
   }
   delete env.DATABASE_URL
   const started = await startCli(env)
@@ -162,6 +163,7 @@ describe('SIGTERM under load (`tollbooth` with DATABASE_URL)', () => {
       cli = await startCli({
         ...process.env,
         DATABASE_URL: database.url,
+        TOLLBOOTH_PUBLIC_URL: 'http://127.0.0.1',
         TOLLBOOTH_JWT_SECRET: testJwtSecret,
         TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
         PORT: '0',
@@ -172,6 +174,7 @@ describe('SIGTERM under load (`tollbooth` with DATABASE_URL)', () => {
         TOLLBOOTH_DB_POOL_SIZE: '20',
         // Short enough for a test, long enough for the checks below on a loaded machine.
         TOLLBOOTH_SHUTDOWN_DRAIN_MS: String(drainMs),
+        ...testAccountEnv,
       })
       const started = cli
       const service = { url: cli.url }

@@ -3,9 +3,9 @@
  * user (or none) and each key's failure count (or none), in every combination.
  */
 import assert from 'node:assert/strict'
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import { lookUpLogin, readFailures, recordFailure, type ThrottleKeys } from '../../src/db/login-throttle.js'
+import { lookUpLogin, readFailures, recordFailure, rememberDevice, type ThrottleKeys } from '../../src/db/login-throttle.js'
 import { findUserByEmail, insertUser } from '../../src/db/users.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 
@@ -14,19 +14,20 @@ describe('lookUpLogin: the user and the failure counts in one statement', () => 
   before(async () => { db = await createTestDatabase() })
   after(async () => { await db.drop() })
 
-  const keysOf = (email: string): ThrottleKeys => ({ account: email, address: `address-${randomUUID()}` })
+  const keysOf = (email: string): { account: string, address: string } => ({ account: email, address: `address-${randomUUID()}` })
+  const anywhere = { sessionAddress: null, windowStartedAfter: 0 }
   const failOnce = async (keys: ThrottleKeys, nowMs: number): Promise<void> => {
     await recordFailure(db.pool, keys, { nowMs, windowExpiredAtOrBefore: nowMs - 900_000 })
   }
-  const assertSameAsApart = async (email: string, keys: ThrottleKeys): Promise<void> => {
-    const together = await lookUpLogin(db.pool, email, keys)
-    assert.deepEqual(together, { user: await findUserByEmail(db.pool, email), failures: await readFailures(db.pool, keys) })
+  const assertSameAsApart = async (email: string, keys: ThrottleKeys & { account: string, address: string }): Promise<void> => {
+    const together = await lookUpLogin(db.pool, email, keys, anywhere)
+    assert.deepEqual(together, { user: await findUserByEmail(db.pool, email), failures: await readFailures(db.pool, keys), knownDevice: false, addressAccounts: 0 })
   }
 
   it('nothing stored: no user, no counts', async () => {
     const email = `${randomUUID()}@example.com`
     const keys = keysOf(email)
-    assert.deepEqual(await lookUpLogin(db.pool, email, keys), { user: undefined, failures: {} })
+    assert.deepEqual(await lookUpLogin(db.pool, email, keys, anywhere), { user: undefined, failures: {}, knownDevice: false, addressAccounts: 0 })
     await assertSameAsApart(email, keys)
   })
 
@@ -35,16 +36,16 @@ describe('lookUpLogin: the user and the failure counts in one statement', () => 
     const user = await insertUser(db.pool, { email, name: 'Ada', passwordHash: '$2b$04$abcdefghijklmnopqrstuv' })
     assert.ok(user !== undefined)
     const keys = keysOf(email)
-    assert.deepEqual(await lookUpLogin(db.pool, email, keys), { user, failures: {} })
+    assert.deepEqual(await lookUpLogin(db.pool, email, keys, anywhere), { user, failures: {}, knownDevice: false, addressAccounts: 0 })
     const nowMs = Date.parse('2030-01-01T00:00:00Z')
     await failOnce(keys, nowMs)
     await failOnce(keys, nowMs + 1000)
-    const { failures } = await lookUpLogin(db.pool, email, keys)
+    const { failures } = await lookUpLogin(db.pool, email, keys, anywhere)
     assert.deepEqual(failures.account, { failures: 2, windowStartedAt: nowMs, lastFailureAt: nowMs + 1000 })
     assert.deepEqual(failures.address, { failures: 2, windowStartedAt: nowMs, lastFailureAt: nowMs + 1000 })
     await assertSameAsApart(email, keys)
     await db.pool.query("DELETE FROM login_failures WHERE scope = 'account' AND key = $1", [email])
-    assert.deepEqual(Object.keys((await lookUpLogin(db.pool, email, keys)).failures), ['address'])
+    assert.deepEqual(Object.keys((await lookUpLogin(db.pool, email, keys, anywhere)).failures), ['address'])
     await assertSameAsApart(email, keys)
   })
 
@@ -52,9 +53,36 @@ describe('lookUpLogin: the user and the failure counts in one statement', () => 
     const email = `${randomUUID()}@example.com`
     const keys = keysOf(email)
     await failOnce(keys, Date.parse('2030-01-01T00:00:00Z'))
-    const { user, failures } = await lookUpLogin(db.pool, email, keys)
+    const { user, failures } = await lookUpLogin(db.pool, email, keys, anywhere)
     assert.equal(user, undefined)
     assert.deepEqual(Object.keys(failures).sort(), ['account', 'address'])
     await assertSameAsApart(email, keys)
+  })
+
+  it('knows a device token only for its own user, and only until it expires', async () => {
+    const email = `${randomUUID()}@example.com`
+    const user = await insertUser(db.pool, { email, name: null, passwordHash: '$2b$04$abcdefghijklmnopqrstuv' })
+    const other = await insertUser(db.pool, { email: `${randomUUID()}@example.com`, name: null, passwordHash: '$2b$04$abcdefghijklmnopqrstuv' })
+    assert.ok(user !== undefined && other !== undefined)
+    const device = randomBytes(32)
+    const keys = { ...keysOf(email), device: device.toString('hex') }
+    assert.equal((await lookUpLogin(db.pool, email, keys, anywhere)).knownDevice, false, 'not remembered yet')
+    await rememberDevice(db.pool, { tokenHash: device, userId: user.id, expiresAt: new Date(Date.now() + 60_000) }, 50)
+    assert.equal((await lookUpLogin(db.pool, email, keys, anywhere)).knownDevice, true)
+    assert.equal((await lookUpLogin(db.pool, other.email, { ...keys, account: other.email }, anywhere)).knownDevice, false, 'another account\'s device is no device of this one')
+    await db.pool.query('UPDATE devices SET expires_at = now() - interval \'1 second\' WHERE token_hash = $1', [device])
+    assert.equal((await lookUpLogin(db.pool, email, keys, anywhere)).knownDevice, false, 'expired')
+  })
+
+  it('counts the accounts that opened a session from the address in the window', async () => {
+    const address = '192.0.2.77'
+    const users = await Promise.all([1, 2, 3].map(async () => await insertUser(db.pool, { email: `${randomUUID()}@example.com`, name: null, passwordHash: '$2b$04$abcdefghijklmnopqrstuv' })))
+    for (const [index, user] of users.entries()) {
+      assert.ok(user !== undefined)
+      await db.pool.query('INSERT INTO sessions (id, user_id, expires_at, address, created_at) VALUES ($1, $2, now() + interval \'1 day\', $3, now() - make_interval(mins => $4))', [randomUUID(), user.id, address, index === 2 ? 60 : 1])
+    }
+    const email = `${randomUUID()}@example.com`
+    const { addressAccounts } = await lookUpLogin(db.pool, email, keysOf(email), { sessionAddress: address, windowStartedAfter: Date.now() - 15 * 60_000 })
+    assert.equal(addressAccounts, 2, 'the third signed in before the window')
   })
 })

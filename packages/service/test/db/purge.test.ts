@@ -52,7 +52,7 @@ describe('the purge job', () => {
   after(async () => { await db.drop() })
   beforeEach(async () => { await db.pool.query('TRUNCATE users, mail_outbox, mail_requests, login_failures CASCADE') })
 
-  it('deletes expired, rotated-and-expired and revoked tokens, ended sessions, finished mail and counts past their window; keeps what can still be used', async () => {
+  it('deletes expired, rotated-and-expired and revoked tokens, ended sessions, finished mail, expired devices and counts past their window; keeps what can still be used', async () => {
     const userId = await newUser(db.pool)
     const live = await session(db.pool, userId, ['rotated', 'live', 'expired', 'revoked', 'rotated-expired'])
     const revoked = await session(db.pool, userId, ['live'], { revoked: true })
@@ -74,19 +74,31 @@ describe('the purge job', () => {
       ('account', 'typed-once@example.com', 1, now() - interval '9 days', now() - interval '8 days'),
       ('address', '192.0.2.1', 3, now() - interval '8 days', now() - interval '8 days'),
       ('account', 'lately@example.com', 2, now() - interval '1 hour', now())`)
+    // An old row with a check under way (its lease runs out in a minute) is live.
+    await db.pool.query(`INSERT INTO login_failures (scope, key, failures, window_started_at, last_failure_at, checks) VALUES
+      ('account', 'checked-now@example.com', 0, now() - interval '9 days', now() - interval '8 days', ARRAY[now() + interval '1 minute'])`)
+    // Known devices: one past its lifetime, one live; registration counts of a window that ended 8 days ago, and a current one.
+    await db.pool.query('INSERT INTO devices (token_hash, user_id, expires_at) VALUES ($1, $3, now() - interval \'1 second\'), ($2, $3, now() + interval \'1 day\')',
+      [newRefreshToken().tokenHash, newRefreshToken().tokenHash, userId])
+    await db.pool.query(`INSERT INTO registration_requests (scope, key, requests, window_started_at) VALUES
+      ('client', '192.0.2.1', 3, now() - interval '8 days'), ('account', 'new@example.com', 1, now())`)
     const purge = job(db.pool, 1000)
     const counts = await purge.runOnce()
     await purge.close()
     // Tokens: expired, revoked, rotated-expired, and the idle session's; then the three ended sessions (their live tokens go with them).
-    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3, account_tokens: 2, mail_outbox: 1, mail_requests: 2, login_failures: 2 })
+    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3, account_tokens: 2, mail_outbox: 1, mail_requests: 2, login_failures: 2, devices: 1, registration_requests: 1 })
     const { rows: links } = await db.pool.query<{ live: boolean }>('SELECT used_at IS NULL AND expires_at > now() AS live FROM account_tokens')
     assert.deepEqual(links.map((row) => row.live), [true])
     const { rows: mails } = await db.pool.query<{ subject: string }>('SELECT subject FROM mail_outbox ORDER BY id')
     assert.deepEqual(mails.map((row) => row.subject), ['pending', 'recent'])
     const { rows: requests } = await db.pool.query<{ key: string }>('SELECT key FROM mail_requests')
     assert.deepEqual(requests.map((row) => row.key), ['new@example.com'])
-    const { rows: failures } = await db.pool.query<{ key: string }>('SELECT key FROM login_failures')
-    assert.deepEqual(failures.map((row) => row.key), ['lately@example.com'])
+    const { rows: failures } = await db.pool.query<{ key: string }>('SELECT key FROM login_failures ORDER BY key')
+    assert.deepEqual(failures.map((row) => row.key), ['checked-now@example.com', 'lately@example.com'])
+    const { rows: devices } = await db.pool.query<{ live: boolean }>('SELECT expires_at > now() AS live FROM devices')
+    assert.deepEqual(devices.map((row) => row.live), [true])
+    const { rows: registrations } = await db.pool.query<{ key: string }>('SELECT key FROM registration_requests')
+    assert.deepEqual(registrations.map((row) => row.key), ['new@example.com'])
     const { rows: sessions } = await db.pool.query<{ id: string }>('SELECT id FROM sessions')
     assert.deepEqual(sessions.map((row) => row.id), [live])
     const { rows: tokens } = await db.pool.query<{ rotated: boolean }>('SELECT rotated_at IS NOT NULL AS rotated FROM refresh_tokens ORDER BY rotated')
@@ -100,10 +112,10 @@ describe('the purge job', () => {
     const watch = watchQueries(db.pool)
     try {
       // The revoked tokens; the live ones go with their revoked sessions.
-      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5, account_tokens: 0, mail_outbox: 0, mail_requests: 0, login_failures: 0 })
+      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5, account_tokens: 0, mail_outbox: 0, mail_requests: 0, login_failures: 0, devices: 0, registration_requests: 0 })
       const deletes = watch.texts.filter((text) => text.includes('DELETE FROM'))
       // 5 tokens: 2 full batches and a short one; the same for 5 sessions; one empty batch for each other table.
-      assert.equal(deletes.length, 3 + 3 + 4)
+      assert.equal(deletes.length, 3 + 3 + 6)
     } finally {
       watch.stop()
     }

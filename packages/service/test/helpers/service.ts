@@ -23,8 +23,8 @@ const testPublicUrl = 'http://127.0.0.1'
  * used in one go), and registrations many enough that a test's own never meet the bound. The tests
  * of registration's default mode and of its throttle set theirs.
  */
-export const testAccountSettings = { registrationMode: 'immediate', registerThrottleClientRequests: 1_000_000, registerThrottleAccountRequests: 1_000_000 } as const
-const testAccountEnv = {
+const testAccountSettings = { registrationMode: 'immediate', registerThrottleClientRequests: 1_000_000, registerThrottleAccountRequests: 1_000_000 } as const
+export const testAccountEnv = {
   TOLLBOOTH_REGISTRATION_MODE: testAccountSettings.registrationMode,
   TOLLBOOTH_REGISTER_THROTTLE_CLIENT_REQUESTS: String(testAccountSettings.registerThrottleClientRequests),
   TOLLBOOTH_REGISTER_THROTTLE_ACCOUNT_REQUESTS: String(testAccountSettings.registerThrottleAccountRequests),
@@ -98,7 +98,9 @@ export function movableClock (): { now: () => number, advance: (ms: number) => v
 
 export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
   const db = options.db ?? await createTestDatabase()
-  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, databaseUrl: db.url, publicUrl: testPublicUrl, logLevel: 'silent', mailPollIntervalMs: testMailPollIntervalMs, ...testAccountSettings, ...options.config } }) }
+  // No shedding on event-loop delay unless a test asks for it (shedding.test.ts does): the service
+  // shares its loop with the test's clients and sync work, and a loaded machine delays that loop.
+  const config = { ...loadConfig({ env: {}, overrides: { jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, databaseUrl: db.url, publicUrl: testPublicUrl, logLevel: 'silent', mailPollIntervalMs: testMailPollIntervalMs, maxEventLoopDelayMs: 0, ...testAccountSettings, ...options.config } }) }
   config.hashPolicy = options.policy ?? cheapPolicy
   const engine = await createPasswordEngine({
     policy: config.hashPolicy,

@@ -1,7 +1,7 @@
 import { labRoutes } from '../../src/harness/lab-routes.js'
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { request, startTestService, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
+import { registerUser, request, startTestService, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
 
 function assertSecurityHeaders (response: JsonResponse, what: string): void {
   assert.equal(response.headers.get('x-content-type-options'), 'nosniff', `${what}: nosniff`)
@@ -12,7 +12,7 @@ function assertSecurityHeaders (response: JsonResponse, what: string): void {
   assert.equal(response.headers.get('x-powered-by'), null, `${what}: no x-powered-by`)
 }
 
-describe('security headers and no-store on token responses', () => {
+describe('security headers, and no-store on token and signed-in answers', () => {
   let service: TestService
   before(async () => { service = await startTestService({ threads: 1, harness: { strategy: 'tollbooth', shedding: true, apiRoutes: labRoutes } }) })
   after(async () => { await service.close() })
@@ -57,5 +57,22 @@ describe('security headers and no-store on token responses', () => {
     const jwks = await request(service, 'GET', '/.well-known/jwks.json')
     assert.match(jwks.headers.get('cache-control') ?? '', /^public, max-age=\d+$/, 'the JWK Set stays cacheable')
     assert.equal((await request(service, 'GET', '/api/v1/posts')).headers.get('cache-control'), null)
+  })
+
+  it('every signed-in route, read from the OpenAPI document, answers no-store, with a token and without', async () => {
+    const document = (await request(service, 'GET', '/openapi.json')).body as { paths: Record<string, Record<string, { security?: unknown[] }>> }
+    const signedIn = Object.entries(document.paths).flatMap(([path, operations]) => Object.entries(operations)
+      .filter(([, operation]) => JSON.stringify(operation.security ?? []).includes('bearerAuth'))
+      .map(([method, operation]) => ({ method: method.toUpperCase(), path: path.replace(/\{[^}]+\}/g, '00000000-0000-4000-8000-000000000000'), operation })))
+    assert.ok(signedIn.length >= 7, `the signed-in routes: ${signedIn.map(({ method, path }) => `${method} ${path}`).join(', ')}`)
+    for (const { method, path } of signedIn) {
+      // A session of its own: logout-all and delete end theirs.
+      const token = (await registerUser(service)).body.accessToken as string
+      const body = method === 'GET' || method === 'DELETE' ? undefined : {}
+      for (const [what, response] of [['with a token', await request(service, method, path, { token, ...(body === undefined ? {} : { body }) })], ['without', await request(service, method, path, body === undefined ? {} : { body })]] as const) {
+        assert.equal(response.headers.get('cache-control'), 'no-store', `${method} ${path} ${what} (${response.status}): no-store`)
+        assert.equal(response.headers.get('pragma'), 'no-cache', `${method} ${path} ${what}: pragma`)
+      }
+    }
   })
 })

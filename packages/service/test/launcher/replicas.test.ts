@@ -12,7 +12,7 @@ import { haproxyBinary, haproxyConfig, checkHaproxyConfig } from '../../src/laun
 import { startReplicas, type ReplicaSet } from '../../src/launcher/index.js'
 import { packageRoot } from '../../src/paths.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
-import { testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
+import { testAccountEnv, testJwtSecret, testKeyEncryptionKey } from '../helpers/service.js'
 
 const haproxy = haproxyBinary()
 const noHaproxy = haproxy === undefined ? 'haproxy is not installed (Debian package `haproxy`)' : false
@@ -89,11 +89,13 @@ describe('startReplicas: services behind HAProxy, each under a CPU quota', { ski
         ...process.env,
         TOLLBOOTH_JWT_SECRET: testJwtSecret,
         TOLLBOOTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey,
+        TOLLBOOTH_PUBLIC_URL: 'http://127.0.0.1',
         TOLLBOOTH_LOG_LEVEL: 'info',
         TOLLBOOTH_HASH_ALGORITHM: 'bcrypt',
         TOLLBOOTH_BCRYPT_COST: '4',
         // Out of HAProxy's rotation within about 2 s (inter 1 s, fall 2): 3.5 s leaves slack.
         TOLLBOOTH_SHUTDOWN_DRAIN_MS: '3500',
+        ...testAccountEnv,
       },
     })
   })

@@ -200,7 +200,7 @@ describe('connection limits at start', () => {
   it('listens with the configured backlog and connection cap, and logs the warning at start', async () => {
     const db = await createTestDatabase()
     const { logger, lines } = capturingLogger('warn')
-    const config = loadConfig({ env: {}, overrides: { databaseUrl: db.url, jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, port: 0, logLevel: 'warn', listenBacklog: 77, maxConnections: 50_000_000 } })
+    const config = loadConfig({ env: {}, overrides: { databaseUrl: db.url, publicUrl: 'http://127.0.0.1', jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, port: 0, logLevel: 'warn', listenBacklog: 77, maxConnections: 50_000_000 } })
     const service = await startService(config, { logger })
     try {
       assert.equal(service.app.server.maxConnections, 50_000_000)

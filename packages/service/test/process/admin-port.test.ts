@@ -14,7 +14,7 @@ describe('TOLLBOOTH_ADMIN_PORT: /metrics and the readiness details on a listener
     db = await createTestDatabase()
     const config = loadConfig({
       env: {},
-      overrides: { databaseUrl: db.url, keyEncryptionKey: testKeyEncryptionKey, jwtSecret: testJwtSecret, port: 0, adminPort: 0, logLevel: 'silent', hashThreads: 1, hashAlgorithm: 'bcrypt', bcryptCost: 4, shutdownDrainMs: 0 },
+      overrides: { databaseUrl: db.url, publicUrl: 'http://127.0.0.1', keyEncryptionKey: testKeyEncryptionKey, jwtSecret: testJwtSecret, port: 0, adminPort: 0, logLevel: 'silent', hashThreads: 1, hashAlgorithm: 'bcrypt', bcryptCost: 4, shutdownDrainMs: 0 },
     })
     service = await startService(config, { logger: createLogger('silent') })
   })

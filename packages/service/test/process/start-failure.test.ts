@@ -61,7 +61,7 @@ describe('a start that fails', () => {
     try {
       const { port } = squatter
       const { logger } = capturingLogger('silent')
-      const config = loadConfig({ env: {}, overrides: { databaseUrl: db.url, jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, port, logLevel: 'silent', hashThreads: 1 } })
+      const config = loadConfig({ env: {}, overrides: { databaseUrl: db.url, publicUrl: 'http://127.0.0.1', jwtSecret: testJwtSecret, keyEncryptionKey: testKeyEncryptionKey, port, logLevel: 'silent', hashThreads: 1 } })
       let failure: unknown
       const left = await timersLeftBy(async () => { await startService(config, { logger }).catch((err: unknown) => { failure = err }) })
       assert.equal((failure as { code?: string } | undefined)?.code, 'EADDRINUSE')

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { bearerAuth, errors, LoginBody, mailAcceptedMessage, RefreshBody, RegisterBody } from '../schemas.js'
 import type { preValidationAsyncHookHandler } from 'fastify'
 import { admittedRequest, requireUser } from '../request-context.js'
+import { presentedDevice, sendDevice, type DeviceCookieOptions } from '../device-cookie.js'
 import { normaliseEmail, type AccessTokens, type AuthService, type SessionCheck } from '../../accounts/index.js'
 import type { PasswordEngine } from '../../hashing/index.js'
 import { hashAdmission, type HashAdmissionOptions, type RefusalPacer } from '../../overload/index.js'
@@ -15,8 +16,10 @@ export interface AuthRoutesOptions {
   pacer: RefusalPacer
   loginDeadlineMs: number
   registerDeadlineMs: number
-  /** TOLLBOOTH_REGISTRATION_MODE; default immediate. */
-  registrationMode?: 'immediate' | 'enumeration-safe'
+  /** TOLLBOOTH_REGISTRATION_MODE. */
+  registrationMode: 'immediate' | 'enumeration-safe'
+  /** How the device token of a sign-in is handed to its client (device-cookie.ts). */
+  deviceCookie: DeviceCookieOptions
 }
 
 /**
@@ -34,15 +37,15 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
   const loginAdmission: HashAdmissionOptions = { engine, pacer, kind: 'verify', deadlineMs: loginDeadlineMs }
   const registerAdmission: HashAdmissionOptions = { engine, pacer, kind: 'hash', deadlineMs: registerDeadlineMs }
   app.post('/auth/register', {
-    config: { tokenResponse: true },
+    config: { noStore: true },
     onRequest: hashAdmission(registerAdmission),
     preValidation: trimEmail,
     schema: {
       tags: ['auth'],
-      summary: 'Create an account and sign in',
-      description: 'Queues the verification mail. With TOLLBOOTH_REGISTRATION_MODE=enumeration-safe: 202 with the same body whether or not the address is taken (its owner gets a mail instead), and no tokens. The password is normalised to Unicode NFC before it is hashed. 400 PASSWORD_TOO_COMMON (one of the 10,000 most common, any case), PASSWORD_BLANK (nothing visible) or PASSWORD_MALFORMED (a lone UTF-16 surrogate) for a password the schema admits but the policy refuses.',
+      summary: 'Create an account (and, with TOLLBOOTH_REGISTRATION_MODE=immediate, sign in)',
+      description: 'Queues the verification mail. By default (TOLLBOOTH_REGISTRATION_MODE=enumeration-safe): 202 with the same body whether or not the address is taken (its owner gets a mail instead), and no tokens; sign in once the address is verified. With immediate: 201 with tokens and a device token (the cookie tollbooth_device and the header Tollbooth-Device), 409 EMAIL_TAKEN for a taken address. 429 TOO_MANY_ATTEMPTS with Retry-After past the registrations of one client or of one address in a window, before any hash. The password is normalised to Unicode NFC before it is hashed. 400 PASSWORD_TOO_COMMON (one of the 10,000 most common, any case), PASSWORD_BLANK (nothing visible) or PASSWORD_MALFORMED (a lone UTF-16 surrogate) for a password the schema admits but the policy refuses.',
       body: RegisterBody,
-      response: { 201: Type.Ref('AuthResponse'), 202: Type.Ref('MailAccepted'), ...errors(400, 409, 413, 415, 503) },
+      response: { 201: Type.Ref('AuthResponse'), 202: Type.Ref('MailAccepted'), ...errors(400, 409, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
     const context = await admittedRequest(registerAdmission, request, reply)
@@ -50,29 +53,33 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       await auth.registerQuietly(request.body, context)
       return await reply.code(202).send({ message: mailAcceptedMessage })
     }
-    const result = await auth.register(request.body, context)
+    const { result, deviceToken } = await auth.register(request.body, context)
+    sendDevice(reply, deviceToken, options.deviceCookie)
     return await reply.code(201).send(result)
   })
 
   app.post('/auth/login', {
-    config: { tokenResponse: true },
+    config: { noStore: true },
     onRequest: hashAdmission(loginAdmission),
     preValidation: trimEmail,
     schema: {
       tags: ['auth'],
       summary: 'Sign in with email and password',
-      description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline. The password is compared in its NFC form (and as typed, for hashes made before normalisation); 400 PASSWORD_MALFORMED for a lone UTF-16 surrogate, before any hash. 403 EMAIL_NOT_VERIFIED (right password, unverified address) only with TOLLBOOTH_REQUIRE_VERIFIED_EMAIL.',
+      description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline. A client that signed in to the account before sends its device token (the cookie tollbooth_device, or the header Tollbooth-Device) and is judged by its own failures: guesses from elsewhere cannot lock it out; any other client meets the account\'s and its address\'s bounds (429 TOO_MANY_ATTEMPTS with Retry-After, before any hash). A sign-in hands the client its device token in both. The password is compared in its NFC form (and as typed, for hashes made before normalisation); 400 PASSWORD_MALFORMED for a lone UTF-16 surrogate, before any hash. 403 EMAIL_NOT_VERIFIED (right password, unverified address) only with TOLLBOOTH_REQUIRE_VERIFIED_EMAIL.',
       body: LoginBody,
       response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
     // The account is a pacing key too, shared like the address (overload/pacing.ts), known once the body is
     // here: a login admitted again after its body came late is held for its account's refusals.
-    return await auth.login(request.body, await admittedRequest(loginAdmission, request, reply, [`account:${normaliseEmail(request.body.email)}`]))
+    const context = await admittedRequest(loginAdmission, request, reply, [`account:${normaliseEmail(request.body.email)}`])
+    const { result, deviceToken } = await auth.login(request.body, { ...context, deviceToken: presentedDevice(request) })
+    sendDevice(reply, deviceToken, options.deviceCookie)
+    return result
   })
 
   app.post('/auth/refresh', {
-    config: { tokenResponse: true },
+    config: { noStore: true },
     schema: {
       tags: ['auth'],
       summary: 'Trade a refresh token for a new token pair (the old one is spent)',
@@ -83,6 +90,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
   }, async (request) => await auth.refresh(request.body.refreshToken, { client: request.ip }))
 
   app.post('/auth/logout', {
+    config: { noStore: true },
     schema: {
       tags: ['auth'],
       summary: 'End the refresh token\'s session: its refresh and access tokens stop working',

@@ -4,6 +4,7 @@
  * hashes and 2 hash threads. The lab's tests see the service only as the lab does: HTTP and
  * /metrics.
  */
+import { seedServiceEnv } from '../../src/services/index.js'
 import { startServe } from 'tollbooth/launcher'
 import { createTestDatabase, type TestDatabase } from './database.js'
 
@@ -29,6 +30,9 @@ const cheapHashEnv: Record<string, string> = {
   TOLLBOOTH_SCRYPT_N: '1024',
 }
 
+/** The lab's registration settings (its setup registers accounts and signs in with them at once, from one address). */
+const registrationEnv = Object.fromEntries(Object.entries(seedServiceEnv).filter(([name]) => name.startsWith('TOLLBOOTH_REGIST')))
+
 export async function startTestService (options: TestServiceOptions = {}): Promise<TestService> {
   const db = await createTestDatabase()
   try {
@@ -36,7 +40,12 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
       env: {
         ...process.env,
         ...cheapHashEnv,
+        ...registrationEnv,
         TOLLBOOTH_HASH_THREADS: '2',
+        // No shedding on event-loop delay unless a test asks for it: on a loaded machine the
+        // service's loop is delayed by the machine, not by its load, and a phase of a few requests
+        // would be refused whole.
+        TOLLBOOTH_MAX_EVENT_LOOP_DELAY_MS: '0',
         TOLLBOOTH_LOG_LEVEL: 'warn',
         // Stopped when its test is done: no load balancer to drain for (the default drain is 5 s).
         TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0',

@@ -8,7 +8,7 @@ import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError } from '../errors.js'
 import type { PasswordEngine } from '../hashing/index.js'
-import { withTransaction, type Queryable, isForeignKeyViolation, findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User, findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated, insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession, resetAccountFailures, resetDeviceFailures, rememberDevice, countRegistration, type ThrottleKeys, lookUpLogin, type LoginLookup } from '../db/index.js'
+import { withTransaction, type Queryable, isForeignKeyViolation, findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User, findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated, insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession, resetAccountFailures, resetDeviceFailures, countRegistration, type ThrottleKeys, lookUpLogin, type LoginLookup } from '../db/index.js'
 import { addressKey, liveFailures, type LoginThrottlePolicy } from './login-throttle.js'
 import { deviceTokenHash, maxDevicesPerUser, newDeviceToken } from './devices.js'
 import type { ChecksUnderWay } from './checks-under-way.js'
@@ -99,13 +99,15 @@ export class AuthService {
   constructor (private readonly deps: AuthServiceDeps) {}
 
   /** Opens a session and its first refresh token in one statement: on the pool (a login) or in a transaction (register). */
-  private async openSession (db: Queryable, user: User, context: HashedRequest): Promise<AuthResult> {
+  /** A session, its first refresh token and the client's device (remembered, or renewed), in one statement. */
+  private async openSession (db: Queryable, user: User, context: HashedRequest, device: { hash: Buffer }): Promise<AuthResult> {
     const sessionId = newTokenFamily()
     const expiresAt = new Date(Date.now() + this.deps.sessionMaxLifetimeSeconds * 1000)
     const refresh = newRefreshToken()
     await insertSessionWithToken(db,
       { id: sessionId, userId: user.id, expiresAt, userAgent: context.userAgent ?? null, address: sessionAddress(context.ticket.client) },
-      { tokenHash: refresh.tokenHash, expiresAt: this.tokenExpiresAt(expiresAt) })
+      { tokenHash: refresh.tokenHash, expiresAt: this.tokenExpiresAt(expiresAt) },
+      { tokenHash: device.hash, expiresAt: this.deviceExpiresAt(), maxDevicesPerUser })
     return this.result(user, sessionId, refresh.token)
   }
 
@@ -162,8 +164,7 @@ export class AuthService {
       const user = await insertUser(client, { email, name: input.name ?? null, passwordHash })
       if (user === undefined) throw createError('EMAIL_TAKEN', undefined, { field: 'email' })
       await this.deps.accountMail?.queueVerification(client, user)
-      await rememberDevice(client, { tokenHash: device.hash, userId: user.id, expiresAt: this.deviceExpiresAt() }, maxDevicesPerUser)
-      return await this.openSession(client, user, context)
+      return await this.openSession(client, user, context, device)
     })
     this.deps.accountMail?.mailQueued()
     return { result, deviceToken: device.token }
@@ -221,18 +222,15 @@ export class AuthService {
         throw createError('EMAIL_NOT_VERIFIED')
       }
       const deviceToken = knownDevice && context.deviceToken !== undefined ? { token: context.deviceToken, hash: device ?? Buffer.alloc(0) } : newDeviceToken()
-      // The session, the device and the throttle's outcome, each its own statement: holding the
-      // failure row while waiting on the user row would invert an account deletion's lock order
+      // The session with the device, and the throttle's outcome, each its own statement: holding
+      // the failure row while waiting on the user row would invert an account deletion's lock order
       // (db/accounts.ts). The check ends once its outcome is written, not after the session.
       const [result] = await Promise.all([
-        this.openSession(this.deps.db, user, context).catch((err: unknown) => {
+        this.openSession(this.deps.db, user, context, deviceToken).catch((err: unknown) => {
           // The account was deleted since the lookup: answered as its absence would be, not a 500.
           if (!isForeignKeyViolation(err)) throw err
           this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: lookupKeys.address }, 'login of an account deleted meanwhile')
           throw createError('AUTH_INVALID_CREDENTIALS')
-        }),
-        rememberDevice(this.deps.db, { tokenHash: deviceToken.hash, userId: user.id, expiresAt: this.deviceExpiresAt() }, maxDevicesPerUser).catch((err: unknown) => {
-          if (!isForeignKeyViolation(err)) throw err
         }),
         this.recordSuccess(keys, rules).finally(endCheck),
       ])

@@ -206,24 +206,6 @@ export async function lookUpLogin (db: Queryable, email: string, keys: { account
   return { user, failures, knownDevice: user !== undefined && row.known_device, addressAccounts: row.address_accounts }
 }
 
-/**
- * Records a device token (its SHA-256) for the user, or renews one it already holds; keeps at most
- * `maxPerUser` devices a user, the least recently used dropped first.
- */
-export async function rememberDevice (db: Queryable, device: { tokenHash: Buffer, userId: string, expiresAt: Date }, maxPerUser: number): Promise<void> {
-  await db.query(
-    `WITH kept AS (
-       INSERT INTO devices (token_hash, user_id, expires_at) VALUES ($1, $2, $3)
-       ON CONFLICT (token_hash) DO UPDATE SET last_used_at = now(), expires_at = EXCLUDED.expires_at
-       WHERE devices.user_id = EXCLUDED.user_id
-       RETURNING user_id
-     )
-     DELETE FROM devices WHERE user_id = $2 AND token_hash <> $1 AND token_hash IN (
-       SELECT token_hash FROM devices WHERE user_id = $2 AND token_hash <> $1 ORDER BY last_used_at DESC OFFSET $4
-     )`,
-    [device.tokenHash, device.userId, device.expiresAt, Math.max(0, maxPerUser - 1)])
-}
-
 /** Forgets every device of the user: none of them is judged apart from the account any more. */
 export async function forgetDevices (db: Queryable, userId: string): Promise<number> {
   return (await db.query('DELETE FROM devices WHERE user_id = $1', [userId])).rowCount ?? 0

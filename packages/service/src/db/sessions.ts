@@ -48,19 +48,35 @@ function toSession (row: Row): SessionRow {
 export type RevokeReason = 'logout' | 'logout_all' | 'revoked_by_user' | 'refresh_token_reused' | 'password_changed' | 'password_reset' | 'email_verified' | 'account_deleted'
 
 /**
- * Opens a session and its first refresh token in one statement (one round trip, atomic on its own).
- * The only existing row it locks is the user's (KEY SHARE), so a login and an account deletion
- * queue on the user row, never deadlock.
+ * Opens a session and its first refresh token, and remembers the client's device (db/login-throttle.ts),
+ * in one statement (one round trip, atomic on its own). The device is inserted, or renewed when
+ * the user already holds it; past `maxDevicesPerUser`, the user's least recently used ones go.
+ * The only existing rows it locks are the user's (KEY SHARE) and the device's, so a login and an
+ * account deletion queue on the user row, never deadlock.
  */
-export async function insertSessionWithToken (db: Queryable, session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null }, token: { tokenHash: Buffer, expiresAt: Date }): Promise<void> {
+export async function insertSessionWithToken (
+  db: Queryable,
+  session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null },
+  token: { tokenHash: Buffer, expiresAt: Date },
+  device: { tokenHash: Buffer, expiresAt: Date, maxDevicesPerUser: number }
+): Promise<void> {
   await db.query(
     `WITH session AS (
        INSERT INTO sessions (id, user_id, expires_at, user_agent, address) VALUES ($1, $2, $3, $4, $5)
        RETURNING id, user_id
+     ), token AS (
+       INSERT INTO refresh_tokens (token_hash, family_id, user_id, expires_at)
+       SELECT $6::bytea, id, user_id, $7::timestamptz FROM session
+     ), device AS (
+       INSERT INTO devices (token_hash, user_id, expires_at) VALUES ($8, $2, $9)
+       ON CONFLICT (token_hash) DO UPDATE SET last_used_at = now(), expires_at = EXCLUDED.expires_at
+       WHERE devices.user_id = EXCLUDED.user_id
      )
-     INSERT INTO refresh_tokens (token_hash, family_id, user_id, expires_at)
-     SELECT $6::bytea, id, user_id, $7::timestamptz FROM session`,
-    [session.id, session.userId, session.expiresAt, session.userAgent, session.address, token.tokenHash, token.expiresAt])
+     DELETE FROM devices WHERE user_id = $2 AND token_hash <> $8 AND token_hash IN (
+       SELECT token_hash FROM devices WHERE user_id = $2 AND token_hash <> $8 ORDER BY last_used_at DESC OFFSET $10
+     )`,
+    [session.id, session.userId, session.expiresAt, session.userAgent, session.address, token.tokenHash, token.expiresAt,
+      device.tokenHash, device.expiresAt, Math.max(0, device.maxDevicesPerUser - 1)])
 }
 
 /** Locks the session for a refresh (NO KEY UPDATE: conflicts with a revocation and another refresh, not token inserts). */

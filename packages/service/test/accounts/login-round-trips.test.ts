@@ -13,8 +13,10 @@ import { waitFor } from '../helpers/wait.js'
 /** What each statement a login may send is, by its text; `other` fails every test that meets it. */
 function kindOf (text: string): string {
   if (/FROM users WHERE email/.test(text) && /login_failures/.test(text)) return 'look up user and failures'
-  if (/INSERT INTO sessions/.test(text) && /INSERT INTO refresh_tokens/.test(text)) return 'open session with token'
-  if (/^DELETE FROM login_failures WHERE scope = 'account'/.test(text)) return 'forget account failures'
+  if (/INSERT INTO sessions/.test(text) && /INSERT INTO refresh_tokens/.test(text) && /INSERT INTO devices/.test(text)) return 'open session with token and device'
+  if (/^\s*INSERT INTO login_failures AS f \(scope, key, failures, window_started_at, last_failure_at, checks\)/.test(text)) return 'claim a check'
+  if (/^\s*WITH before AS \(SELECT failures/.test(text) && /UPDATE login_failures/.test(text)) return 'forget account failures, give the claim back'
+  if (/^DELETE FROM login_failures WHERE scope = 'device'/.test(text)) return 'forget device failures'
   if (/^\s*INSERT INTO login_failures/.test(text)) return 'count failure'
   return `other: ${text.trim().slice(0, 60)}`
 }
@@ -25,48 +27,55 @@ describe('database round trips of a login', () => {
   after(async () => { await service.close() })
 
   /** A login, and the statements (by kind, in the order sent) and checkouts it took. */
-  const watchedLogin = async (email: string, password: string): Promise<{ response: JsonResponse, kinds: string[], checkouts: number }> => {
-    // The registration's mail goes out in the background, on the same pool: let it finish first
-    // (its last statement is the one that takes it out of `pending`).
+  const watchedLogin = async (email: string, password: string, headers: Record<string, string> = {}): Promise<{ response: JsonResponse, kinds: string[], checkouts: number }> => {
+    // The registration's mail, and an owner's alert after a throttling, go out in the background,
+    // on the same pool: let them finish first (a mail's last statement takes it out of `pending`).
+    await Promise.all([...service.app.auth.backgroundJobs])
     await waitFor('the registration mail handled', async () => (await service.db.pool.query("SELECT count(*)::int AS n FROM mail_outbox WHERE status = 'pending'")).rows[0].n === 0)
     const watch = watchStatements(service.db.pool)
     try {
-      const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })
+      const response = await request(service, 'POST', '/api/v1/auth/login', { body: { email, password }, headers })
       return { response, kinds: watch.texts.map(kindOf), checkouts: watch.checkouts }
     } finally {
       watch.stop()
     }
   }
 
-  it('a successful login sends two statements on two checkouts, no BEGIN or COMMIT', async () => {
+  it('a successful login from an unknown client: the lookup, the claim of a check, then its session and its outcome together; no BEGIN or COMMIT', async () => {
+    // The claim is the bound on checks under way shared by every process (db/login-throttle.ts
+    // claimCheck); the outcome gives it back. The session, its token and the device are one statement.
     const { email, password } = await registerUser(service)
-    const { response, kinds, checkouts } = await watchedLogin(email, password)
-    assert.equal(response.status, 200, JSON.stringify(response.body))
-    assert.deepEqual(kinds, ['look up user and failures', 'open session with token'])
-    assert.equal(checkouts, 2)
-    // The one statement wrote both rows: the refresh token it answered works.
-    const refreshed = await request(service, 'POST', '/api/v1/auth/refresh', { body: { refreshToken: response.body.refreshToken } })
-    assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body))
+    for (const [what, wrongFirst] of [['with no failures', false], ['after a failure', true]] as const) {
+      if (wrongFirst) assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password: 'not the password' } })).status, 401)
+      const { response, kinds, checkouts } = await watchedLogin(email, password)
+      assert.equal(response.status, 200, JSON.stringify(response.body))
+      assert.deepEqual(kinds.slice(0, 2), ['look up user and failures', 'claim a check'], what)
+      // Sent together: their order varies.
+      assert.deepEqual(kinds.slice(2).sort(), ['forget account failures, give the claim back', 'open session with token and device'], what)
+      assert.equal(checkouts, 4, what)
+      // The one statement wrote both rows: the refresh token it answered works.
+      const refreshed = await request(service, 'POST', '/api/v1/auth/refresh', { body: { refreshToken: response.body.refreshToken } })
+      assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body))
+    }
   })
 
-  it('a success after a failure also forgets the account\'s failures: one statement more', async () => {
+  it('a successful login from a known device claims nothing: the lookup, then its session and its own failures forgotten', async () => {
     const { email, password } = await registerUser(service)
-    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password: 'not the password' } })).status, 401)
-    const { response, kinds, checkouts } = await watchedLogin(email, password)
+    const device = (await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })).headers.get('tollbooth-device') ?? ''
+    const { response, kinds, checkouts } = await watchedLogin(email, password, { 'tollbooth-device': device })
     assert.equal(response.status, 200, JSON.stringify(response.body))
-    // The session and the reset are sent together: their order varies.
-    assert.deepEqual([...kinds].sort(), ['forget account failures', 'look up user and failures', 'open session with token'])
     assert.equal(kinds[0], 'look up user and failures')
+    assert.deepEqual(kinds.slice(1).sort(), ['forget device failures', 'open session with token and device'])
     assert.equal(checkouts, 3)
   })
 
-  it('a wrong password and an unknown email each send two: the lookup and the failure count', async () => {
+  it('a wrong password and an unknown email each send three: the lookup, the claim and the failure count (which gives the claim back)', async () => {
     const { email } = await registerUser(service)
     for (const tried of [email, uniqueEmail('nobody')]) {
       const { response, kinds, checkouts } = await watchedLogin(tried, 'not the password')
       assert.equal(response.status, 401, JSON.stringify(response.body))
-      assert.deepEqual(kinds, ['look up user and failures', 'count failure'])
-      assert.equal(checkouts, 2)
+      assert.deepEqual(kinds, ['look up user and failures', 'claim a check', 'count failure'])
+      assert.equal(checkouts, 3)
     }
   })
 

@@ -143,8 +143,9 @@ describe('re-hash on login', () => {
         assert.deepEqual([change.status, change.body.error.code], [403, 'CURRENT_PASSWORD_INCORRECT'])
         assert.ok(ms < 2000, `answered in ${ms.toFixed(0)} ms (cost 31 would take days)`)
         assert.equal(service.engine.stats().completed - before, 1, 'one dummy verify, as for a wrong password; the stored hash was not computed')
-        const { rows } = await db.pool.query<{ failures: number }>("SELECT failures FROM login_failures WHERE scope = 'account' AND key = $1", [email.toLowerCase()])
-        assert.deepEqual(rows.map((row) => row.failures), [1], 'counted as a failed check of the account')
+        const { sid } = JSON.parse(Buffer.from(String(body.accessToken).split('.')[1] ?? '', 'base64url').toString()) as { sid: string }
+        const { rows } = await db.pool.query<{ failures: number }>("SELECT failures FROM login_failures WHERE scope = 'device' AND key = $1", [`session:${sid}`])
+        assert.deepEqual(rows.map((row) => row.failures), [1], 'counted as a failed check of the signed-in session')
         const logged = lines.filter((line) => line.level === 50)
         assert.equal(logged.length, 1, JSON.stringify(lines))
         assert.equal(logged[0]?.code, code)

@@ -13,7 +13,7 @@ interface Signed { accessToken: string, refreshToken: string }
 describe('sessions and account routes', () => {
   let service: TestService
   // A long base delay: a throttled check stays throttled however slow the machine.
-  before(async () => { service = await startTestService({ config: { loginThrottleAccountFailures: 3, loginThrottleBaseDelaySeconds: 60 } }) })
+  before(async () => { service = await startTestService({ config: { loginThrottleAccountFailures: 3, loginThrottleDeviceFailures: 3, loginThrottleBaseDelaySeconds: 60 } }) })
   after(async () => { await service.close() })
 
   const login = async (email: string, password: string, headers: Record<string, string> = {}, from?: string): Promise<Signed> => {
@@ -80,14 +80,20 @@ describe('sessions and account routes', () => {
     assert.deepEqual(await me(stranger.body.accessToken as string), [200, undefined])
   })
 
+  /** The failures counted for the session of `accessToken` (its `sid` claim). */
+  const sessionFailures = async (accessToken: string): Promise<number[]> => {
+    const { sid } = JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()) as { sid: string }
+    const { rows } = await service.db.pool.query<{ failures: number }>("SELECT failures FROM login_failures WHERE scope = 'device' AND key = $1", [`session:${sid}`])
+    return rows.map((row) => row.failures)
+  }
+
   it('changes the password: the current session keeps working, every other ends; a wrong current password is 403 and a failed login', async () => {
     const { email, password } = await registerUser(service)
     const current = await login(email, password)
     const other = await login(email, password)
     const wrong = await request(service, 'POST', '/api/v1/me/password', { token: current.accessToken, body: { currentPassword: 'not the password', newPassword: 'a brand new passphrase' } })
     assert.deepEqual([wrong.status, wrong.body.error.code], [403, 'CURRENT_PASSWORD_INCORRECT'])
-    const { rows } = await service.db.pool.query<{ failures: number }>("SELECT failures FROM login_failures WHERE scope = 'account' AND key = $1", [email])
-    assert.equal(rows[0]?.failures, 1, 'counted as a failed login of the account')
+    assert.deepEqual(await sessionFailures(current.accessToken), [1], 'counted as a failed check of the signed-in session, a known client')
     assert.deepEqual(await me(other.accessToken), [200, undefined], 'a refused change ends nothing')
 
     const changed = await request(service, 'POST', '/api/v1/me/password', { token: current.accessToken, body: { currentPassword: password, newPassword: 'a brand new passphrase' } })
@@ -100,7 +106,7 @@ describe('sessions and account routes', () => {
     await login(email, 'a brand new passphrase')
   })
 
-  it('throttles password checks with login\'s rules: past the bound, 429 whatever the password', async () => {
+  it('throttles password checks with login\'s rules, by the session\'s own failures: past the bound, 429 whatever the password; the owner still signs in', async () => {
     const { email, password, body } = await registerUser(service)
     for (let i = 0; i < 3; i++) {
       const wrong = await request(service, 'DELETE', '/api/v1/me', { token: body.accessToken as string, body: { password: `wrong ${i}` } })
@@ -109,7 +115,8 @@ describe('sessions and account routes', () => {
     const throttled = await request(service, 'DELETE', '/api/v1/me', { token: body.accessToken as string, body: { password } })
     assert.deepEqual([throttled.status, throttled.body.error.code], [429, 'TOO_MANY_ATTEMPTS'])
     assert.ok(Number(throttled.headers.get('retry-after')) >= 1)
-    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })).status, 429, 'the same count as login')
+    // A stolen access token's guesses are the session's own: they cannot lock the owner out.
+    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })).status, 200, 'the account is not throttled by them')
     assert.deepEqual(await me(body.accessToken as string), [200, undefined], 'the account is still there')
   })
 

@@ -5,13 +5,21 @@
 import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import { lookUpLogin, readFailures, recordFailure, rememberDevice, type ThrottleKeys } from '../../src/db/login-throttle.js'
+import { lookUpLogin, readFailures, recordFailure, type ThrottleKeys } from '../../src/db/login-throttle.js'
+import { insertSessionWithToken } from '../../src/db/sessions.js'
 import { findUserByEmail, insertUser } from '../../src/db/users.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 
 describe('lookUpLogin: the user and the failure counts in one statement', () => {
   let db: TestDatabase
   before(async () => { db = await createTestDatabase() })
+
+  /** A sign-in's statement: a session, its refresh token and the device, as a login writes them. */
+  async function signIn (userId: string, device: Buffer, maxDevicesPerUser: number): Promise<void> {
+    const expiresAt = new Date(Date.now() + 60_000)
+    await insertSessionWithToken(db.pool, { id: randomUUID(), userId, expiresAt, userAgent: null, address: null }, { tokenHash: randomBytes(32), expiresAt }, { tokenHash: device, expiresAt, maxDevicesPerUser })
+  }
+
   after(async () => { await db.drop() })
 
   const keysOf = (email: string): { account: string, address: string } => ({ account: email, address: `address-${randomUUID()}` })
@@ -67,11 +75,30 @@ describe('lookUpLogin: the user and the failure counts in one statement', () => 
     const device = randomBytes(32)
     const keys = { ...keysOf(email), device: device.toString('hex') }
     assert.equal((await lookUpLogin(db.pool, email, keys, anywhere)).knownDevice, false, 'not remembered yet')
-    await rememberDevice(db.pool, { tokenHash: device, userId: user.id, expiresAt: new Date(Date.now() + 60_000) }, 50)
+    await signIn(user.id, device, 50)
     assert.equal((await lookUpLogin(db.pool, email, keys, anywhere)).knownDevice, true)
     assert.equal((await lookUpLogin(db.pool, other.email, { ...keys, account: other.email }, anywhere)).knownDevice, false, 'another account\'s device is no device of this one')
     await db.pool.query('UPDATE devices SET expires_at = now() - interval \'1 second\' WHERE token_hash = $1', [device])
     assert.equal((await lookUpLogin(db.pool, email, keys, anywhere)).knownDevice, false, 'expired')
+  })
+
+  it('a sign-in renews the device it came from, and keeps at most the bound of devices a user, the least recently used going first', async () => {
+    const user = await insertUser(db.pool, { email: `${randomUUID()}@example.com`, name: null, passwordHash: '$2b$04$abcdefghijklmnopqrstuv' })
+    assert.ok(user !== undefined)
+    const [first, second, third] = [randomBytes(32), randomBytes(32), randomBytes(32)]
+    await signIn(user.id, first, 2)
+    await signIn(user.id, second, 2)
+    await db.pool.query('UPDATE devices SET last_used_at = now() - interval \'1 hour\' WHERE token_hash = $1', [second])
+    await signIn(user.id, first, 2)
+    await signIn(user.id, third, 2)
+    const { rows } = await db.pool.query<{ token_hash: Buffer }>('SELECT token_hash FROM devices WHERE user_id = $1', [user.id])
+    assert.deepEqual(rows.map((row) => row.token_hash.toString('hex')).sort(), [first, third].map((token) => token.toString('hex')).sort(), 'the second, least recently used, gave way')
+    // Another user's sign-in with a token this user holds takes nothing of it.
+    const other = await insertUser(db.pool, { email: `${randomUUID()}@example.com`, name: null, passwordHash: '$2b$04$abcdefghijklmnopqrstuv' })
+    assert.ok(other !== undefined)
+    await signIn(other.id, first, 2)
+    const owner = await db.pool.query<{ user_id: string }>('SELECT user_id FROM devices WHERE token_hash = $1', [first])
+    assert.equal(owner.rows[0]?.user_id, user.id)
   })
 
   it('counts the accounts that opened a session from the address in the window', async () => {

@@ -274,6 +274,16 @@ describe('login throttle rules', () => {
     assert.deepEqual(decide({ account: count(1), address: count(100) }, t0, policy), { allowed: false, retryAfterMs: 1000, scopes: ['address'] })
     assert.deepEqual(decide({ account: count(6), address: count(100) }, t0, policy), { allowed: false, retryAfterMs: 2000, scopes: ['account', 'address'] })
   })
+
+  it('grows an address\'s bound with the accounts that signed in from it: an office behind one NAT is not refused by its own typos', () => {
+    // 100 free failures, and 10 more for each account that signed in from the address in the window.
+    assert.deepEqual(decide({ address: count(100) }, t0, policy), { allowed: false, retryAfterMs: 1000, scopes: ['address'] })
+    assert.deepEqual(decide({ address: count(100) }, t0, policy, 3), { allowed: true })
+    assert.deepEqual(decide({ address: count(129) }, t0, policy, 3), { allowed: true })
+    assert.deepEqual(decide({ address: count(130) }, t0, policy, 3), { allowed: false, retryAfterMs: 1000, scopes: ['address'] })
+    // The account's own bound does not grow with it.
+    assert.deepEqual(decide({ account: count(5), address: count(0) }, t0, policy, 3), { allowed: false, retryAfterMs: 1000, scopes: ['account'] })
+  })
 })
 
 describe('client address keys', () => {

@@ -70,7 +70,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountRoutesOptions> = as
     schema: {
       tags: ['users'],
       summary: 'Change the password; every other session ends, this one keeps working',
-      description: 'A wrong current password is 403 CURRENT_PASSWORD_INCORRECT and counts as a failed login (429 TOO_MANY_ATTEMPTS past the throttle\'s bound).',
+      description: 'A wrong current password is 403 CURRENT_PASSWORD_INCORRECT and is counted as a failure of the signed-in session, a known client (429 TOO_MANY_ATTEMPTS past its own bound, never the account\'s).',
       security: bearerAuth,
       body: ChangePasswordBody,
       response: { 204: Type.Null({ description: 'Changed' }), ...errors(400, 401, 403, 413, 415, 429, 503) },
@@ -85,7 +85,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<AccountRoutesOptions> = as
     schema: {
       tags: ['users'],
       summary: 'Delete the account and everything of it (sessions, tokens, posts), after checking the password',
-      description: 'A wrong password is 403 CURRENT_PASSWORD_INCORRECT and counts as a failed login (429 TOO_MANY_ATTEMPTS past the throttle\'s bound).',
+      description: 'A wrong password is 403 CURRENT_PASSWORD_INCORRECT and is counted as a failure of the signed-in session, a known client (429 TOO_MANY_ATTEMPTS past its own bound, never the account\'s).',
       security: bearerAuth,
       body: DeleteAccountBody,
       response: { 204: Type.Null({ description: 'Deleted' }), ...errors(400, 401, 403, 413, 415, 429, 503) },

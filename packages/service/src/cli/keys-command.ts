@@ -47,10 +47,24 @@ interface Command {
   json: boolean
 }
 
+/**
+ * A kid is a base64url thumbprint and may begin with '-' (one in 64 does), which parseArgs would
+ * take for a short option: every argument that is not a long option (and all after '--') is
+ * marked as a positional before parsing, since the command has no short options.
+ */
+function withKidsAsPositionals (argv: string[]): string[] {
+  const end = argv.indexOf('--')
+  const head = end === -1 ? argv : argv.slice(0, end)
+  const tail = end === -1 ? [] : argv.slice(end + 1)
+  const options = head.filter((arg) => arg.startsWith('--'))
+  const positionals = head.filter((arg) => !arg.startsWith('--'))
+  return [...options, '--', ...positionals, ...tail]
+}
+
 function parseCommand (argv: string[]): Command {
   let parsed
   try {
-    parsed = parseArgs({ args: argv, options: { now: { type: 'boolean' }, json: { type: 'boolean' } }, strict: true, allowPositionals: true })
+    parsed = parseArgs({ args: withKidsAsPositionals(argv), options: { now: { type: 'boolean' }, json: { type: 'boolean' } }, strict: true, allowPositionals: true })
   } catch (err) {
     throw new Refusal(`${(err as Error).message}\n\n${keysUsage}`, 2)
   }

@@ -35,9 +35,16 @@ export async function runMigrateCommand (argv: string[], env: NodeJS.ProcessEnv 
     process.stdout.write(`${JSON.stringify({ msg: applied.length === 0 ? 'migrations: nothing to apply' : 'migrations applied', applied, ...(runtimeRole === undefined ? {} : { runtimeRole }) })}\n`)
     return 0
   } catch (err) {
-    if (!isTollboothError(err, 'CONFIG_INVALID')) throw err
-    process.stderr.write(`tollbooth migrate: ${err.message}\n`)
-    return 1
+    if (isTollboothError(err, 'CONFIG_INVALID')) {
+      process.stderr.write(`tollbooth migrate: ${err.message}\n`)
+      return 1
+    }
+    // insufficient_privilege: run as a role that may not change the schema (the runtime role, say).
+    if ((err as { code?: string }).code === '42501') {
+      process.stderr.write(`tollbooth migrate: this database role may not change the schema (${(err as Error).message}): run it as the migration role, the schema's owner (docs/how-to/deploy.md)\n`)
+      return 1
+    }
+    throw err
   } finally {
     await pool.end()
   }

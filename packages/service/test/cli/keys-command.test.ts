@@ -97,6 +97,12 @@ describe('`tollbooth keys` with DATABASE_URL', () => {
     const unknown = await keysCommand(['retire', 'no-such-kid'], env)
     assert.equal(unknown.status, 1)
     assert.match(unknown.stderr, /no signing key has the kid "no-such-kid" \(tollbooth keys list shows them\)/)
+    // A thumbprint may begin with '-': it is a kid, not an option, with or without '--'.
+    for (const args of [['retire', '-w-no-such-kid'], ['retire', '--json', '-w-no-such-kid'], ['retire', '--', '-w-no-such-kid']]) {
+      const dashed = await keysCommand(args, env)
+      assert.equal(dashed.status, 1, `tollbooth keys ${args.join(' ')}: ${dashed.stderr}`)
+      assert.match(dashed.stderr, /no signing key has the kid "-w-no-such-kid"/)
+    }
 
     for (const command of [['list'], ['rotate'], ['retire', keys[0]?.kid ?? '']]) {
       const hs256 = await keysCommand(command, { ...env, TOLLBOOTH_JWT_ALGORITHM: 'HS256', TOLLBOOTH_JWT_SECRET: testJwtSecret })

@@ -126,4 +126,20 @@ describe('a migration role and a runtime role on one database (DATABASE_URL)', (
     assert.equal(owner.status, 1)
     assert.match(owner.stderr, /owns the schema or is a superuser/)
   })
+
+  it('`tollbooth migrate` run as the runtime role says to run it as the migration role, without a stack trace', async () => {
+    const fresh = `tb_roles_empty_${suffix}`
+    const admin = new pg.Client({ connectionString: adminDatabaseUrl() })
+    await admin.connect()
+    try {
+      await admin.query(`CREATE DATABASE ${fresh} OWNER ${names.migration}`)
+      const asRuntime = runMigrate({ ...process.env, DATABASE_URL: urlAs(adminDatabaseUrl(), names.runtime, passwords.runtime, fresh) })
+      assert.equal(asRuntime.status, 1)
+      assert.match(asRuntime.stderr, /may not change the schema.*migration role/)
+      assert.doesNotMatch(asRuntime.stderr, /\n\s+at /, 'no stack trace')
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${fresh} WITH (FORCE)`)
+      await admin.end()
+    }
+  })
 })

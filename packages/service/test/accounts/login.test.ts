@@ -57,10 +57,11 @@ describe('POST /api/v1/auth/login', () => {
       known.push(await timeOf(email))
       unknown.push(await timeOf(uniqueEmail('timing')))
     }
-    const median = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+    // Each one's fastest answer: a busy machine only adds to an answer, so the fastest of fifteen is
+    // the work itself (the hash and the round trips), where a median can still carry a preempted one.
     // Generous: the point is that the unknown email is not answered without a hash (which would be many times faster).
-    const ratio = median(unknown) / median(known)
-    assert.ok(ratio > 0.6 && ratio < 1.6, `median unknown/known time ratio ${ratio.toFixed(2)}`)
+    const ratio = Math.min(...unknown) / Math.min(...known)
+    assert.ok(ratio > 0.6 && ratio < 1.6, `fastest unknown/known time ratio ${ratio.toFixed(2)} (unknown ${unknown.map((ms) => ms.toFixed(0)).join(' ')} ms; known ${known.map((ms) => ms.toFixed(0)).join(' ')} ms)`)
   })
 
   it('rejects invalid bodies with 400 and no hash', async () => {

@@ -31,18 +31,20 @@ describe('verifyDummy (unknown accounts)', () => {
     assert.equal(events[0]?.kind, 'verify')
     assert.equal(events[0]?.outcome, 'ok')
 
-    // Same work as a real verify: compare medians, with a generous factor.
+    // Same work as a real verify. Each one's fastest run is compared, with a generous factor: a busy
+    // machine only ever adds to a run (a thread preempted mid-hash reads ten times slower), so the
+    // fastest of several is the work itself, where a median of a few can still be a preempted one.
     const dummyRuns: number[] = []
     const realRuns: number[] = []
-    for (let i = 0; i < 7; i++) {
+    for (let i = 0; i < 11; i++) {
       events.length = 0
       await engine.verifyDummy('whatever was typed')
       await engine.verify('wrong password', stored)
       dummyRuns.push(events[0]?.runMs ?? 0)
       realRuns.push(events[1]?.runMs ?? 0)
     }
-    const ratio = median(dummyRuns) / median(realRuns)
-    assert.ok(ratio > 0.25 && ratio < 4, `dummy ${median(dummyRuns).toFixed(2)} ms vs real ${median(realRuns).toFixed(2)} ms`)
+    const [dummy, real] = [Math.min(...dummyRuns), Math.min(...realRuns)]
+    assert.ok(dummy / real > 0.25 && dummy / real < 4, `fastest dummy ${dummy.toFixed(2)} ms vs fastest real ${real.toFixed(2)} ms (dummy runs ${dummyRuns.map((ms) => ms.toFixed(1)).join(' ')}; real ${realRuns.map((ms) => ms.toFixed(1)).join(' ')})`)
   })
 
   it('honours deadlines and cancellation like any request', async () => {

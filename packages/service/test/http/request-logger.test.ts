@@ -9,6 +9,7 @@ import { describe, it } from 'node:test'
 import type pino from 'pino'
 import { lazyChildLogger } from '../../src/http/logger.js'
 import { capturingLogger, request, startTestService } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
 
 /** A capturing logger whose child() calls are counted. */
 function countingLogger (level: string): { logger: pino.Logger, lines: Array<Record<string, unknown>>, children: () => number } {
@@ -67,7 +68,10 @@ describe("a request's child logger", () => {
     try {
       const before = debug.children()
       assert.equal((await request(service, 'GET', '/api/v1/me')).status, 401)
-      const completed = debug.lines.find((line) => line.msg === 'request completed' && line.url === '/api/v1/me')
+      // The line is written when the response has finished, which may be after the client has read it.
+      const completedLine = (): Record<string, unknown> | undefined => debug.lines.find((line) => line.msg === 'request completed' && line.url === '/api/v1/me')
+      await waitFor('the request\'s completed line', () => completedLine() !== undefined)
+      const completed = completedLine()
       assert.ok(completed !== undefined && typeof completed.reqId === 'string', `the request's line and its id: ${JSON.stringify(completed)}`)
       assert.equal(debug.children() - before, 1, 'at debug, the request wrote lines: one child')
 

@@ -3,6 +3,7 @@ import http from 'node:http'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
 import { registerUser, request, seedPolicy, startTestService, type TestService } from '../helpers/service.js'
+import { slowBcryptHash } from '../helpers/policies.js'
 import { waitFor } from '../helpers/wait.js'
 
 describe('under a login storm', () => {
@@ -56,23 +57,27 @@ describe('a client that hangs up', () => {
   after(async () => { await service.close() })
 
   it('has its queued hash cancelled before it costs anything', async () => {
-    const inEngine = (): number => service.engine.stats().running + service.engine.stats().queued
-    // Keep the single thread busy with three logins, then queue a fourth and hang up before it runs.
+    const stats = (): { running: number, queued: number } => service.engine.stats()
+    // The single thread held by a blocker (a verify of cost 14: a second or more, made in a millisecond),
+    // so three logins queue behind it whatever the machine's speed, then a fourth, which hangs up.
     const before = service.engine.stats()
+    const blocker = service.engine.verify('blocker', slowBcryptHash(14))
+    await waitFor('the blocker running', () => stats().running === 1, { intervalMs: 1 })
     const busy = Array.from({ length: 3 }, async () => await request(service, 'POST', '/api/v1/auth/login', { body: account }))
-    await waitFor('three logins in the engine', () => inEngine() === 3, { intervalMs: 1 })
+    await waitFor('three logins queued behind it', () => stats().queued === 3, { intervalMs: 1 })
     const body = JSON.stringify(account)
     const req = http.request(`${service.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } })
     req.on('error', () => {})
     req.end(body)
-    await waitFor('the fourth login queued', () => inEngine() === 4, { intervalMs: 1 })
+    await waitFor('the fourth login queued', () => stats().queued === 4, { intervalMs: 1 })
     req.destroy()
     await waitFor('the cancellation', () => service.engine.stats().cancelled > before.cancelled, { intervalMs: 1 })
+    assert.equal((await blocker).match, false)
     const statuses = (await Promise.all(busy)).map((r) => r.status)
     assert.deepEqual(statuses, [200, 200, 200])
     const afterStats = service.engine.stats()
     assert.equal(afterStats.cancelled - before.cancelled, 1, 'the abandoned login was removed from the queue')
-    assert.equal(afterStats.completed - before.completed, 3, 'only the three live logins cost a hash')
+    assert.equal(afterStats.completed - before.completed, 4, 'only the blocker and the three live logins cost a hash')
   })
 })
 

@@ -3,9 +3,9 @@
  * ignores a cgroup quota (a Kubernetes `limits.cpu`), where an oversized pool turns into
  * throttling (the k8s seed article). Synchronous: it runs once, reading a few pseudo-files.
  */
-import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { defaultCgroupRoot, defaultProcSelfCgroup, readMembership, readText, selfAndAncestors, v1Mount, type CgroupLocation } from './cgroup-files.js'
 
 type CpuBudgetSource = 'cgroup-v2' | 'cgroup-v1' | 'affinity' | 'cores'
 
@@ -17,58 +17,11 @@ export interface CpuBudget {
   source: CpuBudgetSource
 }
 
-export interface DetectCpuBudgetOptions {
-  /** Where the cgroup filesystems are mounted (tests pass a fake tree). */
-  cgroupRoot?: string | undefined
-  /** This process's cgroup membership file (tests pass a fake one). */
-  procSelfCgroup?: string | undefined
-}
+export type DetectCpuBudgetOptions = CgroupLocation
 
 interface Quota {
   cpus: number
   source: 'cgroup-v2' | 'cgroup-v1'
-}
-
-function readText (file: string): string | undefined {
-  try {
-    return fs.readFileSync(file, 'utf8')
-  } catch {
-    return undefined // no such controller, level or file: normal outside containers
-  }
-}
-
-/** `/a/b/c` -> ['/a/b/c', '/a/b', '/a', '/']: a limit on any ancestor applies to us too. */
-function selfAndAncestors (cgroupPath: string): string[] {
-  const levels: string[] = []
-  let current = path.posix.normalize('/' + cgroupPath)
-  for (;;) {
-    levels.push(current)
-    if (current === '/') return levels
-    current = path.posix.dirname(current)
-  }
-}
-
-interface Membership {
-  /** The v2 path (`0::/path`), when the unified hierarchy is present. */
-  unified: string | undefined
-  /** v1 lines: controllers -> path. */
-  v1: Array<{ controllers: string[], path: string }>
-}
-
-function readMembership (procSelfCgroup: string): Membership {
-  const membership: Membership = { unified: undefined, v1: [] }
-  for (const line of (readText(procSelfCgroup) ?? '').split('\n')) {
-    // hierarchy-ID:controller-list:cgroup-path (the path may itself contain ':')
-    const first = line.indexOf(':')
-    const second = line.indexOf(':', first + 1)
-    if (first === -1 || second === -1) continue
-    const hierarchy = line.slice(0, first)
-    const controllers = line.slice(first + 1, second)
-    const cgroupPath = line.slice(second + 1)
-    if (hierarchy === '0' && controllers === '') membership.unified = cgroupPath
-    else membership.v1.push({ controllers: controllers.split(','), path: cgroupPath })
-  }
-  return membership
 }
 
 /** v2 `cpu.max`: "max 100000" (no limit) or "150000 100000" (1.5 CPUs). */
@@ -88,8 +41,7 @@ function v2Quota (cgroupRoot: string, cgroupPath: string): number | undefined {
 /** v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us` under the cpu controller's mount; -1 is "no limit". */
 function v1Quota (cgroupRoot: string, controllers: string[], cgroupPath: string): number | undefined {
   // The mount is named after the co-mounted controllers (`cpu,cpuacct`), often with a `cpu` symlink.
-  const mounts = [controllers.join(','), 'cpu', 'cpu,cpuacct', 'cpuacct,cpu']
-  const mount = mounts.map((name) => path.join(cgroupRoot, name)).find((dir) => fs.existsSync(dir))
+  const mount = v1Mount(cgroupRoot, controllers, ['cpu', 'cpu,cpuacct', 'cpuacct,cpu'])
   if (mount === undefined) return undefined
   let lowest: number | undefined
   for (const level of selfAndAncestors(cgroupPath)) {
@@ -115,7 +67,7 @@ function cgroupQuota (cgroupRoot: string, procSelfCgroup: string): Quota | undef
 
 /** The smallest of the cgroup quota (v2, v1, every ancestor), the affinity mask and the core count; at least 1. */
 export function detectCpuBudget (options: DetectCpuBudgetOptions = {}): CpuBudget {
-  const { cgroupRoot = '/sys/fs/cgroup', procSelfCgroup = '/proc/self/cgroup' } = options
+  const { cgroupRoot = defaultCgroupRoot, procSelfCgroup = defaultProcSelfCgroup } = options
   const cores = Math.max(1, os.cpus().length)
   // Honours sched_setaffinity / taskset / cpuset on Linux.
   const affinity = Math.max(1, os.availableParallelism())

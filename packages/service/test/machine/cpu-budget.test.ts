@@ -3,31 +3,15 @@ import { execFile, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { after, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { promisify } from 'node:util'
 import { detectCpuBudget, type CpuBudget } from '../../src/machine/index.js'
+import { fakeCgroupTree as fakeTree } from './fake-cgroup.js'
 
 const execFileAsync = promisify(execFile)
 const indexUrl = new URL('../../src/hashing/index.js', import.meta.url).href
 const affinity = os.availableParallelism()
 const uncapped: CpuBudget = { cpus: affinity, quota: undefined, source: affinity < os.cpus().length ? 'affinity' : 'cores' }
-
-const scratch: string[] = []
-after(() => { for (const dir of scratch) fs.rmSync(dir, { recursive: true, force: true }) })
-
-/** A fake cgroup filesystem (files relative to its root) and a fake /proc/self/cgroup. */
-function fakeTree (procSelfCgroup: string, files: Record<string, string>): { cgroupRoot: string, procSelfCgroup: string } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-cgroup-'))
-  scratch.push(dir)
-  const cgroupRoot = path.join(dir, 'sys-fs-cgroup')
-  fs.mkdirSync(cgroupRoot)
-  for (const [file, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(cgroupRoot, file)), { recursive: true })
-    fs.writeFileSync(path.join(cgroupRoot, file), text + '\n')
-  }
-  fs.writeFileSync(path.join(dir, 'proc-self-cgroup'), procSelfCgroup)
-  return { cgroupRoot, procSelfCgroup: path.join(dir, 'proc-self-cgroup') }
-}
 
 /** What a quota of `quota` CPUs gives on this machine: rounded up, never above affinity. */
 function capped (quota: number, source: 'cgroup-v1' | 'cgroup-v2'): CpuBudget {

@@ -8,15 +8,16 @@ import { performance } from 'node:perf_hooks'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { createError, isTollboothError, type TollboothError } from '../errors.js'
-import { detectCpuBudget, type CpuBudget } from '../machine/index.js'
+import { detectCpuBudget, detectMemoryBudget, type CpuBudget } from '../machine/index.js'
 import type { ExecutorFactory, ExecutorSettings, HashExecutor, HashTask, HashWork } from './executor.js'
 import { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './hashers/index.js'
 import { inspectStoredHash, validatePolicy, type StoredHash } from './limits.js'
+import { describeMemoryMisfit, formatBytes, poolMemoryMisfit, storedMemoryBound, type StoredMemoryBound } from './memory-fit.js'
 import { refusalOutcome, TollboothPool } from './pool.js'
 import { storedDiffersFromPolicy } from './rehash.js'
 import { AdmissionTicket, type AdmissionRequest } from './ticket.js'
 import type {
-  HashFaultLog, HashOptions, HashPolicy, HashPoolStats, HashRequest, HashTaskEvent, HashTaskKind, HashTicket, PasswordEngine, PasswordEngineOptions, VerifyResult,
+  HashFaultLog, HashOptions, HashPolicy, HashPoolMemory, HashPoolStats, HashRequest, HashTaskEvent, HashTaskKind, HashTicket, PasswordEngine, PasswordEngineOptions, VerifyResult,
 } from './types.js'
 import { abortSignalSchema, admissionTicketSchema, firstFault } from './validate.js'
 import { nextMeanRunMs } from './wait-calibration.js'
@@ -37,6 +38,7 @@ interface FilledEngineOptions {
   maxQueue: number
   threadNice: number
   cpuBudget: CpuBudget
+  memory: HashPoolMemory
   log: HashFaultLog | undefined
 }
 
@@ -44,6 +46,7 @@ interface FilledEngineOptions {
 const EngineOptions = TypeCompiler.Compile(Type.Object({
   policy: Type.Optional(Type.Unknown()),
   threads: Type.Optional(Type.Integer({ minimum: 1, maximum: maxThreads })),
+  memoryBudgetBytes: Type.Optional(Type.Integer({ minimum: 1 })),
   maxQueue: Type.Optional(Type.Integer({ minimum: 0, maximum: maxQueueLimit })),
   threadNice: Type.Optional(Type.Integer({ minimum: 0, maximum: 19 })),
   cpu: Type.Optional(Type.Object({
@@ -87,12 +90,24 @@ function fillEngineOptions (options: unknown): FilledEngineOptions {
   validatePolicy(checked.policy)
   const cpuBudget = detectCpuBudget(checked.cpu)
   const threads = Math.min(checked.threads ?? cpuBudget.cpus, maxThreads)
+  const budgetBytes = checked.memoryBudgetBytes ?? detectMemoryBudget().hashBytes
+  const misfit = poolMemoryMisfit(checked.policy, threads, budgetBytes)
+  if (misfit !== undefined) {
+    throw createError('CONFIG_INVALID', describeMemoryMisfit(misfit, {
+      threads: 'options.threads',
+      budget: `the memory budget of ${formatBytes(budgetBytes)} (options.memoryBudgetBytes)`,
+      argon2MemoryKiB: 'policy.argon2.memoryKiB',
+      scryptN: 'policy.scrypt.N',
+      largerBudget: 'a larger options.memoryBudgetBytes',
+    }), { field: 'memoryBudgetBytes' })
+  }
   return {
     policy: frozenPolicy(checked.policy),
     threads,
     maxQueue: checked.maxQueue ?? threads * defaultQueuePerThread,
     threadNice: checked.threadNice ?? defaultThreadNice,
     cpuBudget,
+    memory: { budgetBytes, perThreadBytes: storedMemoryBound(threads, budgetBytes).perThreadBytes },
     log: checked.log,
   }
 }
@@ -136,6 +151,9 @@ class Engine implements PasswordEngine {
   readonly policy: HashPolicy
   readonly strategy: string
   readonly cpuBudget: CpuBudget
+  readonly memory: HashPoolMemory
+  /** A stored hash above one thread's share of the memory budget is refused before it is queued. */
+  private readonly storedMemoryBound: StoredMemoryBound
   private dummyHash = ''
   /** Mean run time of a verify of the current policy: how long a mismatch against an outdated hash is made to take. */
   private policyVerifyMs = 0
@@ -144,6 +162,8 @@ class Engine implements PasswordEngine {
     this.policy = options.policy
     this.strategy = executor.strategy
     this.cpuBudget = options.cpuBudget
+    this.memory = options.memory
+    this.storedMemoryBound = storedMemoryBound(options.threads, options.memory.budgetBytes)
   }
 
   /** One dummy hash of the policy (seeds the mean run time), then one verify per thread. */
@@ -183,7 +203,7 @@ class Engine implements PasswordEngine {
     checkRequest(password, options)
     let stored: StoredHash
     try {
-      stored = inspectStoredHash(storedHash)
+      stored = inspectStoredHash(storedHash, this.storedMemoryBound)
     } catch (err) {
       this.refuseInput('verify', err)
     }

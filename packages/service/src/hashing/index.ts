@@ -1,10 +1,14 @@
 /** The password engine's one face: everything outside hashing/ imports from here. */
 export * from './types.js'
 export { createPasswordEngine } from './engine.js'
-export { defaultPolicy, validatePolicy, hashLimits, type Bound } from './limits.js'
+export { defaultPolicy, validatePolicy, hashLimits, storedHashWithinBounds, type Bound, type StoredHash, type StoredHashCheck } from './limits.js'
+export {
+  describeMemoryMisfit, formatBytes, hashMemoryBytes, largestMemoryParam, policyHashParams, poolMemoryMisfit, storedMemoryBound,
+  type HashParams, type MisfitNames, type PoolMemoryMisfit, type StoredMemoryBound,
+} from './memory-fit.js'
 export { needsRehash } from './rehash.js'
 export { answerReserveMs, hashDeadlineAt } from './ticket.js'
-export { detectCpuBudget, type CpuBudget } from '../machine/index.js'
+export { detectCpuBudget, detectMemoryBudget, hashShareOf, type CpuBudget, type MemoryBudget } from '../machine/index.js'
 
 // For executors other than tollbooth's pool (the lab's harness reproduces the seed articles'):
 // the interface the engine runs work on, and the parts every executor counts and hashes with.

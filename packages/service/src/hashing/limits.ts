@@ -3,12 +3,14 @@
  * (an import, a compromised admin tool, an SQL injection elsewhere chooses its cost): a `$2b$31$`
  * bcrypt hash or a 4 GiB argon2 hash would take a thread for hours or the process's memory. So
  * every stored hash is bounded on the main thread before it is queued, and the policy by the same
- * numbers, so every hash we make is one we accept.
+ * numbers, so every hash we make is one we accept. The pool's memory budget bounds a stored
+ * hash's memory further (memory-fit.ts `StoredMemoryBound`).
  */
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { createError, type ErrorCode } from '../errors.js'
+import { createError, isTollboothError, type ErrorCode } from '../errors.js'
 import { parseArgon2, parseBcrypt, parseScrypt } from './hashers/index.js'
+import { formatBytes, hashMemoryBytes, largestMemoryParam, type StoredMemoryBound } from './memory-fit.js'
 import { hashAlgorithms, type Argon2Params, type BcryptParams, type HashPolicy, type ScryptParams } from './types.js'
 import { firstFault } from './validate.js'
 
@@ -106,12 +108,24 @@ function checkScrypt (params: ScryptParams, refuse: Refuse, prefix: string): voi
   if (128 * params.N * params.r > limits.memoryBytes.max) refuse(`${prefix}N`, params.N, { min: 2, max: maxN, reason: `at r=${params.r}: ${limits.memoryBytes.reason}` })
 }
 
-/** Parses and bounds a stored hash: `HASH_FORMAT_UNKNOWN` when not one of ours, `HASH_PARAMS_OUT_OF_BOUNDS` when its cost is absurd. */
-export function inspectStoredHash (stored: string): StoredHash {
-  if (typeof stored !== 'string') throw createError('HASH_FORMAT_UNKNOWN', 'The stored hash is not a string')
-  if (stored.length > hashLimits.storedLength.max) {
-    throw createError('HASH_FORMAT_UNKNOWN', `The stored hash is ${stored.length} characters long: ${hashLimits.storedLength.reason}`)
+/** Refuses a stored hash that would hold more than one thread's share of the budget, naming the parameter to blame. */
+function checkStoredMemory (stored: StoredHash, bound: StoredMemoryBound): void {
+  const bytes = hashMemoryBytes(stored)
+  if (bytes <= bound.perThreadBytes) return
+  const reason = `${bound.reason}, so one verify may hold at most ${formatBytes(bound.perThreadBytes)}`
+  switch (stored.algorithm) {
+    case 'argon2id':
+      refuseStored('argon2 memoryKiB', stored.params.memoryKiB, { min: 8 * stored.params.parallelism, max: largestMemoryParam('argon2id', bound.perThreadBytes, 1) ?? 0, reason })
+      break
+    case 'scrypt':
+      refuseStored('scrypt N', stored.params.N, { min: 2, max: largestMemoryParam('scrypt', bound.perThreadBytes, stored.params.r) ?? 0, reason: `at r=${stored.params.r}: ${reason}` })
+      break
+    case 'bcrypt':
+      refuseStored('bcrypt state in bytes', bytes, { min: 0, max: bound.perThreadBytes, reason })
   }
+}
+
+function parseStoredHash (stored: string): StoredHash {
   if (stored.startsWith('$argon2id$')) {
     const parsed = parseArgon2(stored)
     checkArgon2(parsed.params, refuseStored, 'argon2 ')
@@ -132,6 +146,40 @@ export function inspectStoredHash (stored: string): StoredHash {
     return { algorithm: 'scrypt', params: parsed.params }
   }
   throw createError('HASH_FORMAT_UNKNOWN', 'The stored hash has no known algorithm prefix')
+}
+
+/**
+ * Parses and bounds a stored hash: `HASH_FORMAT_UNKNOWN` when not one of ours,
+ * `HASH_PARAMS_OUT_OF_BOUNDS` when its cost is absurd or it would hold more than `memoryBound`.
+ */
+export function inspectStoredHash (stored: string, memoryBound?: StoredMemoryBound): StoredHash {
+  if (typeof stored !== 'string') throw createError('HASH_FORMAT_UNKNOWN', 'The stored hash is not a string')
+  if (stored.length > hashLimits.storedLength.max) {
+    throw createError('HASH_FORMAT_UNKNOWN', `The stored hash is ${stored.length} characters long: ${hashLimits.storedLength.reason}`)
+  }
+  const parsed = parseStoredHash(stored)
+  if (memoryBound !== undefined) checkStoredMemory(parsed, memoryBound)
+  return parsed
+}
+
+export type StoredHashCheck =
+  | { ok: true, stored: StoredHash }
+  | { ok: false, code: 'HASH_FORMAT_UNKNOWN' | 'HASH_PARAMS_OUT_OF_BOUNDS', reason: string }
+
+/**
+ * The check a verify makes before it queues a stored hash, as a value rather than a throw: for
+ * whoever judges hashes before they are stored (an import), so a hash the service would refuse is
+ * never stored. `memoryBound`: the running pool's (`storedMemoryBound(threads, budgetBytes)`);
+ * without it, the fixed bounds alone. Parses only, never hashes.
+ */
+export function storedHashWithinBounds (stored: string, memoryBound?: StoredMemoryBound): StoredHashCheck {
+  try {
+    return { ok: true, stored: inspectStoredHash(stored, memoryBound) }
+  } catch (err) {
+    if (isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) return { ok: false, code: 'HASH_FORMAT_UNKNOWN', reason: err.message }
+    if (isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS')) return { ok: false, code: 'HASH_PARAMS_OUT_OF_BOUNDS', reason: err.message }
+    throw err
+  }
 }
 
 function configError (field: string, message: string): never {

@@ -113,11 +113,18 @@ export interface HashPoolStats {
   admissionChecks: number
 }
 
+/** The memory the hash threads may hold together, and each thread's share: the most a verify may hold. */
+export interface HashPoolMemory {
+  budgetBytes: number
+  perThreadBytes: number
+}
+
 export interface PasswordEngine {
   readonly policy: HashPolicy
   /** `tollbooth`, or the name of the executor the engine was given instead. */
   readonly strategy: string
   readonly cpuBudget: CpuBudget
+  readonly memory: HashPoolMemory
   /**
    * Admission, decided once: a ticket holding a place in the queue, or the refusal a `kind` request
    * would get now, not yet counted (`refuse` counts the answer given). Synchronous and cheap.
@@ -154,6 +161,12 @@ export interface PasswordEngineOptions {
   policy: HashPolicy
   /** Worker threads, 1 to 256. Default: the CPU budget (`detectCpuBudget()`). */
   threads?: number
+  /**
+   * What the threads may hold together, in bytes: threads × the policy's hash must fit, and a
+   * stored hash above one thread's share is refused unrun. Default: the hash threads' share of the
+   * process's memory limit (`detectMemoryBudget()`).
+   */
+  memoryBudgetBytes?: number
   /** Requests allowed to wait for a thread, 0 to 1,000,000. Default: threads × 64. */
   maxQueue?: number
   /** The hash threads' nice value, 0 to 19 (Linux only). Default 10: the event loop and PostgreSQL get a core first. */

@@ -9,7 +9,9 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { createError, isTollboothError } from '../errors.js'
 import { parseKeyEncryptionKey } from '../keys/index.js'
-import { validatePolicy, type HashPolicy } from '../hashing/index.js'
+import { detectCpuBudget, validatePolicy, type HashPolicy } from '../hashing/index.js'
+import { readHashCalibration } from './hash-calibration.js'
+import { checkHashMemory, parseHashMemoryBudget, resolveHashMemoryBudget } from './hash-memory.js'
 import { settings, type Config, type FlatConfig, type Setting, type TrustProxy } from './settings.js'
 
 function parseValue (setting: Setting, raw: string, origin: string): unknown {
@@ -67,6 +69,8 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   }
 
   const flat: Record<string, unknown> = {}
+  /** Settings neither a flag nor the environment gave: a calibration's values may take their place. */
+  const defaulted = new Set<Setting>()
   for (const setting of settings) {
     const fromFlag = parsed.values[setting.flag]
     if (setting.secret === true && fromFlag !== undefined) throw secretFlagRefused(setting)
@@ -75,9 +79,15 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
       flat[setting.key] = parseValue(setting, String(fromFlag), 'flag')
     } else if (fromEnv !== undefined && fromEnv !== '') {
       flat[setting.key] = parseValue(setting, fromEnv, 'environment variable')
-    } else if (setting.defaultValue !== undefined) {
-      flat[setting.key] = parseValue(setting, setting.defaultValue, 'default')
+    } else {
+      defaulted.add(setting)
+      if (setting.defaultValue !== undefined) flat[setting.key] = parseValue(setting, setting.defaultValue, 'default')
     }
+  }
+  const calibration = readHashCalibration(path.resolve(String(overrides.dataDir ?? flat.dataDir)))
+  for (const [env, value] of Object.entries(calibration?.settings ?? {})) {
+    const setting = settings.find((s) => s.env === env)
+    if (setting !== undefined && defaulted.has(setting)) flat[setting.key] = parseValue(setting, value, calibration?.file ?? '')
   }
   Object.assign(flat, overrides)
   // Its default depends on where the database is: a link in a deployment's log is a leaked secret.
@@ -115,7 +125,7 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     throw createError('CONFIG_INVALID', `TOLLBOOTH_LOGIN_THROTTLE_MAX_DELAY_SECONDS (${c.loginThrottleMaxDelaySeconds}) must not exceed TOLLBOOTH_LOGIN_THROTTLE_WINDOW_SECONDS (${c.loginThrottleWindowSeconds}): a wait never outlasts the window it counts in`)
   }
 
-  const { hashAlgorithm, bcryptCost, argon2MemoryKiB, argon2TimeCost, argon2Parallelism, scryptN, scryptR, scryptP, ...rest } = c
+  const { hashAlgorithm, bcryptCost, argon2MemoryKiB, argon2TimeCost, argon2Parallelism, scryptN, scryptR, scryptP, hashMemoryBudget, ...rest } = c
   const hashPolicy: HashPolicy = {
     algorithm: hashAlgorithm,
     argon2: { memoryKiB: argon2MemoryKiB, timeCost: argon2TimeCost, parallelism: argon2Parallelism },
@@ -123,7 +133,15 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     scrypt: { N: scryptN, r: scryptR, p: scryptP },
   }
   checkPolicy(hashPolicy)
-  return { ...rest, dataDir: path.resolve(c.dataDir), hashPolicy }
+  const hashMemoryBudgetBytes = checkHashMemory(hashPolicy, resolveHashMemoryBudget(parseHashMemoryBudget(hashMemoryBudget)), hashProcesses(c))
+  return { ...rest, dataDir: path.resolve(c.dataDir), hashPolicy, hashMemoryBudgetBytes, hashCalibrationFile: calibration?.file }
+}
+
+/** The processes `serve` runs and the hash threads in each, as process/worker-budget.ts splits the CPU budget. */
+function hashProcesses (c: Pick<FlatConfig, 'hashThreads' | 'workers'>): { processes: number, threadsPerProcess: number } {
+  const cpus = Math.max(1, c.hashThreads ?? detectCpuBudget().cpus)
+  const processes = c.workers === 0 ? cpus : Math.max(1, c.workers)
+  return { processes, threadsPerProcess: Math.max(1, Math.floor(cpus / processes)) }
 }
 
 function secretFlagRefused (setting: Setting): Error {

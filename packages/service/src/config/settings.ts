@@ -8,9 +8,15 @@ const databaseStatementKinds = ['named', 'unnamed'] as const
 type DatabaseStatements = typeof databaseStatementKinds[number]
 
 /** The hash settings arrive flat (one variable each) and leave grouped as a HashPolicy. */
-type FlatHashSettings = 'hashAlgorithm' | 'bcryptCost' | 'argon2MemoryKiB' | 'argon2TimeCost' | 'argon2Parallelism' | 'scryptN' | 'scryptR' | 'scryptP'
+type FlatHashSettings = 'hashAlgorithm' | 'bcryptCost' | 'argon2MemoryKiB' | 'argon2TimeCost' | 'argon2Parallelism' | 'scryptN' | 'scryptR' | 'scryptP' | 'hashMemoryBudget'
 
-export type Config = Omit<FlatConfig, FlatHashSettings> & { hashPolicy: HashPolicy }
+export type Config = Omit<FlatConfig, FlatHashSettings> & {
+  hashPolicy: HashPolicy
+  /** What one process's hash threads may hold together (TOLLBOOTH_HASH_MEMORY_BUDGET resolved, split between `--workers`). */
+  hashMemoryBudgetBytes: number
+  /** The `tollbooth calibrate --write` file whose settings are the hash defaults here; undefined: none. */
+  hashCalibrationFile: string | undefined
+}
 
 type Kind = 'string' | 'int' | 'bool' | 'enum'
 
@@ -59,6 +65,8 @@ export interface FlatConfig {
   hashThreads: number | undefined
   hashMaxQueue: number | undefined
   hashThreadNice: number
+  /** TOLLBOOTH_HASH_MEMORY_BUDGET as given: a share of the memory limit (`50%`) or a size (`512MiB`). */
+  hashMemoryBudget: string
   /** `serve --workers`: processes on one port sharing the CPU budget (process/cluster.ts); 0: one per CPU. 1: one process. */
   workers: number
   loginDeadlineMs: number
@@ -161,6 +169,7 @@ export const settings: readonly Setting[] = [
   { key: 'scryptP', tier: 'tuning', env: 'TOLLBOOTH_SCRYPT_P', flag: 'scrypt-p', kind: 'int', defaultValue: '1', min: 1, max: 16, description: 'scrypt parallelism p.' },
   { key: 'hashThreads', tier: 'tuning', env: 'TOLLBOOTH_HASH_THREADS', flag: 'hash-threads', kind: 'int', defaultValue: undefined, min: 1, max: 256, description: 'Hash worker threads. Unset: the CPU this process really has (cgroup quota, affinity, cores).' },
   { key: 'hashMaxQueue', tier: 'tuning', env: 'TOLLBOOTH_HASH_MAX_QUEUE', flag: 'hash-max-queue', kind: 'int', defaultValue: undefined, min: 1, max: 1000000, description: 'Hard cap on queued hash requests. Unset: the engine default (64 per thread).' },
+  { key: 'hashMemoryBudget', tier: 'tuning', env: 'TOLLBOOTH_HASH_MEMORY_BUDGET', flag: 'hash-memory-budget', kind: 'string', defaultValue: '50%', description: 'What the hash threads may hold together: a share of the process\'s memory limit (the lowest of the cgroup v2 memory.max, the cgroup v1 memory.limit_in_bytes and the machine\'s memory), as 50%, or a size, as 512MiB or 2GiB; `--workers` processes share it. A start where threads × one hash\'s memory (argon2 m KiB, scrypt 128·N·r bytes, bcrypt about 4 KiB) would not fit is refused, with what fits; a stored hash that would hold more than one thread\'s share is refused unrun.' },
   { key: 'hashThreadNice', tier: 'tuning', env: 'TOLLBOOTH_HASH_THREAD_NICE', flag: 'hash-thread-nice', kind: 'int', defaultValue: '10', min: 0, max: 19, description: 'Nice value of the hash threads (Linux): they yield a core to the event loop and PostgreSQL whenever those need it, and use every cycle left. 0: the same priority as the rest.' },
   { key: 'workers', tier: 'operator', env: 'TOLLBOOTH_WORKERS', flag: 'workers', kind: 'string', defaultValue: '1', description: 'Processes serving HTTP on one port (node:cluster), sharing one CPU budget: each runs tollbooth\'s pool with max(1, floor(budget / workers)) hash threads. 1: one process (no cluster). `auto` or 0: one per CPU of the budget.' },
   { key: 'loginDeadlineMs', tier: 'operator', env: 'TOLLBOOTH_LOGIN_DEADLINE_MS', flag: 'login-deadline-ms', kind: 'int', defaultValue: '2000', min: 1, max: 600000, description: 'When the answer to a login is due, from its arrival: one not expected to get a hash thread within half the time it has left (a margin for the threads slowing down while it waits) is answered 503 with Retry-After at once.' },

@@ -162,6 +162,7 @@ export async function startService (config: Config, options: StartServiceOptions
       policy: config.hashPolicy,
       ...(config.hashThreads === undefined ? {} : { threads: config.hashThreads }),
       ...(config.hashMaxQueue === undefined ? {} : { maxQueue: config.hashMaxQueue }),
+      memoryBudgetBytes: config.hashMemoryBudgetBytes,
       threadNice: config.hashThreadNice,
       log: new ThrottledFaultLog(log.child({ component: 'hashing' })),
     }, harness?.createExecutor)
@@ -171,6 +172,8 @@ export async function startService (config: Config, options: StartServiceOptions
       threads: stats.threads,
       cpuBudget: engine.cpuBudget,
       algorithm: config.hashPolicy.algorithm,
+      memory: engine.memory,
+      ...(config.hashCalibrationFile === undefined ? {} : { calibration: config.hashCalibrationFile }),
       meanHashMs: Math.round(stats.meanRunMs * 10) / 10,
     }, `hash pool: ${stats.threads} thread(s) from the CPU budget (${engine.cpuBudget.source}${config.hashThreads === undefined ? '' : ', overridden by config'})`)
 

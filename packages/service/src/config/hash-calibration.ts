@@ -50,3 +50,20 @@ export function readHashCalibration (dataDir: string): { file: string, settings:
   }
   return { file, settings: settings as Record<string, string> }
 }
+
+export interface HashCalibrationFile {
+  /** Variable -> value, as text (what the environment would hold). */
+  settings: Record<string, string>
+  /** What was measured, for the reader of the file; the service reads `settings` only. */
+  measured: unknown
+}
+
+/** Writes the file atomically (a start never reads half of it); returns its path. */
+export function writeHashCalibration (dataDir: string, calibration: HashCalibrationFile): string {
+  const file = hashCalibrationPath(dataDir)
+  fs.mkdirSync(dataDir, { recursive: true })
+  const partial = `${file}.${process.pid}.tmp`
+  fs.writeFileSync(partial, JSON.stringify(calibration, null, 2) + '\n')
+  fs.renameSync(partial, file)
+  return file
+}

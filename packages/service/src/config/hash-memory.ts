@@ -39,10 +39,10 @@ function limitName (limit: MemoryBudget): string {
   return limit.source === 'machine' ? `the machine's memory (${formatBytes(limit.limitBytes)})` : `the ${limit.source} memory limit (${formatBytes(limit.limitBytes)})`
 }
 
-/** The budget of the whole process tree, from the setting and the detected limit. */
-export function resolveHashMemoryBudget (spec: HashMemorySpec, limit: MemoryBudget = detectMemoryBudget()): HashMemoryBudget {
-  if ('percent' in spec) return { bytes: hashShareOf(limit.limitBytes, spec.percent), origin: `TOLLBOOTH_HASH_MEMORY_BUDGET=${spec.percent}% of ${limitName(limit)}` }
-  return { bytes: spec.bytes, origin: `TOLLBOOTH_HASH_MEMORY_BUDGET=${formatBytes(spec.bytes)}` }
+/** The budget of the whole process tree, from the setting (named `settingName` in messages) and the detected limit. */
+export function resolveHashMemoryBudget (spec: HashMemorySpec, settingName = 'TOLLBOOTH_HASH_MEMORY_BUDGET', limit: MemoryBudget = detectMemoryBudget()): HashMemoryBudget {
+  if ('percent' in spec) return { bytes: hashShareOf(limit.limitBytes, spec.percent), origin: `${settingName}=${spec.percent}% of ${limitName(limit)}` }
+  return { bytes: spec.bytes, origin: `${settingName}=${formatBytes(spec.bytes)}` }
 }
 
 /** How `serve --workers` splits a CPU budget (process/worker-budget.ts): processes, and hash threads in each. */

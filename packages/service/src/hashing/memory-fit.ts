@@ -120,10 +120,10 @@ export function storedMemoryBound (threads: number, budgetBytes: number): Stored
   }
 }
 
-/** `4 KiB`, `768 MiB`, `1 GiB`, `1536 MiB`, `1.5 MiB`: GiB when whole or from 16 GiB, else MiB, one decimal at most. */
+/** `4 KiB`, `768 MiB`, `1 GiB`, `11.8 GiB`, `1.5 MiB`: the largest unit that leaves at least 1, one decimal at most. */
 export function formatBytes (bytes: number): string {
   const shown = (value: number, unit: string): string => `${Number.isInteger(value) ? value : value.toFixed(1)} ${unit}`
-  if (bytes >= GiB && (bytes % GiB === 0 || bytes >= 16 * GiB)) return shown(bytes / GiB, 'GiB')
+  if (bytes >= GiB) return shown(bytes / GiB, 'GiB')
   if (bytes >= MiB) return shown(bytes / MiB, 'MiB')
   if (bytes >= KiB) return shown(bytes / KiB, 'KiB')
   return `${bytes} bytes`

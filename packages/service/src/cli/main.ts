@@ -4,6 +4,7 @@
  */
 import { configHelp } from '../config/index.js'
 import { isTollboothError } from '../errors.js'
+import { runCalibrateCommand } from './calibrate-command.js'
 import { packageVersion } from '../paths.js'
 import { runKeysCommand } from './keys-command.js'
 import { runLabCommand } from './lab-command.js'
@@ -17,6 +18,7 @@ Usage:
   tollbooth migrate             apply the pending migrations to DATABASE_URL (the migration role), grant TOLLBOOTH_RUNTIME_ROLE
                                 (or --runtime-role) the rows, then exit (a deployment's migration step)
   tollbooth keys list | rotate [--now] | retire KID   the access-token signing keys (tollbooth keys --help)
+  tollbooth calibrate [--algorithm A] [--target-ms MS] [--write]   the hash parameters for this machine (tollbooth calibrate --help)
   tollbooth lab ...             the load lab, when @tollbooth/lab is installed: run, knee, compare, scale, report, scenarios (tollbooth lab --help)
   tollbooth --help | --version
 
@@ -45,6 +47,10 @@ async function main (argv: string[]): Promise<void> {
   }
   if (command === 'keys') {
     process.exitCode = await runKeysCommand(rest)
+    return
+  }
+  if (command === 'calibrate') {
+    process.exitCode = await runCalibrateCommand(rest)
     return
   }
   if (command === 'lab') {

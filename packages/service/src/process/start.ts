@@ -9,7 +9,7 @@ import type pino from 'pino'
 import type pg from 'pg'
 import type { Config } from '../config/index.js'
 import { type EmbeddedDatabase, ThrottledFaultLog, createDatabasePool } from '../db/index.js'
-import { createPasswordEngine, type ExecutorFactory, type PasswordEngine } from '../hashing/index.js'
+import { createPasswordEngine, policyHashParams, type ExecutorFactory, type PasswordEngine } from '../hashing/index.js'
 import { missingHashMallocEnv } from '../machine/index.js'
 import { packageVersion } from '../paths.js'
 import { addAcceptors, type Acceptors } from './acceptors.js'
@@ -172,6 +172,7 @@ export async function startService (config: Config, options: StartServiceOptions
       threads: stats.threads,
       cpuBudget: engine.cpuBudget,
       algorithm: config.hashPolicy.algorithm,
+      params: policyHashParams(config.hashPolicy).params,
       memory: engine.memory,
       ...(config.hashCalibrationFile === undefined ? {} : { calibration: config.hashCalibrationFile }),
       meanHashMs: Math.round(stats.meanRunMs * 10) / 10,

@@ -6,7 +6,8 @@
 import type pg from 'pg'
 import type { Config } from '../config/index.js'
 import { createError } from '../errors.js'
-import { DatabaseKeySource, FileKeySource, KeyRing, type KeySource, type RingLog, parseKeyEncryptionKey, persistedKeyEncryptionKey } from '../keys/index.js'
+import { DatabaseKeySource, FileKeySource, KeyRing, type KeySource, type RingLog } from '../keys/index.js'
+import { openKeyEncryptionKey } from './key-encryption-key.js'
 import { createAccessTokens, createSignedAccessTokens, type AccessTokens } from './tokens.js'
 
 export interface OpenAccessTokensOptions {
@@ -17,6 +18,8 @@ export interface OpenAccessTokensOptions {
   log: RingLog
   /** Wall clock, epoch ms: when keys activate and expire (tests move it). */
   now: () => number
+  /** The key-encryption key (key-encryption-key.ts), shared with the TOTP secrets; default: opened here. */
+  keyEncryptionKey?: () => Buffer | undefined
 }
 
 export interface OpenedAccessTokens {
@@ -25,14 +28,11 @@ export interface OpenedAccessTokens {
   keyRing: KeyRing | undefined
 }
 
-/** The KEK from the setting (or its _FILE, read by loadConfig), or (development, the embedded database) the data folder. */
-function keyEncryptionKey (config: Config, log: RingLog): Buffer {
-  if (config.keyEncryptionKey !== undefined) return parseKeyEncryptionKey(config.keyEncryptionKey, 'TOLLBOOTH_KEY_ENCRYPTION_KEY')
-  // loadConfig refuses DATABASE_URL without a KEK; here is the embedded database (or a
-  // cluster worker of it, which shares the data folder).
-  const persisted = persistedKeyEncryptionKey(config.dataDir)
-  if (persisted.created) log.warn({ file: persisted.file }, 'access tokens: no TOLLBOOTH_KEY_ENCRYPTION_KEY set; generated one into the data folder (mode 600) to seal the signing keys. Fine for development; in production set TOLLBOOTH_KEY_ENCRYPTION_KEY (or _FILE) on every replica.')
-  return persisted.key
+/** loadConfig refuses DATABASE_URL without a KEK where signing keys live in the database; the embedded database has its data folder's. */
+function requiredKeyEncryptionKey (key: () => Buffer | undefined): Buffer {
+  const opened = key()
+  if (opened === undefined) throw createError('CONFIG_INVALID', 'TOLLBOOTH_KEY_ENCRYPTION_KEY is required to keep signing keys in the database', { field: 'TOLLBOOTH_KEY_ENCRYPTION_KEY' })
+  return opened
 }
 
 export async function openAccessTokens (options: OpenAccessTokensOptions): Promise<OpenedAccessTokens> {
@@ -49,7 +49,7 @@ export async function openAccessTokens (options: OpenAccessTokensOptions): Promi
   } else {
     source = new DatabaseKeySource({
       db,
-      keyEncryptionKey: keyEncryptionKey(config, log),
+      keyEncryptionKey: requiredKeyEncryptionKey(options.keyEncryptionKey ?? (() => openKeyEncryptionKey(config, log))),
       rotation: {
         alg,
         rotationMs: config.signingKeyRotationSeconds * 1000,

@@ -85,6 +85,11 @@ export class AccountService {
     this.deps.log.info({ event: 'password_changed', userId: user.id, address: context.ticket.client, sessionsEnded: ended.length }, 'password changed')
   }
 
+  /** The caller's password given again (a factor's removal): login's rules, as for a password change. Throws CURRENT_PASSWORD_INCORRECT or TOO_MANY_ATTEMPTS. */
+  async confirmPassword (caller: Caller, password: string, context: HashedRequest): Promise<void> {
+    await this.verifyPassword(caller, await this.user(caller), password, context)
+  }
+
   private async user (caller: Caller): Promise<UserWithHash> {
     const user = await findUserById(this.deps.db, caller.userId)
     if (user === undefined) throw createError('AUTH_SESSION_ENDED')

@@ -3,12 +3,13 @@
  * Every database change of one request happens in one transaction (or one statement,
  * atomic on its own), so a failure leaves nothing half-written.
  */
+import { timingSafeEqual } from 'node:crypto'
 import { isIP } from 'node:net'
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError } from '../errors.js'
 import type { PasswordEngine } from '../hashing/index.js'
-import { withTransaction, type Queryable, isForeignKeyViolation, findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User, findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated, insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession, resetAccountFailures, resetDeviceFailures, countRegistration, type ThrottleKeys, lookUpLogin, type LoginLookup } from '../db/index.js'
+import { withTransaction, type Queryable, isForeignKeyViolation, findUserById, insertUser, lockUserKeyShare, publicUser, replacePasswordHash, type User, findTokenFamily, insertRefreshToken, lockRefreshToken, markRotated, insertSessionWithToken, lockSessionForRefresh, revokeSession, touchSession, resetAccountFailures, resetDeviceFailures, countRegistration, type ThrottleKeys, lookUpLogin, type LoginLookup, insertLoginChallenge, spendLoginChallenge, findLoginChallenge, revokeAllSessionIds, type ChallengePurpose, type LoginChallengeRow, type SecondFactors } from '../db/index.js'
 import { addressKey, liveFailures, type LoginThrottlePolicy } from './login-throttle.js'
 import { deviceTokenHash, maxDevicesPerUser, newDeviceToken } from './devices.js'
 import type { ChecksUnderWay } from './checks-under-way.js'
@@ -16,12 +17,13 @@ import {
   hashAcceptedPassword, passwordCheckRules, recordFailedCheck, startPasswordCheck, verifyDummyForms, verifyPasswordForms,
   type HashedRequest, type PasswordCheckLog, type PasswordCheckRules,
 } from './password-check.js'
-import { hashRefreshToken, newRefreshToken, newTokenFamily, type AccessTokens, type NewRefreshToken } from './tokens.js'
+import { hashRefreshToken, newRefreshToken, newTokenFamily, randomToken, secretTokenHash, type AccessTokens, type NewRefreshToken } from './tokens.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
 import { mailboxKey } from '../mail/index.js'
 import type { AccountMailService } from './account-mail-service.js'
 import { openSuccessor, sealSuccessor } from './refresh-successor.js'
 import type { SessionCheck } from './session-check.js'
+import { issueRecoveryCodes, type CodeMethod, type SecondFactorCheck, type VerifiedFactor } from './second-factor-check.js'
 
 export interface AuthResult {
   user: ReturnType<typeof publicUser>
@@ -35,6 +37,38 @@ export interface SignedIn {
   result: AuthResult
   deviceToken: string
 }
+
+/** The methods a second step may use (the passkey sign-in adds `passkey`). */
+export type SecondStepMethod = CodeMethod
+
+/**
+ * A password login's answer for an account with a second factor (or, with the second factor
+ * required, without one: `enrolmentRequired`): no tokens, a challenge for the second step.
+ */
+export interface SecondStepChallenge {
+  mfaRequired: true
+  enrolmentRequired?: true
+  challenge: string
+  methods: SecondStepMethod[]
+  /** Seconds the challenge stays valid. */
+  expiresIn: number
+}
+
+export type LoginOutcome = SignedIn | { challenge: SecondStepChallenge }
+
+/** What a second step records of its request in the session it opens. */
+export interface SignInRequest {
+  userAgent?: string | undefined
+  client?: string | undefined
+  /** The device token the client presented (devices.ts), if any. */
+  deviceToken?: string | undefined
+}
+
+/** TOLLBOOTH_SECOND_FACTOR: `allowed` (enrolled accounts use it), `required` (every account), `off` (never asked). */
+export type SecondFactorMode = 'allowed' | 'required' | 'off'
+
+/** How long a second step may take after the password. */
+export const challengeTtlSeconds = 300
 
 /** Registrations one client address, and one registered address, may send in a window. */
 interface RegisterThrottlePolicy {
@@ -74,11 +108,21 @@ export interface AuthServiceDeps {
    * in cannot tell whether the registration created the account.
    */
   unverifiedLogin?: 'allow' | 'refuse' | 'hide'
+  /** TOLLBOOTH_SECOND_FACTOR and the checks of second-factor codes. */
+  secondFactor: { mode: SecondFactorMode, check: SecondFactorCheck }
 }
 
 /** The client address a session records: an IP address or nothing (behind a proxy, X-Forwarded-For is the client's text). */
 function sessionAddress (client: string | undefined): string | null {
   return client !== undefined && isIP(client) !== 0 ? client : null
+}
+
+/** A password sign-in's methods (RFC 8176). */
+const passwordAmr: readonly string[] = ['pwd']
+
+/** What a session records of a hashed request. */
+function signInRequest (context: HashedRequest): SignInRequest {
+  return { userAgent: context.userAgent, client: context.ticket.client }
 }
 
 /** Why a login failed, for the security log (never sent to the client: it would tell accounts apart). */
@@ -98,17 +142,19 @@ export class AuthService {
 
   constructor (private readonly deps: AuthServiceDeps) {}
 
-  /** Opens a session and its first refresh token in one statement: on the pool (a login) or in a transaction (register). */
-  /** A session, its first refresh token and the client's device (remembered, or renewed), in one statement. */
-  private async openSession (db: Queryable, user: User, context: HashedRequest, device: { hash: Buffer }): Promise<AuthResult> {
+  /**
+   * A session, its first refresh token and the client's device (remembered, or renewed), in one
+   * statement: on the pool (a login), or in a transaction (register, a second step). `amr`: how it signed in.
+   */
+  private async openSession (db: Queryable, user: User, context: SignInRequest, device: { hash: Buffer }, amr: readonly string[]): Promise<AuthResult> {
     const sessionId = newTokenFamily()
     const expiresAt = new Date(Date.now() + this.deps.sessionMaxLifetimeSeconds * 1000)
     const refresh = newRefreshToken()
     await insertSessionWithToken(db,
-      { id: sessionId, userId: user.id, expiresAt, userAgent: context.userAgent ?? null, address: sessionAddress(context.ticket.client) },
+      { id: sessionId, userId: user.id, expiresAt, userAgent: context.userAgent ?? null, address: sessionAddress(context.client), amr },
       { tokenHash: refresh.tokenHash, expiresAt: this.tokenExpiresAt(expiresAt) },
       { tokenHash: device.hash, expiresAt: this.deviceExpiresAt(), maxDevicesPerUser })
-    return this.result(user, sessionId, refresh.token)
+    return this.result(user, sessionId, refresh.token, amr)
   }
 
   /** A new refresh token's end: its own lifetime or the session's end, whichever comes first. */
@@ -122,10 +168,10 @@ export class AuthService {
     return refresh
   }
 
-  private result (user: User, sessionId: string, refreshToken: string): AuthResult {
+  private result (user: User, sessionId: string, refreshToken: string, amr: readonly string[]): AuthResult {
     return {
       user: publicUser(user),
-      accessToken: this.deps.accessTokens.sign(user.id, sessionId),
+      accessToken: this.deps.accessTokens.sign(user.id, sessionId, amr),
       refreshToken,
       expiresIn: this.deps.accessTokens.ttlSeconds,
     }
@@ -164,7 +210,7 @@ export class AuthService {
       const user = await insertUser(client, { email, name: input.name ?? null, passwordHash })
       if (user === undefined) throw createError('EMAIL_TAKEN', undefined, { field: 'email' })
       await this.deps.accountMail?.queueVerification(client, user)
-      return await this.openSession(client, user, context, device)
+      return await this.openSession(client, user, signInRequest(context), device, passwordAmr)
     })
     this.deps.accountMail?.mailQueued()
     return { result, deviceToken: device.token }
@@ -195,7 +241,7 @@ export class AuthService {
    * judged by that device's own failures; any other by the email's (known or not) and the
    * address's, so an unknown account answers the same and a guess past the bound costs no CPU.
    */
-  async login (input: { email: string, password: string }, context: HashedRequest): Promise<SignedIn> {
+  async login (input: { email: string, password: string }, context: HashedRequest): Promise<LoginOutcome> {
     const email = normaliseEmail(input.email)
     // Malformed text is refused before anything costs: no hash, no query.
     const forms = passwordForms(input.password)
@@ -207,7 +253,7 @@ export class AuthService {
     // The throttle's counts and the device come with the user, in the same statement: one round trip.
     const read = async (): Promise<LoginLookup> => await lookUpLogin(this.deps.db, email, lookupKeys, { sessionAddress: sessionAddress(ticket.client), windowStartedAfter })
     const rules = passwordCheckRules(this.deps, ticket)
-    const { found: { user, knownDevice }, keys, end: endCheck } = await startPasswordCheck(read, keysOf, rules, this.loginLog)
+    const { found: { user, knownDevice, secondFactors }, keys, end: endCheck } = await startPasswordCheck(read, keysOf, rules, this.loginLog)
     try {
       if (user === undefined) {
         // As many verifies as a wrong password of this input costs: same status, body and time.
@@ -221,12 +267,22 @@ export class AuthService {
         this.deps.log.info({ event: 'login_refused_unverified', userId: user.id, address: lookupKeys.address }, 'login refused: email not verified')
         throw createError('EMAIL_NOT_VERIFIED')
       }
+      const secondStep = this.secondStepPurpose(secondFactors)
+      if (secondStep !== undefined) {
+        // The password step is over (its success recorded); the sign-in waits for the second.
+        const [challenge] = await Promise.all([
+          this.issueChallenge(user.id, secondStep, secondFactors, knownDevice ? device : undefined),
+          this.recordSuccess(keys, rules).finally(endCheck),
+        ])
+        if (verified.needsRehash || verified.form !== forms[0]) this.rehashInBackground(user.id, user.passwordHash, forms[0])
+        return { challenge }
+      }
       const deviceToken = knownDevice && context.deviceToken !== undefined ? { token: context.deviceToken, hash: device ?? Buffer.alloc(0) } : newDeviceToken()
       // The session with the device, and the throttle's outcome, each its own statement: holding
       // the failure row while waiting on the user row would invert an account deletion's lock order
       // (db/accounts.ts). The check ends once its outcome is written, not after the session.
       const [result] = await Promise.all([
-        this.openSession(this.deps.db, user, context, deviceToken).catch((err: unknown) => {
+        this.openSession(this.deps.db, user, signInRequest(context), deviceToken, passwordAmr).catch((err: unknown) => {
           // The account was deleted since the lookup: answered as its absence would be, not a 500.
           if (!isForeignKeyViolation(err)) throw err
           this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: lookupKeys.address }, 'login of an account deleted meanwhile')
@@ -242,6 +298,91 @@ export class AuthService {
       // A check that ended without a verdict (refused, its client gone) gives its lease back here.
       if (keys.account !== undefined) void rules.lease?.release(keys.account).catch((err: unknown) => { this.deps.log.warn({ err }, 'a password check\'s lease was not given back: it runs out at its deadline') })
     }
+  }
+
+  /** Whether a login whose password matched needs a second step: the account has a factor, or must enrol one. */
+  private secondStepPurpose (factors: SecondFactors): ChallengePurpose | undefined {
+    const { mode } = this.deps.secondFactor
+    if (mode === 'off') return undefined
+    if (factors.totp) return 'second_factor'
+    return mode === 'required' ? 'enrol' : undefined
+  }
+
+  /** A challenge for the second step, kept as its SHA-256 in PostgreSQL (every replica can complete it). */
+  private async issueChallenge (userId: string, purpose: ChallengePurpose, factors: SecondFactors, knownDeviceHash: Buffer | undefined): Promise<SecondStepChallenge> {
+    const token = randomToken()
+    await insertLoginChallenge(this.deps.db, {
+      tokenHash: secretTokenHash(token), userId, purpose, amr: passwordAmr, deviceHash: knownDeviceHash ?? null,
+      expiresAt: new Date(this.now() + challengeTtlSeconds * 1000),
+    })
+    if (purpose === 'enrol') return { mfaRequired: true, enrolmentRequired: true, challenge: token, methods: ['totp'], expiresIn: challengeTtlSeconds }
+    const methods: SecondStepMethod[] = ['totp']
+    if (factors.recoveryCodesLeft > 0) methods.push('recovery_code')
+    return { mfaRequired: true, challenge: token, methods, expiresIn: challengeTtlSeconds }
+  }
+
+  /** The user of a live challenge of `purpose`, without spending it; LOGIN_CHALLENGE_INVALID otherwise. */
+  async challengeUser (challenge: string, purpose: ChallengePurpose): Promise<string> {
+    const row = await findLoginChallenge(this.deps.db, secretTokenHash(challenge), new Date(this.now()))
+    if (row?.purpose !== purpose) throw createError('LOGIN_CHALLENGE_INVALID')
+    return row.userId
+  }
+
+  /**
+   * The second step with a code: a TOTP code or a recovery code for a second-factor challenge; for
+   * an enrolment challenge, the first code of the TOTP secret enrolled with it, which confirms it
+   * and answers the new recovery codes too. Throttled per account (second-factor-check.ts).
+   */
+  async completeWithCode (input: { challenge: string, method: CodeMethod, code: string }, context: SignInRequest): Promise<SignedIn & { recoveryCodes?: string[] }> {
+    if (this.deps.secondFactor.mode === 'off') throw createError('SECOND_FACTOR_DISABLED')
+    const tokenHash = secretTokenHash(input.challenge)
+    const challenge = await findLoginChallenge(this.deps.db, tokenHash, new Date(this.now()))
+    if (challenge === undefined) throw createError('LOGIN_CHALLENGE_INVALID')
+    const enrolling = challenge.purpose === 'enrol'
+    if (enrolling && input.method !== 'totp') throw createError('SECOND_FACTOR_NOT_FOUND', 'An enrolment challenge is completed by the first code of the TOTP secret enrolled with it')
+    const { check } = this.deps.secondFactor
+    let recoveryCodes: string[] | undefined
+    let ended: string[] = []
+    const signedIn = await check.check(challenge.userId, input.method, input.code, async (client, factor) => {
+      // A new factor: the account's other sessions end, and its recovery codes are made now.
+      const enrol = async (): Promise<void> => {
+        ended = await revokeAllSessionIds(client, challenge.userId, { reason: 'second_factor_changed' })
+        recoveryCodes = await issueRecoveryCodes(client, check, challenge.userId)
+      }
+      return await this.completeInTransaction(client, tokenHash, challenge.userId, factor, context, enrolling ? enrol : undefined)
+    }, { pendingTotp: enrolling })
+    this.deps.sessions.forget(ended)
+    if (enrolling) this.deps.log.info({ event: 'second_factor_added', userId: challenge.userId, method: 'totp', sessionsEnded: ended.length }, 'TOTP enrolled at sign-in')
+    return recoveryCodes === undefined ? signedIn : { ...signedIn, recoveryCodes }
+  }
+
+  /**
+   * Completes a second-factor challenge with a factor the caller verified already (a passkey's
+   * assertion for the challenge's user): the challenge and the factor spent, the session opened,
+   * in one transaction. LOGIN_CHALLENGE_INVALID for a challenge spent, expired or of another user.
+   */
+  async completeWithFactor (challenge: string, userId: string, factor: VerifiedFactor, context: SignInRequest): Promise<SignedIn> {
+    if (this.deps.secondFactor.mode === 'off') throw createError('SECOND_FACTOR_DISABLED')
+    return await withTransaction(this.deps.db, async (client) => await this.completeInTransaction(client, secretTokenHash(challenge), userId, factor, context))
+  }
+
+  /** Spends the challenge (only the user's, of a second factor unless `beforeSession` enrols) and the factor, then opens the session. */
+  private async completeInTransaction (client: Queryable, tokenHash: Buffer, userId: string, factor: VerifiedFactor, context: SignInRequest, beforeSession?: () => Promise<void>): Promise<SignedIn> {
+    const row: LoginChallengeRow | undefined = await spendLoginChallenge(client, tokenHash, new Date(this.now()))
+    if (row === undefined || row.userId !== userId || (row.purpose === 'enrol') !== (beforeSession !== undefined)) throw createError('LOGIN_CHALLENGE_INVALID')
+    await factor.spend(client)
+    const user = await findUserById(client, userId)
+    if (user === undefined) throw createError('LOGIN_CHALLENGE_INVALID')
+    await beforeSession?.()
+    // The device the password step came from stays known; any other client gets a new device token.
+    const presented = context.deviceToken === undefined ? undefined : deviceTokenHash(context.deviceToken)
+    const device = presented !== undefined && row.deviceHash !== null && timingSafeEqual(presented, row.deviceHash) && context.deviceToken !== undefined
+      ? { token: context.deviceToken, hash: presented }
+      : newDeviceToken()
+    const amr = [...new Set([...row.amr, factor.amr, 'mfa'])]
+    const result = await this.openSession(client, user, context, device, amr)
+    this.deps.log.info({ event: 'second_factor_passed', userId, amr }, 'sign-in completed with a second factor')
+    return { result, deviceToken: device.token }
   }
 
   /**
@@ -345,7 +486,7 @@ export class AuthService {
           : undefined
         if (successor !== undefined) {
           await touchSession(client, session.id)
-          return { result: this.result(user, session.id, successor) }
+          return { result: this.result(user, session.id, successor, session.amr) }
         }
         // A rotated token came back after the window: stolen or replayed. Revoke the session (committed).
         await revokeSession(client, session.userId, session.id, 'refresh_token_reused')
@@ -354,7 +495,7 @@ export class AuthService {
       const next = await this.insertToken(client, user.id, session.id, session.expiresAt)
       await markRotated(client, row.id, sealSuccessor(refreshToken, next.token))
       await touchSession(client, session.id)
-      return { result: this.result(user, session.id, next.token) }
+      return { result: this.result(user, session.id, next.token, session.amr) }
     })
     if ('result' in outcome) return outcome.result
     if (outcome.error === 'AUTH_REFRESH_TOKEN_REUSED') {

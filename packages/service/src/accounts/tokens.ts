@@ -17,14 +17,16 @@ const maxClockSkewSeconds = 60
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const requiredClaims = ['exp', 'iat', 'iss', 'sub', 'aud', 'sid']
 
-/** What a verified access token says: whose it is and which session it belongs to. */
+/** What a verified access token says: whose it is, which session it belongs to, how its session signed in (`amr`, RFC 8176). */
 export interface AccessClaims {
   userId: string
   sessionId: string
+  amr: string[]
 }
 
 export interface AccessTokens {
-  sign (userId: string, sessionId: string): string
+  /** `amr`: the session's authentication methods (`pwd`, `otp`, `mfa`, ...; sessions.amr). */
+  sign (userId: string, sessionId: string, amr: readonly string[]): string
   /** The token's user and session ids; throws AUTH_TOKEN_INVALID. A promise only when its `kid` is unknown (the ring reloads). */
   verify (token: string): AccessClaims | Promise<AccessClaims>
   ttlSeconds: number
@@ -41,7 +43,7 @@ function verifiedClaims (verifier: (token: string) => unknown, token: string, tt
   } catch (err) {
     throw createError('AUTH_TOKEN_INVALID', undefined, { cause: err })
   }
-  const { sub, sid, aud, iat, exp } = payload as { sub?: unknown, sid?: unknown, aud?: unknown, iat?: unknown, exp?: unknown }
+  const { sub, sid, aud, iat, exp, amr } = payload as { sub?: unknown, sid?: unknown, aud?: unknown, iat?: unknown, exp?: unknown, amr?: unknown }
   // Signed by us but not naming a user id we issue (a leaked key, a token of another service).
   if (typeof sub !== 'string' || !uuidPattern.test(sub)) throw createError('AUTH_TOKEN_INVALID')
   if (typeof sid !== 'string' || !uuidPattern.test(sid)) throw createError('AUTH_TOKEN_INVALID')
@@ -49,7 +51,7 @@ function verifiedClaims (verifier: (token: string) => unknown, token: string, tt
   if (typeof iat !== 'number' || typeof exp !== 'number' || !Number.isFinite(iat) || !Number.isFinite(exp)) throw createError('AUTH_TOKEN_INVALID')
   if (iat > Date.now() / 1000 + maxClockSkewSeconds) throw createError('AUTH_TOKEN_INVALID')
   if (exp - iat > ttlSeconds) throw createError('AUTH_TOKEN_INVALID')
-  return { userId: sub, sessionId: sid }
+  return { userId: sub, sessionId: sid, amr: Array.isArray(amr) ? amr.filter((method): method is string => typeof method === 'string') : [] }
 }
 
 /** fast-jwt checks these (its cache keeps a verified payload until its exp); verifiedClaims checks the rest every time. */
@@ -64,7 +66,7 @@ export function createAccessTokens (secret: string, ttlSeconds: number): AccessT
   const verifier = createVerifier({ key: secret, algorithms: ['HS256'], ...verifierOptions })
   return {
     ttlSeconds,
-    sign: (userId, sessionId) => signer({ sub: userId, sid: sessionId }),
+    sign: (userId, sessionId, amr) => signer({ sub: userId, sid: sessionId, amr: [...amr] }),
     verify: (token) => verifiedClaims(verifier, token, ttlSeconds),
   }
 }
@@ -90,7 +92,7 @@ function tokenKid (token: string): string | undefined {
   }
 }
 
-type Signer = (payload: { sub: string, sid: string }) => string
+type Signer = (payload: { sub: string, sid: string, amr: string[] }) => string
 type Verifier = (token: string) => unknown
 
 /**
@@ -110,7 +112,7 @@ export function createSignedAccessTokens (ring: KeyRing, ttlSeconds: number): Ac
   }
   return {
     ttlSeconds,
-    sign (userId, sessionId) {
+    sign (userId, sessionId, amr) {
       const key = ring.signing
       let signer = signers.get(key)
       if (signer === undefined) {
@@ -118,7 +120,7 @@ export function createSignedAccessTokens (ring: KeyRing, ttlSeconds: number): Ac
         signer = createSigner({ key: key.privatePem, algorithm: key.alg, kid: key.kid, ...signerOptions(ttlSeconds) })
         signers.set(key, signer)
       }
-      return signer({ sub: userId, sid: sessionId })
+      return signer({ sub: userId, sid: sessionId, amr: [...amr] })
     },
     verify (token) {
       const kid = tokenKid(token)

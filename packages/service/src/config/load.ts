@@ -112,6 +112,9 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     if (c.jwtAlgorithm !== 'HS256' && c.signingKeyFile === undefined && c.keyEncryptionKey === undefined) {
       throw createError('CONFIG_INVALID', `TOLLBOOTH_KEY_ENCRYPTION_KEY (or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE) is required with DATABASE_URL and TOLLBOOTH_JWT_ALGORITHM=${c.jwtAlgorithm}: it seals the signing keys shared by every replica (or give the key as TOLLBOOTH_SIGNING_KEY_FILE, or set TOLLBOOTH_JWT_ALGORITHM=HS256 with TOLLBOOTH_JWT_SECRET)`, { field: 'TOLLBOOTH_KEY_ENCRYPTION_KEY' })
     }
+    if (c.secondFactor === 'required' && c.keyEncryptionKey === undefined) {
+      throw createError('CONFIG_INVALID', 'TOLLBOOTH_KEY_ENCRYPTION_KEY (or _FILE) is required with DATABASE_URL and TOLLBOOTH_SECOND_FACTOR=required: it seals the TOTP secrets every account must enrol', { field: 'TOLLBOOTH_KEY_ENCRYPTION_KEY' })
+    }
   }
   checkTokenSettings(c)
   if (c.adminPort !== undefined && c.adminPort !== 0 && c.adminPort === c.port) {

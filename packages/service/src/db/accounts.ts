@@ -12,6 +12,9 @@ const userRows: ReadonlyArray<{ table: string, column: string }> = [
   { table: 'refresh_tokens', column: 'user_id' },
   { table: 'sessions', column: 'user_id' },
   { table: 'account_tokens', column: 'user_id' },
+  { table: 'login_challenges', column: 'user_id' },
+  { table: 'recovery_codes', column: 'user_id' },
+  { table: 'totp_factors', column: 'user_id' },
 ]
 
 /**

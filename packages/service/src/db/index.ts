@@ -14,7 +14,7 @@ export {
   findTokenFamily, insertRefreshToken, insertSessionWithToken, isSessionLive, listLiveSessions, lockRefreshToken, lockSessionForRefresh, markRotated, revokeAllSessionIds, revokeSession, touchSession,
 } from './sessions.js'
 export {
-  claimCheck, countRegistration, forgetDevices, lookUpLogin, markAlerted, readFailures, recordFailure, releaseCheck, resetAccountFailures, resetDeviceFailures,
+  claimCheck, countRegistration, forgetDevices, lockFailureRow, lookUpLogin, markAlerted, readFailures, recordFailure, releaseCheck, resetAccountFailures, resetDeviceFailures,
   type FailureCount, type FailureCounts, type LoginLookup, type ThrottleClock, type ThrottleKeys, type ThrottleScope,
 } from './login-throttle.js'
 export { insertAccountToken, isLiveAccountToken, issueTokenWithMail, mintMailLinkToken, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose } from './account-tokens.js'
@@ -24,3 +24,7 @@ export {
 export { insertPost, listPosts } from './posts.js'
 export { changeSigningKeys, listenForSigningKeyChanges, listSigningKeys, signingKeysChannel, type StoredSigningKey } from './signing-keys.js'
 export { purgeBatch, purgeTargets, type PurgeTarget } from './purge.js'
+export {
+  confirmedFactors, deleteRecoveryCodes, deleteTotpFactor, findLoginChallenge, findTotpFactor, insertLoginChallenge, putPendingTotp, recoveryCodesSummary, replaceRecoveryCodes, spendLoginChallenge, spendRecoveryCode, spendTotpStep,
+  type ChallengePurpose, type LoginChallengeRow, type SecondFactors, type TotpFactorRow,
+} from './second-factors.js'

@@ -7,6 +7,7 @@
  */
 import type { Queryable } from './pool.js'
 import { toUser, userColumns, type UserRow, type UserWithHash } from './users.js'
+import type { SecondFactors } from './second-factors.js'
 
 export type ThrottleScope = 'account' | 'address' | 'device'
 
@@ -105,6 +106,15 @@ export async function resetAccountFailures (db: Queryable, account: string, leas
   return toCounts(rows).account
 }
 
+/**
+ * Locks the key's row for the rest of the caller's transaction, made (with no failure) when
+ * missing: checks of one key serialise across replicas, each seeing the outcome of the one before.
+ */
+export async function lockFailureRow (db: Queryable, scope: ThrottleScope, key: string, now: Date): Promise<void> {
+  await db.query('INSERT INTO login_failures (scope, key, failures, window_started_at, last_failure_at) VALUES ($1, $2, 0, $3, $3) ON CONFLICT (scope, key) DO NOTHING', [scope, key, now])
+  await db.query('SELECT 1 FROM login_failures WHERE scope = $1 AND key = $2 FOR UPDATE', [scope, key])
+}
+
 /** A known device's successful check forgets its own failures. */
 export async function resetDeviceFailures (db: Queryable, device: string): Promise<void> {
   await db.query("DELETE FROM login_failures WHERE scope = 'device' AND key = $1", [device])
@@ -162,12 +172,14 @@ export interface LoginLookup {
   knownDevice: boolean
   /** Accounts with a session opened from the client's address since the window's start. */
   addressAccounts: number
+  /** The user's confirmed second factors (second-factors.ts), so a login decides on its second step with no other round trip. */
+  secondFactors: SecondFactors
 }
 
 /** The user's columns, all null when there is none; each scope's count, all null when it has no row. */
 type UserColumns = { [K in keyof UserRow]: UserRow[K] | null }
 type CountColumns = Record<`${ThrottleScope}_failures`, number | null> & Record<`${ThrottleScope}_window_started_at` | `${ThrottleScope}_last_failure_at`, Date | null>
-type LookupRow = UserColumns & CountColumns & { known_device: boolean, address_accounts: number }
+type LookupRow = UserColumns & CountColumns & { known_device: boolean, address_accounts: number, totp_confirmed: boolean, recovery_codes_left: number }
 
 /** Always one row (each LEFT JOIN matches at most one): one snapshot, no lock. */
 const lookupSql = `
@@ -176,7 +188,9 @@ const lookupSql = `
          d.failures AS address_failures, d.window_started_at AS address_window_started_at, d.last_failure_at AS address_last_failure_at,
          v.failures AS device_failures, v.window_started_at AS device_window_started_at, v.last_failure_at AS device_last_failure_at,
          EXISTS (SELECT 1 FROM devices dv WHERE dv.token_hash = $5 AND dv.user_id = u.id AND dv.expires_at > now()) AS known_device,
-         (SELECT count(DISTINCT s.user_id) FROM sessions s WHERE s.address = $6 AND s.created_at > $7)::int AS address_accounts
+         (SELECT count(DISTINCT s.user_id) FROM sessions s WHERE s.address = $6 AND s.created_at > $7)::int AS address_accounts,
+         EXISTS (SELECT 1 FROM totp_factors t WHERE t.user_id = u.id AND t.confirmed_at IS NOT NULL) AS totp_confirmed,
+         (SELECT count(*) FROM recovery_codes r WHERE r.user_id = u.id AND r.used_at IS NULL)::int AS recovery_codes_left
     FROM (SELECT 1) AS one
     LEFT JOIN (SELECT ${userColumns} FROM users WHERE email = $1) AS u ON true
     LEFT JOIN login_failures a ON a.scope = 'account' AND a.key = $2
@@ -203,7 +217,7 @@ export async function lookUpLogin (db: Queryable, email: string, keys: { account
     }
   }
   const user = row.id === null ? undefined : toUser(row as UserRow)
-  return { user, failures, knownDevice: user !== undefined && row.known_device, addressAccounts: row.address_accounts }
+  return { user, failures, knownDevice: user !== undefined && row.known_device, addressAccounts: row.address_accounts, secondFactors: { totp: row.totp_confirmed, recoveryCodesLeft: row.recovery_codes_left } }
 }
 
 /** Forgets every device of the user: none of them is judged apart from the account any more. */

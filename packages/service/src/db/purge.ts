@@ -40,6 +40,8 @@ export const purgeTargets: readonly PurgeTarget[] = [
   { name: 'login_failures', table: 'login_failures', key: 'ctid', dead: "last_failure_at <= now() - interval '7 days' AND NOT EXISTS (SELECT 1 FROM unnest(checks) AS lease WHERE lease > now())" },
   // Known devices past their lifetime (TOLLBOOTH_DEVICE_TTL_DAYS, renewed at each sign-in).
   { name: 'devices', table: 'devices', key: 'token_hash', dead: 'expires_at <= now()' },
+  // Second-step challenges of sign-ins past their end (a spent one is deleted as it is spent).
+  { name: 'login_challenges', table: 'login_challenges', key: 'token_hash', dead: 'expires_at <= now()' },
   // Registration counts whose window has ended (TOLLBOOTH_REGISTER_THROTTLE_WINDOW_SECONDS is at most 7 days).
   { name: 'registration_requests', table: 'registration_requests', key: 'ctid', dead: "window_started_at <= now() - interval '7 days'" },
 ]

@@ -16,6 +16,8 @@ export interface SessionRow {
   userAgent: string | null
   address: string | null
   revokedAt: Date | null
+  /** How it signed in (RFC 8176), carried by its access tokens. */
+  amr: string[]
 }
 
 interface Row {
@@ -27,9 +29,10 @@ interface Row {
   user_agent: string | null
   address: string | null
   revoked_at: Date | null
+  amr: string[]
 }
 
-const columns = 'id, user_id, created_at, last_used_at, expires_at, user_agent, address, revoked_at'
+const columns = 'id, user_id, created_at, last_used_at, expires_at, user_agent, address, revoked_at, amr'
 
 function toSession (row: Row): SessionRow {
   return {
@@ -41,11 +44,12 @@ function toSession (row: Row): SessionRow {
     userAgent: row.user_agent,
     address: row.address,
     revokedAt: row.revoked_at,
+    amr: row.amr,
   }
 }
 
 /** Why a session ended, kept in `revoked_reason`. */
-export type RevokeReason = 'logout' | 'logout_all' | 'revoked_by_user' | 'refresh_token_reused' | 'password_changed' | 'password_reset' | 'email_verified' | 'account_deleted'
+export type RevokeReason = 'logout' | 'logout_all' | 'revoked_by_user' | 'refresh_token_reused' | 'password_changed' | 'password_reset' | 'email_verified' | 'account_deleted' | 'second_factor_changed'
 
 /**
  * Opens a session and its first refresh token, and remembers the client's device (db/login-throttle.ts),
@@ -56,13 +60,13 @@ export type RevokeReason = 'logout' | 'logout_all' | 'revoked_by_user' | 'refres
  */
 export async function insertSessionWithToken (
   db: Queryable,
-  session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null },
+  session: { id: string, userId: string, expiresAt: Date, userAgent: string | null, address: string | null, amr: readonly string[] },
   token: { tokenHash: Buffer, expiresAt: Date },
   device: { tokenHash: Buffer, expiresAt: Date, maxDevicesPerUser: number }
 ): Promise<void> {
   await db.query(
     `WITH session AS (
-       INSERT INTO sessions (id, user_id, expires_at, user_agent, address) VALUES ($1, $2, $3, $4, $5)
+       INSERT INTO sessions (id, user_id, expires_at, user_agent, address, amr) VALUES ($1, $2, $3, $4, $5, $11)
        RETURNING id, user_id
      ), token AS (
        INSERT INTO refresh_tokens (token_hash, family_id, user_id, expires_at)
@@ -76,7 +80,7 @@ export async function insertSessionWithToken (
        SELECT token_hash FROM devices WHERE user_id = $2 AND token_hash <> $8 ORDER BY last_used_at DESC OFFSET $10
      )`,
     [session.id, session.userId, session.expiresAt, session.userAgent, session.address, token.tokenHash, token.expiresAt,
-      device.tokenHash, device.expiresAt, Math.max(0, device.maxDevicesPerUser - 1)])
+      device.tokenHash, device.expiresAt, Math.max(0, device.maxDevicesPerUser - 1), session.amr])
 }
 
 /** Locks the session for a refresh (NO KEY UPDATE: conflicts with a revocation and another refresh, not token inserts). */

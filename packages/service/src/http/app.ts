@@ -9,15 +9,15 @@ import type { Config } from '../config/index.js'
 import type { PasswordEngine } from '../hashing/index.js'
 import { packageVersion } from '../paths.js'
 import { performance } from 'node:perf_hooks'
-import { AuthService, ChecksUnderWay, type AccessTokens, type LoginThrottlePolicy, openAccessTokens, AccountMailService, AccountService, SessionCheck, PurgeJob } from '../accounts/index.js'
+import { AuthService, ChecksUnderWay, type AccessTokens, type LoginThrottlePolicy, openAccessTokens, AccountMailService, AccountService, SessionCheck, PurgeJob, SecondFactorCheck, SecondFactorService, lazyKeyEncryptionKey } from '../accounts/index.js'
 import { RefusalPacer, installDrain, type HashAdmissionOptions, type Drain, createShedding, shedReasons, type ShedReason, type SheddingOptions } from '../overload/index.js'
 import { createError } from '../errors.js'
 import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
 import { lazyChildLogger, loggerOptions } from './logger.js'
 import { createMetrics, type Metrics } from '../metrics/index.js'
-import { AuthResponse, ErrorResponse, MailAccepted, Post, Session, User } from './schemas.js'
+import { AuthResponse, ErrorResponse, MailAccepted, Post, RecoveryCodes, SecondFactorChallenge, Session, TotpEnrolment, User } from './schemas.js'
 import type { KeyRing } from '../keys/index.js'
-import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes } from './routes/index.js'
+import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes, secondFactorRoutes } from './routes/index.js'
 import { MailDispatcher, smtpTransport } from '../mail/index.js'
 import { installSecurityHeaders, installNoStoreHeaders, securityHeaders, noStoreHeaders } from './security-headers.js'
 import { purgeTargets } from '../db/index.js'
@@ -85,7 +85,7 @@ export function loginThrottlePolicy (config: Config): LoginThrottlePolicy {
 }
 
 /** The API routes (POST) whose hash queue has its own admission (overload/hash-admission.ts): counted apart from the in-flight cap. */
-const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password'])
+const ownAdmissionRoutes: ReadonlySet<string> = new Set(['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password', '/api/v1/me/factors/recovery-codes'])
 
 function sheddingOptions (config: Config, on: boolean, answerHeaders: Readonly<Record<string, string>>, onShed: (reason: ShedReason) => void): SheddingOptions {
   return {
@@ -196,7 +196,9 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     },
   }))
 
-  const { accessTokens, keyRing } = await openAccessTokens({ config, db, jwtSecret: options.jwtSecret, log: app.log, now: options.now ?? Date.now })
+  // Opened once, on first use, for the signing keys and the TOTP secrets alike.
+  const keyEncryptionKey = lazyKeyEncryptionKey(config, app.log)
+  const { accessTokens, keyRing } = await openAccessTokens({ config, db, jwtSecret: options.jwtSecret, log: app.log, now: options.now ?? Date.now, keyEncryptionKey })
   const mail = mailDispatcher(config, db, app.log)
   const sessions = new SessionCheck(db, config.sessionCheckCacheMs)
   const accountMail = new AccountMailService({
@@ -212,6 +214,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   })
   // One count of password checks under way for login and re-entered passwords alike: one throttle.
   const checksUnderWay = new ChecksUnderWay()
+  const secondFactorCheck = new SecondFactorCheck({ db, log: app.log, loginThrottle: loginThrottlePolicy(config), now: options.now ?? Date.now, keyEncryptionKey })
   const auth = new AuthService({
     db,
     engine,
@@ -229,6 +232,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     log: app.log,
     accountMail,
     unverifiedLogin: config.registrationMode === 'enumeration-safe' ? 'hide' : config.requireVerifiedEmail ? 'refuse' : 'allow',
+    secondFactor: { mode: config.secondFactor, check: secondFactorCheck },
     ...(options.now === undefined ? {} : { now: options.now }),
   })
   const metrics = createMetrics(engine, {
@@ -247,6 +251,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     log: app.log,
     ...(options.now === undefined ? {} : { now: options.now }),
   })
+  const factors = new SecondFactorService({ db, check: secondFactorCheck, account, sessions, mode: config.secondFactor, log: app.log })
   const purge = new PurgeJob({ db, targets: purgeTargets, intervalMs: config.purgeIntervalSeconds * 1000, batchSize: config.purgeBatchSize, log: app.log })
   if (config.purgeIntervalSeconds > 0) app.addHook('onReady', async () => { purge.start() })
   app.decorate('purge', purge)
@@ -269,7 +274,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     await Promise.allSettled([...auth.backgroundJobs, mail.close(), checksSettled(checksUnderWay, config.loginDeadlineMs + checksSettleMarginMs)])
   })
 
-  for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted, Session]) app.addSchema(schema)
+  for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted, Session, SecondFactorChallenge, TotpEnrolment, RecoveryCodes]) app.addSchema(schema)
 
   await app.register(swagger, {
     // Shared schemas appear under their $id (ErrorResponse, User ...) instead of def-0, def-1.
@@ -291,6 +296,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   if (!adminPortServes) await app.register(metricsRoute, { metrics })
   await app.register(jwksRoutes, { keyRing, maxAgeSeconds: config.jwksMaxAgeSeconds })
   metrics.readInFlight(() => ({ capped: shedding.state.inFlight, ownAdmission: shedding.state.inFlightOwnAdmission }))
+  // Secure cookies but in development on the embedded database (plain http://localhost).
+  const deviceCookie = { secure: config.databaseUrl !== undefined, maxAgeSeconds: config.deviceTtlDays * 86_400 }
   // The API in a context of its own: the event-loop check never applies to the routes outside it.
   await app.register(async (api) => {
     await shedding.installEventLoopCheck(api)
@@ -304,12 +311,12 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       loginDeadlineMs: config.loginDeadlineMs,
       registerDeadlineMs: config.registerDeadlineMs,
       registrationMode: config.registrationMode,
-      // Secure cookies but in development on the embedded database (plain http://localhost).
-      deviceCookie: { secure: config.databaseUrl !== undefined, maxAgeSeconds: config.deviceTtlDays * 86_400 },
+      deviceCookie,
     })
     await api.register(accountMailRoutes, { prefix: '/api/v1', account: accountMail, engine, pacer, registerDeadlineMs: config.registerDeadlineMs })
     await api.register(postRoutes, { prefix: '/api/v1', db, accessTokens, sessions })
     await api.register(accountRoutes, { prefix: '/api/v1', account, accessTokens, sessions, engine, pacer, loginDeadlineMs: config.loginDeadlineMs })
+    await api.register(secondFactorRoutes, { prefix: '/api/v1', auth, factors, accessTokens, sessions, engine, pacer, loginDeadlineMs: config.loginDeadlineMs, deviceCookie })
     const harnessRoutes = options.harness?.apiRoutes
     if (harnessRoutes !== undefined) {
       await api.register(async (scope) => {

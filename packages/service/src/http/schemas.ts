@@ -150,3 +150,63 @@ export const ChangePasswordBody = Type.Object({
   newPassword: Password,
 }, { additionalProperties: false })
 export type ChangePasswordBody = Static<typeof ChangePasswordBody>
+
+/** A sign-in challenge as issued: 32 random bytes, base64url. */
+const ChallengeToken = Type.String({ minLength: 43, maxLength: 43, pattern: '^[A-Za-z0-9_-]+$', description: 'The `challenge` of the password login\'s answer' })
+const SecondStepMethod = Type.Union([Type.Literal('totp'), Type.Literal('recovery_code')])
+/** A TOTP code (six digits) or a recovery code (`xxxx-xxxx-xxxx`, any case, dashes and spaces ignored). */
+const FactorCode = Type.String({ minLength: 6, maxLength: 32, description: 'Six digits for totp; a recovery code as shown (case, dashes and spaces ignored)' })
+
+export const SecondFactorChallenge = Type.Object({
+  mfaRequired: Type.Literal(true),
+  enrolmentRequired: Type.Optional(Type.Literal(true, { description: 'TOLLBOOTH_SECOND_FACTOR=required and the account has no factor: enrol TOTP with this challenge (POST /auth/login/totp), then complete with its first code' })),
+  challenge: Type.String({ description: 'Single use; send it to POST /auth/login/second-factor with a code' }),
+  methods: Type.Array(SecondStepMethod, { description: 'What may complete the sign-in' }),
+  expiresIn: Type.Integer({ description: 'Seconds the challenge stays valid' }),
+}, { $id: 'SecondFactorChallenge', description: 'The password was right; the sign-in waits for a second factor. No tokens yet.' })
+
+export const SecondFactorBody = Type.Object({
+  challenge: ChallengeToken,
+  method: SecondStepMethod,
+  code: FactorCode,
+}, { additionalProperties: false })
+export type SecondFactorBody = Static<typeof SecondFactorBody>
+
+export const ChallengeBody = Type.Object({ challenge: ChallengeToken }, { additionalProperties: false })
+export type ChallengeBody = Static<typeof ChallengeBody>
+
+const RecoveryCodeList = Type.Array(Type.String(), { description: 'Ten recovery codes, each single use, shown this once' })
+
+export const SecondFactorSignIn = Type.Object({
+  user: Type.Ref('User'),
+  accessToken: Type.String(),
+  refreshToken: Type.String(),
+  expiresIn: Type.Integer(),
+  recoveryCodes: Type.Optional(RecoveryCodeList),
+}, { description: 'As AuthResponse; with `recoveryCodes` when the step confirmed the TOTP enrolled with an enrolment challenge' })
+
+export const TotpEnrolment = Type.Object({
+  secret: Type.String({ description: 'Base32, for typing into an authenticator app; shown this once' }),
+  uri: Type.String({ description: 'otpauth://totp/... for a QR code; shown this once' }),
+}, { $id: 'TotpEnrolment' })
+
+export const ConfirmTotpBody = Type.Object({ code: Type.String({ minLength: 6, maxLength: 6, pattern: '^[0-9]{6}$' }) }, { additionalProperties: false })
+export type ConfirmTotpBody = Static<typeof ConfirmTotpBody>
+
+export const RecoveryCodes = Type.Object({ recoveryCodes: RecoveryCodeList }, { $id: 'RecoveryCodes' })
+
+/** The password again, or a code of one of the account's factors. */
+export const FactorProofBody = Type.Union([
+  Type.Object({ password: Type.String({ minLength: 1, maxLength: 1024 }) }, { additionalProperties: false }),
+  Type.Object({ method: SecondStepMethod, code: FactorCode }, { additionalProperties: false }),
+])
+export type FactorProofBody = Static<typeof FactorProofBody>
+
+export const FactorList = Type.Object({
+  items: Type.Array(Type.Object({
+    method: Type.Union([Type.Literal('totp'), Type.Literal('recovery_code')]),
+    createdAt: Type.String({ format: 'date-time' }),
+    confirmed: Type.Optional(Type.Boolean({ description: 'totp: confirmed by a first code (only then asked at sign-in)' })),
+    remaining: Type.Optional(Type.Integer({ description: 'recovery_code: how many are still unused' })),
+  })),
+})

@@ -1,7 +1,8 @@
 /**
- * Private signing keys at rest: AES-256-GCM under the key-encryption key (KEK) from
- * TOLLBOOTH_KEY_ENCRYPTION_KEY or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE. The key id is the
- * additional authenticated data, so a sealed key copied onto another row does not open.
+ * Secrets at rest (private signing keys, TOTP secrets): AES-256-GCM under the key-encryption key
+ * (KEK) from TOLLBOOTH_KEY_ENCRYPTION_KEY or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE. What the secret
+ * belongs to (a key id, a user id) is the additional authenticated data, so a sealed secret
+ * copied onto another row does not open.
  * Layout: version (1 byte) | nonce (12) | tag (16) | ciphertext.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
@@ -30,19 +31,33 @@ export function parseKeyEncryptionKey (text: string, source: string): Buffer {
   return key
 }
 
-function sealPrivateKey (kek: Buffer, kid: string, pkcs8Der: Buffer): Buffer {
+/** `plaintext` sealed under `kek`, bound to `owner` (the additional authenticated data). */
+export function sealSecret (kek: Buffer, owner: string, plaintext: Buffer): Buffer {
   const nonce = randomBytes(nonceBytes)
   const cipher = createCipheriv('aes-256-gcm', kek, nonce)
-  cipher.setAAD(Buffer.from(kid, 'utf8'))
-  const ciphertext = Buffer.concat([cipher.update(pkcs8Der), cipher.final()])
+  cipher.setAAD(Buffer.from(owner, 'utf8'))
+  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()])
   return Buffer.concat([Buffer.from([version]), nonce, cipher.getAuthTag(), ciphertext])
+}
+
+/** What `sealSecret` sealed for `owner`; undefined under another KEK, for another owner, when altered or of an unknown format. */
+export function openSecret (kek: Buffer, owner: string, sealed: Buffer): Buffer | undefined {
+  if (sealed.length <= 1 + nonceBytes + tagBytes || sealed[0] !== version) return undefined
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', kek, sealed.subarray(1, 1 + nonceBytes))
+    decipher.setAAD(Buffer.from(owner, 'utf8'))
+    decipher.setAuthTag(sealed.subarray(1 + nonceBytes, 1 + nonceBytes + tagBytes))
+    return Buffer.concat([decipher.update(sealed.subarray(1 + nonceBytes + tagBytes)), decipher.final()])
+  } catch {
+    return undefined
+  }
 }
 
 /** A new key pair as the table keeps it: the public half as a JWK, the private half sealed under `kek`. */
 export function newSealedKey (kek: Buffer, alg: SigningAlgorithm, createdAtMs: number, activatesAtMs: number): { kid: string, alg: SigningAlgorithm, publicJwk: PublicJwk, privateKeySealed: Buffer, createdAtMs: number, activatesAtMs: number } {
   const pair = generateSigningKey(alg)
   const der = pair.privateKey.export({ type: 'pkcs8', format: 'der' })
-  return { kid: pair.kid, alg: pair.alg, publicJwk: pair.publicJwk, privateKeySealed: sealPrivateKey(kek, pair.kid, der), createdAtMs, activatesAtMs }
+  return { kid: pair.kid, alg: pair.alg, publicJwk: pair.publicJwk, privateKeySealed: sealSecret(kek, pair.kid, der), createdAtMs, activatesAtMs }
 }
 
 /** The PKCS#8 DER sealed for this kid; throws SIGNING_KEY_UNREADABLE under another KEK or when altered. */
@@ -50,14 +65,9 @@ export function openPrivateKey (kek: Buffer, kid: string, sealed: Buffer): Buffe
   if (sealed.length <= 1 + nonceBytes + tagBytes || sealed[0] !== version) {
     throw createError('SIGNING_KEY_UNREADABLE', `signing key ${kid}: unknown sealed format`)
   }
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', kek, sealed.subarray(1, 1 + nonceBytes))
-    decipher.setAAD(Buffer.from(kid, 'utf8'))
-    decipher.setAuthTag(sealed.subarray(1 + nonceBytes, 1 + nonceBytes + tagBytes))
-    return Buffer.concat([decipher.update(sealed.subarray(1 + nonceBytes + tagBytes)), decipher.final()])
-  } catch (err) {
-    throw createError('SIGNING_KEY_UNREADABLE', `signing key ${kid} does not open with the configured key-encryption key (another TOLLBOOTH_KEY_ENCRYPTION_KEY sealed it)`, { cause: err })
-  }
+  const opened = openSecret(kek, kid, sealed)
+  if (opened === undefined) throw createError('SIGNING_KEY_UNREADABLE', `signing key ${kid} does not open with the configured key-encryption key (another TOLLBOOTH_KEY_ENCRYPTION_KEY sealed it)`)
+  return opened
 }
 
 const persistedKeyEncryptionKeyFile = 'key-encryption-key'

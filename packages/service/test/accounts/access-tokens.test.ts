@@ -170,7 +170,7 @@ describe('access tokens other services verify (EdDSA, the default)', () => {
     const tokens = createAccessTokens(testJwtSecret, 900)
     const userId = randomUUID()
     const sessionId = randomUUID()
-    assert.deepEqual(tokens.verify(tokens.sign(userId, sessionId)), { userId, sessionId })
+    assert.deepEqual(tokens.verify(tokens.sign(userId, sessionId, ['pwd'])), { userId, sessionId, amr: ['pwd'] })
     const now = Math.floor(Date.now() / 1000)
     const good = { sub: userId, sid: sessionId, iss: 'tollbooth', aud: 'tollbooth-api', iat: now, exp: now + 600 }
     assert.deepEqual(tokens.verify(forge({ alg: 'HS256', typ: 'JWT' }, good, testJwtSecret)), { userId, sessionId })
@@ -432,7 +432,7 @@ describe('the key-encryption key in development', () => {
       const { logger, lines } = capturingLogger('info')
       const first = await openAccessTokens({ config, db: db.pool, jwtSecret: undefined, log: logger, now: Date.now })
       first.keyRing?.close()
-      const token = first.accessTokens.sign(randomUUID(), randomUUID())
+      const token = first.accessTokens.sign(randomUUID(), randomUUID(), ['pwd'])
       const file = path.join(dataDir, 'key-encryption-key')
       assert.equal(fs.statSync(file).mode & 0o777, 0o600)
       assert.ok(lines.some((line) => String(line.msg).includes('generated one into the data folder') && line.file === file))
@@ -445,7 +445,7 @@ describe('the key-encryption key in development', () => {
       const second = await openAccessTokens({ config, db: db.pool, jwtSecret: undefined, log: again.logger, now: Date.now })
       second.keyRing?.close()
       assert.equal(second.keyRing?.signing.kid, first.keyRing?.signing.kid, 'the same key opens the stored signing key')
-      assert.ok(typeof (await second.accessTokens.verify(second.accessTokens.sign(randomUUID(), randomUUID()))).userId === 'string')
+      assert.ok(typeof (await second.accessTokens.verify(second.accessTokens.sign(randomUUID(), randomUUID(), ['pwd']))).userId === 'string')
       assert.ok(typeof (await second.accessTokens.verify(token)).userId === 'string')
       assert.ok(!again.lines.some((line) => String(line.msg).includes('generated one')))
     } finally {

@@ -17,7 +17,7 @@ describe('lookUpLogin: the user and the failure counts in one statement', () => 
   /** A sign-in's statement: a session, its refresh token and the device, as a login writes them. */
   async function signIn (userId: string, device: Buffer, maxDevicesPerUser: number): Promise<void> {
     const expiresAt = new Date(Date.now() + 60_000)
-    await insertSessionWithToken(db.pool, { id: randomUUID(), userId, expiresAt, userAgent: null, address: null }, { tokenHash: randomBytes(32), expiresAt }, { tokenHash: device, expiresAt, maxDevicesPerUser })
+    await insertSessionWithToken(db.pool, { id: randomUUID(), userId, expiresAt, userAgent: null, address: null, amr: ['pwd'] }, { tokenHash: randomBytes(32), expiresAt }, { tokenHash: device, expiresAt, maxDevicesPerUser })
   }
 
   after(async () => { await db.drop() })

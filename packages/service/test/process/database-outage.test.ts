@@ -228,7 +228,7 @@ describe('a deadline on getting a database connection (TOLLBOOTH_DB_ACQUIRE_TIME
     const running = await serviceOn(database, proxy.proxied(database.url), 1, { acquireTimeoutMs, log: capturingLogger('warn').logger })
     try {
       // Any user and session ids: the route needs the database before it can tell whether the session is live.
-      const token = createAccessTokens(testJwtSecret, 60).sign(randomUUID(), randomUUID())
+      const token = createAccessTokens(testJwtSecret, 60).sign(randomUUID(), randomUUID(), ['pwd'])
       proxy.freeze()
       const startedAt = performance.now()
       // One connects (and never hears back); the other waits behind it for the only slot.

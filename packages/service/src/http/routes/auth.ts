@@ -65,17 +65,19 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
     schema: {
       tags: ['auth'],
       summary: 'Sign in with email and password',
-      description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline. A client that signed in to the account before sends its device token (the cookie tollbooth_device, or the header Tollbooth-Device) and is judged by its own failures: guesses from elsewhere cannot lock it out; any other client meets the account\'s and its address\'s bounds (429 TOO_MANY_ATTEMPTS with Retry-After, before any hash). A sign-in hands the client its device token in both. The password is compared in its NFC form (and as typed, for hashes made before normalisation); 400 PASSWORD_MALFORMED for a lone UTF-16 surrogate, before any hash. 403 EMAIL_NOT_VERIFIED (right password, unverified address) only with TOLLBOOTH_REQUIRE_VERIFIED_EMAIL.',
+      description: 'Unknown email and wrong password get the same 401, body and timing. 503 with Retry-After when the hash queue cannot meet the login deadline. A client that signed in to the account before sends its device token (the cookie tollbooth_device, or the header Tollbooth-Device) and is judged by its own failures: guesses from elsewhere cannot lock it out; any other client meets the account\'s and its address\'s bounds (429 TOO_MANY_ATTEMPTS with Retry-After, before any hash). A sign-in hands the client its device token in both. An account with a second factor (or any account, with TOLLBOOTH_SECOND_FACTOR=required) gets 200 with a SecondFactorChallenge instead of tokens: complete it with POST /auth/login/second-factor. The password is compared in its NFC form (and as typed, for hashes made before normalisation); 400 PASSWORD_MALFORMED for a lone UTF-16 surrogate, before any hash. 403 EMAIL_NOT_VERIFIED (right password, unverified address) only with TOLLBOOTH_REQUIRE_VERIFIED_EMAIL.',
       body: LoginBody,
-      response: { 200: Type.Ref('AuthResponse'), ...errors(400, 401, 403, 413, 415, 429, 503) },
+      response: { 200: Type.Union([Type.Ref('AuthResponse'), Type.Ref('SecondFactorChallenge')]), ...errors(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
     // The account is a pacing key too, shared like the address (overload/pacing.ts), known once the body is
     // here: a login admitted again after its body came late is held for its account's refusals.
     const context = await admittedRequest(loginAdmission, request, reply, [`account:${normaliseEmail(request.body.email)}`])
-    const { result, deviceToken } = await auth.login(request.body, { ...context, deviceToken: presentedDevice(request) })
-    sendDevice(reply, deviceToken, options.deviceCookie)
-    return result
+    const outcome = await auth.login(request.body, { ...context, deviceToken: presentedDevice(request) })
+    // A second step is due: no tokens, and no device token until it completes.
+    if ('challenge' in outcome) return outcome.challenge
+    sendDevice(reply, outcome.deviceToken, options.deviceCookie)
+    return outcome.result
   })
 
   app.post('/auth/refresh', {

@@ -5,3 +5,4 @@ export { checkReadiness, healthRoutes, metricsRoute, type MetricsRouteOptions } 
 export { jwksRoutes } from './jwks.js'
 export { postRoutes } from './posts.js'
 export { accountRoutes } from './account.js'
+export { secondFactorRoutes } from './second-factor.js'

@@ -39,7 +39,7 @@ export interface SignedIn {
 }
 
 /** The methods a second step may use (the passkey sign-in adds `passkey`). */
-export type SecondStepMethod = CodeMethod
+type SecondStepMethod = CodeMethod
 
 /**
  * A password login's answer for an account with a second factor (or, with the second factor
@@ -68,7 +68,7 @@ export interface SignInRequest {
 export type SecondFactorMode = 'allowed' | 'required' | 'off'
 
 /** How long a second step may take after the password. */
-export const challengeTtlSeconds = 300
+const challengeTtlSeconds = 300
 
 /** Registrations one client address, and one registered address, may send in a window. */
 interface RegisterThrottlePolicy {
@@ -311,10 +311,8 @@ export class AuthService {
   /** A challenge for the second step, kept as its SHA-256 in PostgreSQL (every replica can complete it). */
   private async issueChallenge (userId: string, purpose: ChallengePurpose, factors: SecondFactors, knownDeviceHash: Buffer | undefined): Promise<SecondStepChallenge> {
     const token = randomToken()
-    await insertLoginChallenge(this.deps.db, {
-      tokenHash: secretTokenHash(token), userId, purpose, amr: passwordAmr, deviceHash: knownDeviceHash ?? null,
-      expiresAt: new Date(this.now() + challengeTtlSeconds * 1000),
-    })
+    const expiresAt = new Date(this.now() + challengeTtlSeconds * 1000)
+    await insertLoginChallenge(this.deps.db, { tokenHash: secretTokenHash(token), userId, purpose, amr: passwordAmr, deviceHash: knownDeviceHash ?? null, expiresAt })
     if (purpose === 'enrol') return { mfaRequired: true, enrolmentRequired: true, challenge: token, methods: ['totp'], expiresIn: challengeTtlSeconds }
     const methods: SecondStepMethod[] = ['totp']
     if (factors.recoveryCodesLeft > 0) methods.push('recovery_code')

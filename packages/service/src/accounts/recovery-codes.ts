@@ -7,7 +7,7 @@
  */
 import { createHmac, hkdfSync, randomInt } from 'node:crypto'
 
-export const recoveryCodeCount = 10
+const recoveryCodeCount = 10
 /** Crockford's base32: no I, L, O, U, so a code read aloud or copied by hand is not mistyped. */
 const alphabet = '0123456789abcdefghjkmnpqrstvwxyz'
 /** 12 characters of 5 bits: 60 bits. */

@@ -30,7 +30,7 @@ export function newTotpSecret (accountLabel: string): NewTotpSecret {
 }
 
 /** A six-digit code's shape; anything else is refused before any computation. */
-export const totpCodePattern = /^[0-9]{6}$/
+const totpCodePattern = /^[0-9]{6}$/
 
 /** The time step whose code `code` is, within the window around `nowMs`; undefined when none. */
 export function matchingTotpStep (secret: Buffer, code: string, nowMs: number): number | undefined {

@@ -25,6 +25,6 @@ export { insertPost, listPosts } from './posts.js'
 export { changeSigningKeys, listenForSigningKeyChanges, listSigningKeys, signingKeysChannel, type StoredSigningKey } from './signing-keys.js'
 export { purgeBatch, purgeTargets, type PurgeTarget } from './purge.js'
 export {
-  confirmedFactors, deleteRecoveryCodes, deleteTotpFactor, findLoginChallenge, findTotpFactor, insertLoginChallenge, putPendingTotp, recoveryCodesSummary, replaceRecoveryCodes, spendLoginChallenge, spendRecoveryCode, spendTotpStep,
-  type ChallengePurpose, type LoginChallengeRow, type SecondFactors, type TotpFactorRow,
+  deleteRecoveryCodes, deleteTotpFactor, findLoginChallenge, findTotpFactor, insertLoginChallenge, putPendingTotp, recoveryCodesSummary, replaceRecoveryCodes, spendLoginChallenge, spendRecoveryCode, spendTotpStep,
+  type ChallengePurpose, type LoginChallengeRow, type SecondFactors,
 } from './second-factors.js'

@@ -56,15 +56,6 @@ export interface SecondFactors {
   recoveryCodesLeft: number
 }
 
-/** The user's confirmed factors (a login reads the same within its lookup, login-throttle.ts). */
-export async function confirmedFactors (db: Queryable, userId: string): Promise<SecondFactors> {
-  const { rows } = await db.query<{ totp: boolean, recovery_codes_left: number }>(
-    `SELECT EXISTS (SELECT 1 FROM totp_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL) AS totp,
-            (SELECT count(*)::int FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL) AS recovery_codes_left`,
-    [userId])
-  return { totp: rows[0]?.totp ?? false, recoveryCodesLeft: rows[0]?.recovery_codes_left ?? 0 }
-}
-
 /** The recovery codes' counts and when they were made; undefined when the user has none. */
 export async function recoveryCodesSummary (db: Queryable, userId: string): Promise<{ left: number, createdAt: Date } | undefined> {
   const { rows } = await db.query<{ left: number, created_at: Date | null }>(

@@ -29,13 +29,13 @@ describe('lookUpLogin: the user and the failure counts in one statement', () => 
   }
   const assertSameAsApart = async (email: string, keys: ThrottleKeys & { account: string, address: string }): Promise<void> => {
     const together = await lookUpLogin(db.pool, email, keys, anywhere)
-    assert.deepEqual(together, { user: await findUserByEmail(db.pool, email), failures: await readFailures(db.pool, keys), knownDevice: false, addressAccounts: 0 })
+    assert.deepEqual(together, { user: await findUserByEmail(db.pool, email), failures: await readFailures(db.pool, keys), knownDevice: false, addressAccounts: 0, secondFactors: { totp: false, recoveryCodesLeft: 0 } })
   }
 
   it('nothing stored: no user, no counts', async () => {
     const email = `${randomUUID()}@example.com`
     const keys = keysOf(email)
-    assert.deepEqual(await lookUpLogin(db.pool, email, keys, anywhere), { user: undefined, failures: {}, knownDevice: false, addressAccounts: 0 })
+    assert.deepEqual(await lookUpLogin(db.pool, email, keys, anywhere), { user: undefined, failures: {}, knownDevice: false, addressAccounts: 0, secondFactors: { totp: false, recoveryCodesLeft: 0 } })
     await assertSameAsApart(email, keys)
   })
 
@@ -44,7 +44,7 @@ describe('lookUpLogin: the user and the failure counts in one statement', () => 
     const user = await insertUser(db.pool, { email, name: 'Ada', passwordHash: '$2b$04$abcdefghijklmnopqrstuv' })
     assert.ok(user !== undefined)
     const keys = keysOf(email)
-    assert.deepEqual(await lookUpLogin(db.pool, email, keys, anywhere), { user, failures: {}, knownDevice: false, addressAccounts: 0 })
+    assert.deepEqual(await lookUpLogin(db.pool, email, keys, anywhere), { user, failures: {}, knownDevice: false, addressAccounts: 0, secondFactors: { totp: false, recoveryCodesLeft: 0 } })
     const nowMs = Date.parse('2030-01-01T00:00:00Z')
     await failOnce(keys, nowMs)
     await failOnce(keys, nowMs + 1000)

@@ -82,11 +82,16 @@ describe('the purge job', () => {
       [newRefreshToken().tokenHash, newRefreshToken().tokenHash, userId])
     await db.pool.query(`INSERT INTO registration_requests (scope, key, requests, window_started_at) VALUES
       ('client', '192.0.2.1', 3, now() - interval '8 days'), ('account', 'new@example.com', 1, now())`)
+    // Second-step challenges of sign-ins: one past its end, one live.
+    await db.pool.query("INSERT INTO login_challenges (token_hash, user_id, purpose, amr, expires_at) VALUES ($1, $3, 'second_factor', '{pwd}', now() - interval '1 second'), ($2, $3, 'second_factor', '{pwd}', now() + interval '5 minutes')",
+      [newRefreshToken().tokenHash, newRefreshToken().tokenHash, userId])
     const purge = job(db.pool, 1000)
     const counts = await purge.runOnce()
     await purge.close()
     // Tokens: expired, revoked, rotated-expired, and the idle session's; then the three ended sessions (their live tokens go with them).
-    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3, account_tokens: 2, mail_outbox: 1, mail_requests: 2, login_failures: 2, devices: 1, registration_requests: 1 })
+    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3, account_tokens: 2, mail_outbox: 1, mail_requests: 2, login_failures: 2, devices: 1, login_challenges: 1, registration_requests: 1 })
+    const { rows: challenges } = await db.pool.query<{ live: boolean }>('SELECT expires_at > now() AS live FROM login_challenges')
+    assert.deepEqual(challenges.map((row) => row.live), [true])
     const { rows: links } = await db.pool.query<{ live: boolean }>('SELECT used_at IS NULL AND expires_at > now() AS live FROM account_tokens')
     assert.deepEqual(links.map((row) => row.live), [true])
     const { rows: mails } = await db.pool.query<{ subject: string }>('SELECT subject FROM mail_outbox ORDER BY id')
@@ -112,10 +117,10 @@ describe('the purge job', () => {
     const watch = watchQueries(db.pool)
     try {
       // The revoked tokens; the live ones go with their revoked sessions.
-      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5, account_tokens: 0, mail_outbox: 0, mail_requests: 0, login_failures: 0, devices: 0, registration_requests: 0 })
+      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5, account_tokens: 0, mail_outbox: 0, mail_requests: 0, login_failures: 0, devices: 0, login_challenges: 0, registration_requests: 0 })
       const deletes = watch.texts.filter((text) => text.includes('DELETE FROM'))
       // 5 tokens: 2 full batches and a short one; the same for 5 sessions; one empty batch for each other table.
-      assert.equal(deletes.length, 3 + 3 + 6)
+      assert.equal(deletes.length, 3 + 3 + 7)
     } finally {
       watch.stop()
     }

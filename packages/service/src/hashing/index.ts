@@ -22,3 +22,6 @@ export { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './hashers/index.j
 export { formatScrypt, parseScrypt } from './hashers/index.js'
 export { scryptMaxmemBytes } from './hashers/index.js'
 export { hashWorkerUrl } from './pool.js'
+// For importing accounts from other systems: their hashes' canonical spellings, and the bounds every stored hash meets.
+export { inspectStoredHash } from './limits.js'
+export { checkFirebaseHashParams, formatFirebaseScrypt, formatPbkdf2, noPasswordHash, type FirebaseHashParams, type ForeignFormat, type Pbkdf2Digest } from './hashers/index.js'

@@ -9,7 +9,7 @@
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { createError, isTollboothError, type ErrorCode } from '../errors.js'
-import { parseArgon2, parseBcrypt, parseScrypt } from './hashers/index.js'
+import { foreignVerifierFor, parseArgon2, parseBcrypt, parseScrypt, type ForeignStoredHash } from './hashers/index.js'
 import { formatBytes, hashMemoryBytes, largestMemoryParam, type StoredMemoryBound } from './memory-fit.js'
 import { hashAlgorithms, type Argon2Params, type BcryptParams, type HashPolicy, type ScryptParams } from './types.js'
 import { firstFault } from './validate.js'
@@ -69,6 +69,7 @@ export type StoredHash =
   | { algorithm: 'argon2id', params: Argon2Params, version: number }
   | { algorithm: 'bcrypt', params: BcryptParams }
   | { algorithm: 'scrypt', params: ScryptParams }
+  | ForeignStoredHash
 
 type Refuse = (what: string, value: number, bound: Bound) => never
 
@@ -122,6 +123,9 @@ function checkStoredMemory (stored: StoredHash, bound: StoredMemoryBound): void 
       break
     case 'bcrypt':
       refuseStored('bcrypt state in bytes', bytes, { min: 0, max: bound.perThreadBytes, reason })
+      break
+    case 'foreign':
+      refuseStored(`${stored.format} memory in bytes`, bytes, { min: 0, max: bound.perThreadBytes, reason })
   }
 }
 
@@ -145,6 +149,9 @@ function parseStoredHash (stored: string): StoredHash {
     checkBound(parsed.hash.length, 'scrypt hash length in bytes', hashLimits.scrypt.hashBytes, refuseStored)
     return { algorithm: 'scrypt', params: parsed.params }
   }
+  // Another system's hash (an imported account): its verifier bounds its own parameters.
+  const foreign = foreignVerifierFor(stored)
+  if (foreign !== undefined) return foreign.inspect(stored)
   throw createError('HASH_FORMAT_UNKNOWN', 'The stored hash has no known algorithm prefix')
 }
 

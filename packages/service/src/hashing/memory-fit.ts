@@ -5,6 +5,7 @@
  * than its budget, whatever the stored hashes ask for.
  */
 import type { Argon2Params, BcryptParams, HashAlgorithm, HashPolicy, ScryptParams } from './types.js'
+import type { ForeignStoredHash } from './hashers/index.js'
 
 /** One algorithm with its parameters: a policy's choice, a stored hash's, a calibration candidate. */
 export type HashParams =
@@ -19,9 +20,10 @@ const GiB = 1024 * MiB
 /** bcrypt's state (four 256-word S-boxes and the key schedule), about 4 KiB whatever the cost. */
 const bcryptStateBytes = 4 * KiB
 
-/** The memory one hash or verify holds: argon2's m KiB, scrypt's 128·N·r bytes, bcrypt's state. */
-export function hashMemoryBytes (hash: HashParams): number {
+/** The memory one hash or verify holds: argon2's m KiB, scrypt's 128·N·r bytes, bcrypt's state; an imported hash's as its verifier says. */
+export function hashMemoryBytes (hash: HashParams | ForeignStoredHash): number {
   switch (hash.algorithm) {
+    case 'foreign': return hash.memoryBytes
     case 'argon2id': return hash.params.memoryKiB * KiB
     case 'bcrypt': return bcryptStateBytes
     case 'scrypt': return 128 * hash.params.N * hash.params.r

@@ -12,6 +12,7 @@ export function needsRehash (stored: string, policy: HashPolicy): boolean {
   return storedDiffersFromPolicy(inspectStoredHash(stored), policy)
 }
 
+/** Another system's hash (an imported account, algorithm 'foreign') always differs. */
 export function storedDiffersFromPolicy (stored: StoredHash, policy: HashPolicy): boolean {
   if (stored.algorithm !== policy.algorithm) return true
   switch (stored.algorithm) {

@@ -1,5 +1,10 @@
 /** The hashing/hashers room's public face: what the rest of the service uses of it. */
 export { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './bcrypt.js'
-export { hasherFor, hashers } from './registry.js'
+export { foreignVerifierFor, hasherFor, hashers } from './registry.js'
 export { argon2Version, formatScrypt, parseArgon2, parseBcrypt, parseScrypt } from './phc.js'
 export { scryptMaxmemBytes } from './scrypt.js'
+export { type ForeignFormat, type ForeignStoredHash } from './foreign.js'
+export { formatPbkdf2, pbkdf2Limits, type Pbkdf2Digest } from './pbkdf2.js'
+export { checkFirebaseHashParams, firebaseScryptHashSync, firebaseScryptLimits, formatFirebaseScrypt, type FirebaseHashParams } from './firebase-scrypt.js'
+export { argon2iLimits } from './argon2i.js'
+export { noPasswordHash } from './no-password.js'

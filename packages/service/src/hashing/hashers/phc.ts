@@ -80,11 +80,11 @@ function parseParamList<K extends string> (text: string, names: readonly K[]): R
   return out as Record<K, number>
 }
 
-/** `$argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash>` (the version field may be absent: 0x10). */
-export function parseArgon2 (stored: string): ParsedArgon2 {
+/** `$argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash>` (the version field may be absent: 0x10); `variant` argon2i for imported hashes. */
+export function parseArgon2 (stored: string, variant: 'argon2id' | 'argon2i' = 'argon2id'): ParsedArgon2 {
   const fields = stored.split('$')
   // ['', 'argon2id', 'v=19', 'm=..', salt, hash] or without the version field
-  if (fields[0] !== '' || fields[1] !== 'argon2id') throw unknownFormat('not an argon2id PHC string')
+  if (fields[0] !== '' || fields[1] !== variant) throw unknownFormat(`not an ${variant} PHC string`)
   let rest = fields.slice(2)
   let version = 16
   if (rest[0]?.startsWith('v=') === true) {
@@ -94,7 +94,7 @@ export function parseArgon2 (stored: string): ParsedArgon2 {
   if (version !== 16 && version !== 19) throw unknownFormat(`argon2 version ${version} does not exist`)
   const [paramText, saltText, hashText] = rest
   if (rest.length !== 3 || paramText === undefined || saltText === undefined || hashText === undefined) {
-    throw unknownFormat('an argon2id PHC string has parameters, salt and hash')
+    throw unknownFormat(`an ${variant} PHC string has parameters, salt and hash`)
   }
   const { m, t, p } = parseParamList(paramText, ['m', 't', 'p'] as const)
   return {

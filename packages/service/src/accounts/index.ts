@@ -17,3 +17,4 @@ export { deviceCookieName, deviceHeaderName, presentedDeviceToken } from './devi
 export { SecondFactorService } from './second-factor-service.js'
 export { SecondFactorCheck } from './second-factor-check.js'
 export { lazyKeyEncryptionKey } from './key-encryption-key.js'
+export { defaultImportBatchSize, firebaseHashParams, importUsers, ImportReport, parseFirebaseParamsFile, renderSummary, type FirebaseParamsText, type ImportSummary } from './import/index.js'

@@ -10,6 +10,7 @@ import { runKeysCommand } from './keys-command.js'
 import { runLabCommand } from './lab-command.js'
 import { runMigrateCommand } from './migrate-command.js'
 import { runServe } from './serve.js'
+import { runUsersCommand } from './users-command.js'
 
 const usage = `tollbooth ${packageVersion}: an authentication service that keeps answering when a crowd logs in at once
 
@@ -19,6 +20,7 @@ Usage:
                                 (or --runtime-role) the rows, then exit (a deployment's migration step)
   tollbooth keys list | rotate [--now] | retire KID   the access-token signing keys (tollbooth keys --help)
   tollbooth calibrate [--algorithm A] [--target-ms MS] [--write]   the hash parameters for this machine (tollbooth calibrate --help)
+  tollbooth users import FILE [--dry-run]   create accounts from another system's export, their password hashes kept (tollbooth users --help)
   tollbooth lab ...             the load lab, when @tollbooth/lab is installed: run, knee, compare, scale, report, scenarios (tollbooth lab --help)
   tollbooth --help | --version
 
@@ -51,6 +53,10 @@ async function main (argv: string[]): Promise<void> {
   }
   if (command === 'calibrate') {
     process.exitCode = await runCalibrateCommand(rest)
+    return
+  }
+  if (command === 'users') {
+    process.exitCode = await runUsersCommand(rest)
     return
   }
   if (command === 'lab') {

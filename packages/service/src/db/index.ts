@@ -28,3 +28,4 @@ export {
   deleteRecoveryCodes, deleteTotpFactor, findLoginChallenge, findTotpFactor, insertLoginChallenge, putPendingTotp, recoveryCodesSummary, replaceRecoveryCodes, spendLoginChallenge, spendRecoveryCode, spendTotpStep,
   type ChallengePurpose, type LoginChallengeRow, type SecondFactors,
 } from './second-factors.js'
+export { existingEmails, insertImportedUsers, queueImportResetMails, type ImportedUser, type ImportResetMail } from './user-import.js'

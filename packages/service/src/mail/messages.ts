@@ -51,6 +51,17 @@ export function passwordResetMail (recipient: string, link: MailLink, ttlSeconds
   }
 }
 
+/** To the owner of an account imported without a password: a reset link, their way to set one. */
+export function importedAccountMail (recipient: string, link: MailLink, ttlSeconds: number): LinkedMail {
+  return {
+    kind: 'password_reset',
+    recipient,
+    subject: 'Choose a password for your account',
+    text: `Your account has moved to a new sign-in service, without its password. Open this link to choose one:\n\n${linkPlace}\n\nIt works once, for ${hours(ttlSeconds)}; after that, ask for a password reset with this address. If you do not know this account, ignore this message.\n`,
+    link,
+  }
+}
+
 /** To the owner of an address someone tried to register again (enumeration-safe registration). */
 export function registrationAttemptMail (recipient: string): MailMessage {
   return {

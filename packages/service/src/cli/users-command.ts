@@ -5,6 +5,7 @@
  * from TOLLBOOTH_DATA_DIR. Exit codes: 0 every line imported or already present, 1 some lines
  * rejected (the others imported) or the database failed, 2 a usage or configuration fault.
  */
+import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { once } from 'node:events'
@@ -188,7 +189,9 @@ export async function runUsersCommand (argv: string[], options: UsersCommandOpti
       return 0
     }
     const command = parseCommand(argv)
-    const config = loadConfig({ env: options.env ?? process.env })
+    // The service's own settings (database, data folder, public URL, reset links' lifetime) read as
+    // it reads them; the import signs no token, so the signing key's settings are not asked for.
+    const config = loadConfig({ env: options.env ?? process.env, overrides: { jwtAlgorithm: 'HS256', jwtSecret: randomBytes(32).toString('base64url'), signingKeyFile: undefined } })
     return await run(command, config, { writeOut: out, errorStream: options.errorStream ?? process.stderr, stdin: options.stdin ?? process.stdin })
   } catch (err) {
     if (err instanceof Refusal) {

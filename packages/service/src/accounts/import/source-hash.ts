@@ -100,6 +100,12 @@ function fromDjangoScrypt (hash: string): string {
   return formatScrypt({ params: { N, r: decimalOf(r, 'scrypt r'), p: decimalOf(p, 'scrypt p') }, salt: Buffer.from(salt, 'utf8'), hash: decodeLenientB64(digest, 'scrypt hash') })
 }
 
+/** A PHC string's last two fields (salt, hash) without base64 padding. */
+function unpaddedTail (hash: string): string {
+  const fields = hash.split('$')
+  return fields.map((field, index) => index >= fields.length - 2 ? field.replace(/=+$/, '') : field).join('$')
+}
+
 /** A Firebase export's base64 hash and salt with the project's parameters. */
 function fromFirebase (hash: string, salt: string, firebase: FirebaseHashParams | undefined): string {
   if (firebase === undefined) throw new LineRejected('firebase_params_missing', 'a line with passwordSalt is a Firebase scrypt hash: give the project\'s hash parameters (--firebase-params)')
@@ -110,8 +116,9 @@ function fromFirebase (hash: string, salt: string, firebase: FirebaseHashParams 
 function canonical (hash: string, salt: string | undefined, firebase: FirebaseHashParams | undefined): StoredForm {
   if (salt !== undefined) return { format: 'firebase-scrypt', passwordHash: fromFirebase(hash, salt, firebase) }
   if (/^\$2[aby]\$/.test(hash)) return { format: 'bcrypt', passwordHash: hash }
-  if (hash.startsWith('$argon2id$')) return { format: 'argon2id', passwordHash: hash }
-  if (hash.startsWith('$argon2i$')) return { format: 'argon2i', passwordHash: hash }
+  // argon2's PHC string with its salt and hash unpadded, as Keycloak's converted credentials may not be.
+  if (hash.startsWith('$argon2id$')) return { format: 'argon2id', passwordHash: unpaddedTail(hash) }
+  if (hash.startsWith('$argon2i$')) return { format: 'argon2i', passwordHash: unpaddedTail(hash) }
   if (hash.startsWith('$scrypt$')) return { format: 'scrypt', passwordHash: fromScrypt(hash) }
   if (hash.startsWith('$pbkdf2-sha256$')) return { format: 'pbkdf2-sha256', passwordHash: fromPhcPbkdf2(hash, 'sha256') }
   if (hash.startsWith('$pbkdf2-sha512$')) return { format: 'pbkdf2-sha512', passwordHash: fromPhcPbkdf2(hash, 'sha512') }

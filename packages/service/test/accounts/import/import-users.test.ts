@@ -50,6 +50,7 @@ async function storedHash (db: TestDatabase, email: string): Promise<string | un
 }
 
 const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-import-'))
+after(() => { fs.rmSync(tempDir, { recursive: true, force: true }) })
 
 describe('users import: accounts from other systems sign in with their old passwords', () => {
   let db: TestDatabase
@@ -66,10 +67,7 @@ describe('users import: accounts from other systems sign in with their old passw
     // Immediate registration, links in the debug log, the outbox polled: the imported reset mail goes out.
     service = await startTestService({ db, policy: cheapPolicy, config: { mailLogLinks: true, mailPollIntervalMs: 200 }, logger: mailbox.logger })
   })
-  after(async () => {
-    await service?.close()
-    fs.rmSync(tempDir, { recursive: true, force: true })
-  })
+  after(async () => { await service?.close() })
 
   it('imports every fixture line', () => {
     assert.equal(firstRun.code, 0, firstRun.err)
@@ -176,6 +174,31 @@ describe('users import: accounts from other systems sign in with their old passw
   })
 })
 
+describe('users import accepts exactly the addresses registration accepts', () => {
+  let service: TestService
+  before(async () => { service = await startTestService() })
+  after(async () => { await service?.close() })
+
+  it('agrees with POST /auth/register on each address', async () => {
+    const addresses = [
+      'plain@example.com', ' Spaced@Example.com ', 'dots.in.local@example.co.uk', 'plus+tag@example.com', "o'neil@example.com",
+      'no-at-sign.example.com', 'two@@example.com', 'trailing.dot.@example.com', 'a@b', 'x@example', 'ünïcode@example.com',
+      'under_score@sub-domain.example.com', 'a@-bad.example.com', `${'a'.repeat(245)}@example.com`, 'a b@example.com', '@example.com',
+    ]
+    const lines = addresses.map((email) => JSON.stringify({ email }))
+    const file = path.join(tempDir, 'addresses.jsonl')
+    fs.writeFileSync(file, lines.join('\n'))
+    const reportFile = path.join(tempDir, 'addresses-report.jsonl')
+    await usersCommand(['import', file, '--dry-run', '--report', reportFile, '--json'], serveEnv(service.db.url))
+    const refusedLines = new Set(fs.readFileSync(reportFile, 'utf8').trim().split('\n').filter((line) => line !== '').map((line) => (JSON.parse(line) as { line: number, code: string }).line))
+    for (const [index, email] of addresses.entries()) {
+      const registered = await request(service, 'POST', '/api/v1/auth/register', { body: { email, password: 'a long enough password' } })
+      assert.ok(registered.status === 201 || registered.status === 400, `${email}: ${registered.status}`)
+      assert.equal(!refusedLines.has(index + 1), registered.status === 201, `${JSON.stringify(email)}: registration answered ${registered.status}`)
+    }
+  })
+})
+
 describe('users import --dry-run', () => {
   let db: TestDatabase
   before(async () => { db = await createTestDatabase() })
@@ -203,6 +226,16 @@ describe('users import --dry-run', () => {
     assert.equal(summary.alreadyPresent, 1)
     assert.equal(summary.imported, Object.keys(passwords).length)
     assert.equal(await count(db, 'SELECT count(*)::int AS n FROM users'), 1)
+  })
+
+  it('needs none of the signing key\'s settings, and writes argon2 hashes with padded base64 canonically', async () => {
+    const env = serveEnv(db.url)
+    delete env.TOLLBOOTH_KEY_ENCRYPTION_KEY
+    const file = path.join(tempDir, 'padded.jsonl')
+    fs.writeFileSync(file, `${JSON.stringify({ email: 'padded@example.com', passwordHash: '$argon2id$v=19$m=2048,t=1,p=1$a1gRSsimsgurgKGpLby6lw==$GedjUq20/+Q9hLiglfQOLBumut6DbVrHvduKJY6/PwA=' })}\n`)
+    const run = await usersCommand(['import', file, '--json'], env)
+    assert.equal(run.code, 0, run.err)
+    assert.equal(await storedHash(db, 'padded@example.com'), '$argon2id$v=19$m=2048,t=1,p=1$a1gRSsimsgurgKGpLby6lw$GedjUq20/+Q9hLiglfQOLBumut6DbVrHvduKJY6/PwA')
   })
 
   it('refuses Firebase parameters outside Firebase\'s ranges before reading a line', async () => {

@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig, type Config } from '../config/index.js'
 import { isTollboothError } from '../errors.js'
 import { createDatabasePool, isConnectionFailure, runningEmbeddedPostgresUrl } from '../db/index.js'
+import { detectCpuBudget, storedMemoryBound } from '../hashing/index.js'
 import {
   defaultImportBatchSize, firebaseHashParams, importUsers, ImportReport, parseFirebaseParamsFile, renderSummary, type FirebaseParamsText, type ImportSummary,
 } from '../accounts/index.js'
@@ -163,6 +164,8 @@ async function run (command: ImportCommand, config: Config, io: Required<Pick<Us
       dryRun: command.dryRun,
       report,
       firebase,
+      // The bound a login on this machine applies: the hash threads' share of the memory budget.
+      memoryBound: storedMemoryBound(config.hashThreads ?? detectCpuBudget().cpus, config.hashMemoryBudgetBytes),
       resetMail: command.resetMail ? { publicUrl, ttlSeconds: config.passwordResetTtlSeconds } : undefined,
       batchSize: command.batchSize,
     })

@@ -47,7 +47,9 @@ describe('PHC and modular crypt strings', () => {
     assert.equal(hasherFor('$argon2id$v=19$m=1024,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA').algorithm, 'argon2id')
     assert.equal(hasherFor('$scrypt$ln=10,r=8,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA').algorithm, 'scrypt')
     assert.equal(hasherFor('$2b$04$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234').algorithm, 'bcrypt')
-    thrown(() => hasherFor('$argon2i$v=19$m=1024,t=1,p=1$c2FsdHNhbHQ$aGFzaA'), 'HASH_FORMAT_UNKNOWN')
+    // argon2i is verified for imported accounts (foreign.ts); argon2d is no format we verify.
+    assert.equal(hasherFor('$argon2i$v=19$m=1024,t=1,p=1$c2FsdHNhbHQ$aGFzaA').algorithm, 'argon2i')
+    thrown(() => hasherFor('$argon2d$v=19$m=1024,t=1,p=1$c2FsdHNhbHQ$aGFzaA'), 'HASH_FORMAT_UNKNOWN')
     thrown(() => hasherFor('plaintext'), 'HASH_FORMAT_UNKNOWN')
   })
 

@@ -6,7 +6,7 @@
  * not make an account without a password.
  */
 import { fullFormats } from 'ajv-formats/dist/formats.js'
-import type { FirebaseHashParams } from '../../hashing/index.js'
+import type { FirebaseHashParams, StoredMemoryBound } from '../../hashing/index.js'
 import type { ImportedUser } from '../../db/index.js'
 import { normaliseEmail } from '../auth-service.js'
 import { LineRejected } from './rejection.js'
@@ -23,6 +23,12 @@ function visibleText (text: string): boolean {
 }
 
 const fields = new Set(['email', 'name', 'emailVerified', 'passwordHash', 'passwordSalt'])
+
+/** What every line is read with: the Firebase project's parameters, the hash pool's memory share. */
+export interface LineContext {
+  firebase: FirebaseHashParams | undefined
+  memoryBound: StoredMemoryBound | undefined
+}
 
 export interface ParsedLine {
   user: ImportedUser
@@ -59,7 +65,7 @@ function optionalString (value: unknown, field: string): string | undefined {
 }
 
 /** A line's account, or `LineRejected` saying why not. */
-export function parseImportLine (line: string, firebase: FirebaseHashParams | undefined): ParsedLine {
+export function parseImportLine (line: string, context: LineContext): ParsedLine {
   let record: unknown
   try {
     record = JSON.parse(line)
@@ -75,6 +81,6 @@ export function parseImportLine (line: string, firebase: FirebaseHashParams | un
   const name = nameOf(object.name)
   const verified = object.emailVerified ?? false
   if (typeof verified !== 'boolean') throw new LineRejected('invalid_field', 'emailVerified must be true or false')
-  const stored = storedFormOf(optionalString(object.passwordHash, 'passwordHash'), optionalString(object.passwordSalt, 'passwordSalt'), firebase)
+  const stored = storedFormOf(optionalString(object.passwordHash, 'passwordHash'), optionalString(object.passwordSalt, 'passwordSalt'), context.firebase, context.memoryBound)
   return { user: { email, name, passwordHash: stored.passwordHash, emailVerified: verified }, format: stored.format }
 }

@@ -7,7 +7,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import type pg from 'pg'
-import type { FirebaseHashParams } from '../../hashing/index.js'
+import type { FirebaseHashParams, StoredMemoryBound } from '../../hashing/index.js'
 import { ImportBatchWriter, type PendingLine, type ResetMailSettings, type WriteOutcome } from './batch-writer.js'
 import type { ImportReport, ImportSummary } from './import-report.js'
 import { parseImportLine } from './import-line.js'
@@ -26,6 +26,8 @@ export interface ImportUsersOptions {
   dryRun: boolean
   report: ImportReport
   firebase?: FirebaseHashParams | undefined
+  /** The running pool's share of memory a verify may hold (hashing's `storedMemoryBound`); undefined: the fixed bounds alone. */
+  memoryBound?: StoredMemoryBound | undefined
   /** Undefined: accounts without a password get no mail. */
   resetMail?: ResetMailSettings | undefined
   batchSize?: number
@@ -35,6 +37,7 @@ export async function importUsers (options: ImportUsersOptions): Promise<ImportS
   const started = performance.now()
   const { report } = options
   const batchSize = options.batchSize ?? defaultImportBatchSize
+  const context = { firebase: options.firebase, memoryBound: options.memoryBound }
   const writer = new ImportBatchWriter({ db: options.db, dryRun: options.dryRun, resetMail: options.resetMail })
   const settle = async (outcomes: WriteOutcome[]): Promise<void> => {
     for (const written of outcomes) {
@@ -68,7 +71,7 @@ export async function importUsers (options: ImportUsersOptions): Promise<ImportS
     }
     if (text.trim() === '') continue
     try {
-      const parsed = parseImportLine(text, options.firebase)
+      const parsed = parseImportLine(text, context)
       batch.push({ number, user: parsed.user, format: parsed.format })
     } catch (err) {
       if (!(err instanceof LineRejected)) throw err

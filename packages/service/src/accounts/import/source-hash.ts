@@ -1,14 +1,13 @@
 /**
  * Hash format recognition: a hash as another system stores it, turned into the one spelling the
  * engine verifies for its algorithm (hashing/hashers), then bounded as every stored hash is
- * (`inspectStoredHash`: the same bounds a login applies). Conversions keep every byte: Django's
+ * (`storedHashWithinBounds`: the same bounds a login applies, the hash pool's memory share included). Conversions keep every byte: Django's
  * and passlib's PBKDF2 become `$pbkdf2-sha256$i=..,l=..$salt$hash`, Django's and padded `$scrypt$`
  * spellings become the PHC `$scrypt$ln=..`, a Firebase export's hash and salt become
  * `$firebase-scrypt$` with the project's parameters.
  */
-import { isTollboothError } from '../../errors.js'
 import {
-  formatFirebaseScrypt, formatPbkdf2, formatScrypt, inspectStoredHash, noPasswordHash, type FirebaseHashParams, type ForeignFormat, type HashAlgorithm, type Pbkdf2Digest,
+  formatFirebaseScrypt, formatPbkdf2, formatScrypt, noPasswordHash, storedHashWithinBounds, type FirebaseHashParams, type ForeignFormat, type HashAlgorithm, type Pbkdf2Digest, type StoredMemoryBound,
 } from '../../hashing/index.js'
 import { LineRejected } from './rejection.js'
 
@@ -137,18 +136,13 @@ function canonical (hash: string, salt: string | undefined, firebase: FirebaseHa
  * What a line's `passwordHash` (and Firebase's `passwordSalt`) is stored as: its format and the
  * users row's value; no hash: an account without a password. Throws `LineRejected`.
  */
-export function storedFormOf (hash: string | undefined, salt: string | undefined, firebase: FirebaseHashParams | undefined): StoredForm {
+export function storedFormOf (hash: string | undefined, salt: string | undefined, firebase: FirebaseHashParams | undefined, memoryBound: StoredMemoryBound | undefined): StoredForm {
   if (hash === undefined) {
     if (salt !== undefined) throw new LineRejected('invalid_field', 'passwordSalt without passwordHash')
     return { format: 'none', passwordHash: noPasswordHash }
   }
   const form = canonical(hash, salt, firebase)
-  try {
-    inspectStoredHash(form.passwordHash)
-  } catch (err) {
-    if (isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS')) throw new LineRejected('hash_out_of_bounds', err.message)
-    if (isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw unknown(err.message)
-    throw err
-  }
+  const check = storedHashWithinBounds(form.passwordHash, memoryBound)
+  if (!check.ok) throw check.code === 'HASH_PARAMS_OUT_OF_BOUNDS' ? new LineRejected('hash_out_of_bounds', check.reason) : unknown(check.reason)
   return form
 }

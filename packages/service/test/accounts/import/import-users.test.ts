@@ -12,6 +12,8 @@ import { PassThrough } from 'node:stream'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { runUsersCommand } from '../../../src/cli/users-command.js'
+import { scratchClusterDir } from '../../../src/db/embedded/embedded.js'
+import { startServe } from '../../../src/launcher/index.js'
 import { createTestDatabase, type TestDatabase } from '../../helpers/database.js'
 import { cheapPolicy, request, serveEnv, startTestService, type TestService } from '../../helpers/service.js'
 import { linkToken, logMailbox, type LogMailbox } from '../../helpers/smtp.js'
@@ -242,5 +244,40 @@ describe('users import --dry-run', () => {
     const run = await usersCommand(['import', accountsFile, '--dry-run', '--firebase-signer-key', 'jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA==', '--firebase-salt-separator', 'Bw==', '--firebase-rounds', '8', '--firebase-mem-cost', '20'], serveEnv(db.url))
     assert.equal(run.code, 2)
     assert.match(run.err, /mem_cost is 20, outside 1\.\.14/)
+  })
+})
+
+describe('users import beside a service on the embedded database (no DATABASE_URL)', () => {
+  const dataDir = path.dirname(scratchClusterDir('users-import'))
+  const env = serveEnv('')
+  delete env.DATABASE_URL
+  delete env.TOLLBOOTH_KEY_ENCRYPTION_KEY
+  env.TOLLBOOTH_DATA_DIR = dataDir
+  after(() => { fs.rmSync(dataDir, { recursive: true, force: true }) })
+
+  it('with no service running: a dry run checks the lines alone, an import says what it needs', async () => {
+    const dry = await usersCommand(['import', accountsFile, '--firebase-params', firebaseConfig, '--dry-run', '--json'], env)
+    assert.equal(dry.code, 0, dry.err)
+    const summary = JSON.parse(dry.out) as { checkedDatabase: boolean, imported: number }
+    assert.equal(summary.checkedDatabase, false)
+    assert.equal(summary.imported, Object.keys(passwords).length + 1)
+    const run = await usersCommand(['import', accountsFile], env)
+    assert.equal(run.code, 1)
+    assert.match(run.err, /no DATABASE_URL, and no embedded PostgreSQL is running from .* \(TOLLBOOTH_DATA_DIR\)/)
+  })
+
+  it('imports into the running service\'s database, and the accounts sign in through it', async () => {
+    const service = await startServe({ env })
+    try {
+      const run = await usersCommand(['import', accountsFile, '--firebase-params', firebaseConfig, '--json'], env)
+      assert.equal(run.code, 0, run.err)
+      assert.equal((JSON.parse(run.out) as { imported: number }).imported, Object.keys(passwords).length + 1)
+      for (const email of ['bcrypt-2b@example.com', 'django-pbkdf2@example.com', 'firebase@example.com']) {
+        const login = await request(service, 'POST', '/api/v1/auth/login', { body: { email, password: passwords[email] } })
+        assert.equal(login.status, 200, `${email}: ${JSON.stringify(login.body)}`)
+      }
+    } finally {
+      await service.stop()
+    }
   })
 })

@@ -7,7 +7,7 @@ import { decodeProtectedHeader } from 'jose'
 import { scratchClusterDir } from '../../src/db/embedded/embedded.js'
 import { startServe } from '../../src/launcher/index.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
-import { registerUser, request, serveEnv, testJwtSecret } from '../helpers/service.js'
+import { embeddedServeEnv, registerUser, request, serveEnv, testJwtSecret } from '../helpers/service.js'
 import { waitFor } from '../helpers/wait.js'
 import { keysCommand, runKeys, type ListedKeyJson } from '../keys/keys-cli.js'
 
@@ -165,10 +165,7 @@ describe('`tollbooth keys` with DATABASE_URL', () => {
 
 describe('`tollbooth keys` beside a service on the embedded database (no DATABASE_URL)', () => {
   const dataDir = path.dirname(scratchClusterDir('keys-cli'))
-  const env = serveEnv('')
-  delete env.DATABASE_URL
-  delete env.TOLLBOOTH_KEY_ENCRYPTION_KEY
-  env.TOLLBOOTH_DATA_DIR = dataDir
+  const env = embeddedServeEnv(dataDir)
   after(() => { fs.rmSync(dataDir, { recursive: true, force: true }) })
 
   it('explains that it needs the service running when none runs from the data folder', async () => {

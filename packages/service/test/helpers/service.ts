@@ -55,6 +55,15 @@ export function serveEnv (databaseUrl: string, extra: NodeJS.ProcessEnv = {}): N
   return { ...env, ...extra }
 }
 
+/** serveEnv for a service on the embedded database of `dataDir` (no DATABASE_URL), whose data folder keeps its key-encryption key. */
+export function embeddedServeEnv (dataDir: string): NodeJS.ProcessEnv {
+  const env = serveEnv('')
+  delete env.DATABASE_URL
+  delete env.TOLLBOOTH_KEY_ENCRYPTION_KEY
+  env.TOLLBOOTH_DATA_DIR = dataDir
+  return env
+}
+
 /**
  * The mail dispatcher's poll in test services: none within a test (mail a request queues is sent
  * at once all the same), so a poll never takes a pooled connection in the middle of a test that

@@ -15,7 +15,7 @@ import { runUsersCommand } from '../../../src/cli/users-command.js'
 import { scratchClusterDir } from '../../../src/db/embedded/embedded.js'
 import { startServe } from '../../../src/launcher/index.js'
 import { createTestDatabase, type TestDatabase } from '../../helpers/database.js'
-import { cheapPolicy, request, serveEnv, startTestService, type TestService } from '../../helpers/service.js'
+import { cheapPolicy, embeddedServeEnv, request, serveEnv, startTestService, type TestService } from '../../helpers/service.js'
 import { linkToken, logMailbox, type LogMailbox } from '../../helpers/smtp.js'
 
 /** The fixtures sit beside the sources (test/), not in dist/. */
@@ -249,10 +249,7 @@ describe('users import --dry-run', () => {
 
 describe('users import beside a service on the embedded database (no DATABASE_URL)', () => {
   const dataDir = path.dirname(scratchClusterDir('users-import'))
-  const env = serveEnv('')
-  delete env.DATABASE_URL
-  delete env.TOLLBOOTH_KEY_ENCRYPTION_KEY
-  env.TOLLBOOTH_DATA_DIR = dataDir
+  const env = embeddedServeEnv(dataDir)
   after(() => { fs.rmSync(dataDir, { recursive: true, force: true }) })
 
   it('with no service running: a dry run checks the lines alone, an import says what it needs', async () => {

@@ -41,7 +41,8 @@ export interface Calibration {
   final: PoolMeasurement
   /** Threads × one hash's memory: what the pool holds with every thread busy. */
   fullConcurrencyBytes: number
-  machine: { cpuModel: string, cores: number, cpuBudget: CpuBudget, node: string, platform: string }
+  /** `loadAverage`: the 1-minute load average before measuring; other work on the cores slows every measurement. */
+  machine: { cpuModel: string, cores: number, cpuBudget: CpuBudget, node: string, platform: string, loadAverage: number }
 }
 
 /** The least memory one hash of `algorithm` holds at OWASP's minimum (its most-passes equivalent for argon2id). */
@@ -55,6 +56,7 @@ function leastMemoryBytes (algorithm: HashAlgorithm): { bytes: number, setting: 
 
 export async function calibrate (options: CalibrateOptions, measure = measurePool): Promise<Calibration> {
   const { algorithm, targetMs, threads, memoryBudget, onMeasurement } = options
+  const loadAverage = os.loadavg()[0] ?? 0
   const perHashBytes = Math.floor(memoryBudget.bytes / threads)
   const ladder = candidateLadder(algorithm, perHashBytes)
   if (ladder.length === 0) {
@@ -94,6 +96,6 @@ export async function calibrate (options: CalibrateOptions, measure = measurePoo
     measurements: search.measurements,
     final,
     fullConcurrencyBytes: threads * hashMemoryBytes(search.chosen),
-    machine: { cpuModel: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, cpuBudget: detectCpuBudget(), node: process.version, platform: `${os.platform()} ${os.arch()}` },
+    machine: { cpuModel: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, cpuBudget: detectCpuBudget(), node: process.version, platform: `${os.platform()} ${os.arch()}`, loadAverage },
   }
 }

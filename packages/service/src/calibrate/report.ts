@@ -25,6 +25,9 @@ export function renderCalibration (c: Calibration, written: string | undefined):
   const { machine } = c
   lines.push(`tollbooth calibrate: ${c.algorithm}, target ${c.targetMs} ms a hash with all ${c.threads} hash thread${c.threads === 1 ? '' : 's'} busy at once`)
   lines.push(`machine: ${machine.cpuModel}, ${machine.cores} cores, CPU budget ${machine.cpuBudget.cpus} (${machine.cpuBudget.source}), Node ${machine.node}, ${machine.platform}`)
+  if (machine.loadAverage > machine.cores / 2) {
+    lines.push(`WARNING: the machine was busy before measuring (load average ${machine.loadAverage.toFixed(1)} on ${machine.cores} cores): other work slowed every measurement, so these parameters are cheaper than the target on a quiet machine. Run it again with nothing else busy.`)
+  }
   lines.push(`memory budget: ${formatBytes(c.memoryBudget.bytes)} (${c.memoryBudget.origin}): at most ${formatBytes(c.memoryBudget.perHashBytes)} a hash`)
   lines.push('')
   lines.push('measured in the search (median verify, all threads busy):')

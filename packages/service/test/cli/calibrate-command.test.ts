@@ -7,6 +7,7 @@ import { scratchClusterDir } from '../../src/db/embedded/embedded.js'
 import { packageRoot } from '../../src/paths.js'
 import { startCli, stopCli } from '../helpers/cli.js'
 import { testAccountEnv } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
 
 const bin = path.join(packageRoot, 'bin', 'tollbooth.js')
 const dataDir = path.dirname(scratchClusterDir('cli-calibrate'))
@@ -43,8 +44,11 @@ describe('`tollbooth calibrate`', () => {
     for (const name of ['DATABASE_URL', 'TOLLBOOTH_HASH_ALGORITHM', 'TOLLBOOTH_BCRYPT_COST']) delete env[name]
     // The calibrated cost with the calibrated algorithm; then the environment's cost over the file's.
     for (const [settings, cost] of [[{}, 10], [{ TOLLBOOTH_BCRYPT_COST: '4' }, 4]] as const) {
-      const started = await startCli({ ...env, ...settings })
+      const readyFile = path.join(dataDir, 'ready.json')
+      const started = await startCli({ ...env, ...settings }, ['serve', '--ready-file', readyFile])
       try {
+        // Written once the signal handlers are in place: a SIGTERM before them would end the process unanswered.
+        await waitFor('the ready file', () => fs.existsSync(readyFile))
         const pool = started.lines().find((line) => typeof line.msg === 'string' && line.msg.startsWith('hash pool:'))
         assert.equal(pool?.algorithm, 'bcrypt', started.output())
         assert.deepEqual(pool?.params, { cost })

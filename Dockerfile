@@ -48,8 +48,10 @@ RUN npm ci --omit=dev --workspace packages/service --no-audit --no-fund --ignore
 FROM ${NODE_IMAGE} AS runtime
 # glibc's malloc keeps a memory-hard hash's buffer between hashes instead of mapping it afresh
 # (packages/service/src/machine/malloc-env.ts: a scrypt verify at N=16384 r=16 about 12 to 14 %
-# cheaper). glibc 2.35 or later only (this Debian 12 image has 2.36): on an older glibc or another
-# C library (an Alpine NODE_IMAGE), drop these two lines.
+# cheaper). Set here, node starts once with them: the `tollbooth` command would otherwise start
+# node again to add them. glibc 2.35 or later only (this Debian 12 image has 2.36): on an older
+# glibc drop these two lines (tollbooth adds nothing there); another C library (an Alpine
+# NODE_IMAGE) ignores them.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \

@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../config/index.js'
 import { packageVersion } from '../paths.js'
 import { createLogger } from '../http/index.js'
-import { clusterSize, clusterWorkerConfig, handleSignals, isClusterWorker, startClusterPrimary, startClusterWorker, startService, type ServiceHarness } from '../process/index.js'
+import { clusterSize, clusterWorkerConfig, handleSignals, hashMallocReexec, isClusterWorker, startClusterPrimary, startClusterWorker, startService, type ServiceHarness } from '../process/index.js'
 import { clearReadyFile, writeReadyFile } from './ready-file.js'
 
 /** `--ready-file` taken out of the arguments; the rest are the service's settings. */
@@ -30,6 +30,9 @@ export async function runServe (argv: string[], harness?: ServiceHarness): Promi
   const config = loadConfig({ argv: settings })
   harness?.checkConfig?.(config)
   const log = createLogger(config.logLevel)
+  // Once per service: a cluster's workers inherit the settings, not the re-execution.
+  const reexec = hashMallocReexec()
+  if (reexec !== undefined) log.info(reexec, 'malloc settings for hashing applied: node started again with glibc\'s settings that let each hash thread keep its scrypt buffer (TOLLBOOTH_MALLOC_SETTINGS=off leaves the environment as given)')
   clearReadyFile(readyFile)
   const service = clusterSize(config, harness) > 1 ? await startClusterPrimary(config, log, harness) : await startService(config, { logger: log, ...(harness === undefined ? {} : { harness }) })
   handleSignals(service, log)

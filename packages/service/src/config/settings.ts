@@ -67,6 +67,8 @@ export interface FlatConfig {
   hashThreadNice: number
   /** TOLLBOOTH_HASH_MEMORY_BUDGET as given: a share of the memory limit (`50%`) or a size (`512MiB`). */
   hashMemoryBudget: string
+  /** `auto`: where glibc takes its malloc settings for hashing and they are missing, they are added (machine/malloc-env.ts); `off`: the environment as given. */
+  mallocSettings: 'auto' | 'off'
   /** `serve --workers`: processes on one port sharing the CPU budget (process/cluster.ts); 0: one per CPU. 1: one process. */
   workers: number
   loginDeadlineMs: number
@@ -172,6 +174,7 @@ export const settings: readonly Setting[] = [
   { key: 'hashMaxQueue', tier: 'tuning', env: 'TOLLBOOTH_HASH_MAX_QUEUE', flag: 'hash-max-queue', kind: 'int', defaultValue: undefined, min: 1, max: 1000000, description: 'Hard cap on queued hash requests. Unset: the engine default (64 per thread).' },
   { key: 'hashMemoryBudget', tier: 'tuning', env: 'TOLLBOOTH_HASH_MEMORY_BUDGET', flag: 'hash-memory-budget', kind: 'string', defaultValue: '50%', description: 'What the hash threads may hold together: a share of the process\'s memory limit (the lowest of the cgroup v2 memory.max, the cgroup v1 memory.limit_in_bytes and the machine\'s memory), as 50%, or a size, as 512MiB or 2GiB; `--workers` processes share it. A start where threads × one hash\'s memory (argon2 m KiB, scrypt 128·N·r bytes, bcrypt about 4 KiB) would not fit is refused, with what fits; a stored hash that would hold more than one thread\'s share is refused unrun.' },
   { key: 'hashThreadNice', tier: 'tuning', env: 'TOLLBOOTH_HASH_THREAD_NICE', flag: 'hash-thread-nice', kind: 'int', defaultValue: '10', min: 0, max: 19, description: 'Nice value of the hash threads (Linux): they yield a core to the event loop and PostgreSQL whenever those need it, and use every cycle left. 0: the same priority as the rest.' },
+  { key: 'mallocSettings', tier: 'tuning', env: 'TOLLBOOTH_MALLOC_SETTINGS', flag: 'malloc-settings', kind: 'enum', choices: ['auto', 'off'], defaultValue: 'auto', description: '`auto`: on glibc 2.35 or later, where MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ are not set, the `tollbooth` command starts node again with them (same pid), and the workers and services it starts get them, so each hash thread keeps its scrypt buffer between hashes. `off`: node runs with the environment as given.' },
   { key: 'workers', tier: 'operator', env: 'TOLLBOOTH_WORKERS', flag: 'workers', kind: 'string', defaultValue: '1', description: 'Processes serving HTTP on one port (node:cluster), sharing one CPU budget: each runs tollbooth\'s pool with max(1, floor(budget / workers)) hash threads. 1: one process (no cluster). `auto` or 0: one per CPU of the budget.' },
   { key: 'loginDeadlineMs', tier: 'operator', env: 'TOLLBOOTH_LOGIN_DEADLINE_MS', flag: 'login-deadline-ms', kind: 'int', defaultValue: '2000', min: 1, max: 600000, description: 'When the answer to a login is due, from its arrival: one not expected to get a hash thread within half the time it has left (a margin for the threads slowing down while it waits) is answered 503 with Retry-After at once.' },
   { key: 'registerDeadlineMs', tier: 'tuning', env: 'TOLLBOOTH_REGISTER_DEADLINE_MS', flag: 'register-deadline-ms', kind: 'int', defaultValue: '5000', min: 1, max: 600000, description: 'The same for registration.' },

@@ -4,7 +4,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import type { ReadyInfo } from '../cli/index.js'
-import { withHashMallocEnv } from '../machine/index.js'
+import { hashMallocEnvTurnedOff, withHashMallocEnv } from '../machine/index.js'
 import { packageRoot } from '../paths.js'
 
 /** The service's command line: `node <tollboothBin> serve`. */
@@ -14,7 +14,7 @@ export const tollboothBin: string = path.join(packageRoot, 'bin', 'tollbooth.js'
 const harnessEntry: string = path.join(packageRoot, 'dist', 'src', 'harness', 'serve.js')
 
 export interface StartServeOptions {
-  /** The service's whole environment (settings as TOLLBOOTH_*, PORT, HOST, DATABASE_URL ...); default: this process's. glibc's malloc settings for hashing are added where it lacks them (machine/malloc-env.ts). */
+  /** The service's whole environment (settings as TOLLBOOTH_*, PORT, HOST, DATABASE_URL ...); default: this process's. glibc's malloc settings for hashing are added where it lacks them, unless it (or `args`) sets TOLLBOOTH_MALLOC_SETTINGS=off (machine/malloc-env.ts). */
   env?: NodeJS.ProcessEnv
   /** Extra `serve` flags. */
   args?: string[]
@@ -75,8 +75,9 @@ export async function startServe (options: StartServeOptions = {}): Promise<Serv
   const readyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-ready-'))
   const readyFile = path.join(readyDir, 'ready.json')
   const serve = serveCommand(options, readyFile)
-  // glibc's malloc settings for the hash threads' memory, where the caller did not set its own (machine/malloc-env.ts).
-  const env: NodeJS.ProcessEnv = { ...withHashMallocEnv(options.env ?? process.env), ...serve.env }
+  // glibc's malloc settings for the hash threads' memory, where the caller did not set its own or turn them off (machine/malloc-env.ts).
+  const given = options.env ?? process.env
+  const env: NodeJS.ProcessEnv = { ...(hashMallocEnvTurnedOff(given, options.args) ? given : withHashMallocEnv(given)), ...serve.env }
   const { command } = serve
   const child = options.cgroupProcsFile === undefined
     ? spawn(command[0] ?? '', command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })

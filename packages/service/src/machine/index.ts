@@ -6,4 +6,4 @@
  */
 export { detectCpuBudget, type CpuBudget } from './cpu-budget.js'
 export { defaultHashMemoryPercent, detectMemoryBudget, hashShareOf, type MemoryBudget } from './memory-budget.js'
-export { hashMallocEnv, hashMallocState, missingHashMallocEnv, withHashMallocEnv } from './malloc-env.js'
+export { hashMallocEnv, hashMallocEnvTurnedOff, hashMallocState, missingHashMallocEnv, withHashMallocEnv } from './malloc-env.js'

@@ -10,9 +10,12 @@
  *
  * Only glibc 2.35 and later take a threshold above 32 MiB (on older ones the trim threshold alone
  * would pin the mmap threshold at 128 KiB); other C libraries ignore the variables. glibc reads
- * them at process start, so the Dockerfile and tollbooth's launchers set them, and `serve` logs
- * when they are missing. A value the caller set is kept.
+ * them at process start, so the Dockerfile and tollbooth's launchers set them, the `tollbooth`
+ * command starts node again with them where they are missing (process/malloc-reexec.ts), and a
+ * service that still lacks them logs so. A value the caller set is kept; the setting
+ * TOLLBOOTH_MALLOC_SETTINGS=off (config/settings.ts) has tollbooth add none.
  */
+import { parseArgs } from 'node:util'
 
 /** Above a 2^18 scrypt buffer (32 MiB and a little), at the 64 MiB a thread's arena heap tops out at. */
 const mmapThresholdBytes = 64 * 1024 * 1024
@@ -23,6 +26,16 @@ export const hashMallocEnv: Readonly<Record<'MALLOC_MMAP_THRESHOLD_' | 'MALLOC_T
   MALLOC_MMAP_THRESHOLD_: String(mmapThresholdBytes),
   MALLOC_TRIM_THRESHOLD_: String(trimThresholdBytes),
 })
+
+/** The opt-out, declared with the other settings in config/settings.ts: read here too, before the config is (node starts again before anything else loads). */
+const optOutVariable = 'TOLLBOOTH_MALLOC_SETTINGS'
+const optOutFlag = 'malloc-settings'
+
+/** Whether the operator turned tollbooth's adding of the settings off: `--malloc-settings off` among `args`, else TOLLBOOTH_MALLOC_SETTINGS=off in `env`. Any other value is `serve`'s configuration to judge. */
+export function hashMallocEnvTurnedOff (env: NodeJS.ProcessEnv, args: readonly string[] = []): boolean {
+  const fromFlag = parseArgs({ args: [...args], options: { [optOutFlag]: { type: 'string' } }, strict: false, allowPositionals: true }).values[optOutFlag]
+  return (typeof fromFlag === 'string' ? fromFlag : env[optOutVariable]) === 'off'
+}
 
 let glibcVersion: string | null | undefined
 

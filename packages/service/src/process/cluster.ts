@@ -128,8 +128,8 @@ export async function startClusterPrimary (config: Config, log: pino.Logger, har
   let restartTimer: NodeJS.Timeout | undefined
 
   const fork = (): Worker => {
-    // The workers hash: glibc's malloc settings for that, unless set already (machine/malloc-env.ts).
-    const worker = cluster.fork({ ...missingHashMallocEnv(process.env), [workerConfigEnv]: JSON.stringify(workerConfig) })
+    // The workers hash: glibc's malloc settings for that, unless set already or turned off (machine/malloc-env.ts).
+    const worker = cluster.fork({ ...(config.mallocSettings === 'off' ? {} : missingHashMallocEnv(process.env)), [workerConfigEnv]: JSON.stringify(workerConfig) })
     workers.add(worker)
     forkedAt.set(worker, Date.now())
     whenStarted(worker).then(() => { if (!worker.isDead()) listeningWorkers.add(worker) }, () => {})

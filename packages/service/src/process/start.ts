@@ -213,7 +213,8 @@ export async function startService (config: Config, options: StartServiceOptions
     // Only where glibc takes them (2.35 and later): see machine/malloc-env.ts.
     const mallocMissing = missingHashMallocEnv(process.env)
     if (Object.keys(mallocMissing).length > 0) {
-      log.info({ missing: mallocMissing }, 'glibc malloc maps a large scrypt buffer afresh for every hash: set these variables before node starts (the Dockerfile and tollbooth\'s launchers do) for cheaper scrypt hashes at N * r of 2^18 and more')
+      const why = config.mallocSettings === 'off' ? 'TOLLBOOTH_MALLOC_SETTINGS=off leaves them unset' : 'start through the `tollbooth` command, which adds them, or set them before node starts'
+      log.info({ missing: mallocMissing }, `glibc malloc maps a large scrypt buffer afresh for every hash without these variables, which make scrypt hashes at N * r of 2^18 and more cheaper: ${why}`)
     }
     return {
       app,

@@ -55,7 +55,7 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
       assert.equal(registered.status, 201, JSON.stringify(registered.body))
       assert.match(first.output(), /"cpuBudget":\{"cpus":\d+/)
       // TOLLBOOTH_ACCEPTORS (16): the socket is listened on through 16 descriptors (src/process/acceptors.ts).
-      assert.equal(listeningDescriptors(first.child.pid ?? 0, Number(new URL(first.url).port)), 16)
+      assert.equal(listeningDescriptors(first.pid, Number(new URL(first.url).port)), 16)
       assert.ok(!first.output().includes(account.password), 'the password is never logged')
       assert.ok(!first.output().includes(registered.body.refreshToken), 'tokens are never logged')
       accessToken = registered.body.accessToken

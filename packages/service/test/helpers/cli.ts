@@ -6,6 +6,8 @@ export interface StartedCli {
   child: ChildProcess
   /** The URL from the "tollbooth is listening" log line. */
   url: string
+  /** The process that wrote that line: `child` or, where node has no process.execve, the child it started again with glibc's malloc settings (src/process/malloc-reexec.ts). */
+  pid: number
   /** Every JSON log line so far. */
   lines: () => Array<Record<string, unknown>>
   output: () => string
@@ -24,7 +26,7 @@ export async function startCli (env: NodeJS.ProcessEnv, args: string[] = [], tim
     try { return [JSON.parse(line) as Record<string, unknown>] } catch { return [] }
   })
   // Settles on the output itself: the "listening" line, the exit, or the (generous) bound.
-  const url = await new Promise<string>((resolve, reject) => {
+  const listening = await new Promise<{ url: string, pid: number }>((resolve, reject) => {
     const fail = (why: string): void => {
       clearTimeout(timer)
       child.kill('SIGKILL')
@@ -40,7 +42,7 @@ export async function startCli (env: NodeJS.ProcessEnv, args: string[] = [], tim
         listening = true
         clearTimeout(timer)
         child.off('exit', onExit)
-        resolve(String(ready.url))
+        resolve({ url: String(ready.url), pid: Number(ready.pid) })
       }
     }
     const onExit = (code: number | null): void => { fail(`exited with ${String(code)}`) }
@@ -48,7 +50,7 @@ export async function startCli (env: NodeJS.ProcessEnv, args: string[] = [], tim
     child.stderr?.on('data', onData)
     child.once('exit', onExit)
   })
-  return { child, url, lines, output: () => output }
+  return { child, ...listening, lines, output: () => output }
 }
 
 /** SIGTERM, then the exit code. */

@@ -69,7 +69,7 @@ describe('tollbooth serve --workers N', () => {
     after(async () => { await stopCli(started) })
 
     it('--workers 2 on a budget of 2: two processes answer on one port, each with tollbooth\'s pool of 1 hash thread', async () => {
-      const primary = started.child.pid ?? 0
+      const primary = started.pid
       const workers = childPids(primary)
       assert.equal(workers.length, 2, 'two worker processes under the primary')
       // Each worker accepts for itself (SCHED_NONE), through 16 descriptors of the one socket; the primary keeps one.
@@ -77,7 +77,7 @@ describe('tollbooth serve --workers N', () => {
       for (const worker of workers) assert.equal(listeningDescriptors(worker, port), 16, `worker ${worker}'s listening descriptors`)
       assert.equal(listeningDescriptors(primary, port), 1)
       await answersAlone(started.url, workers, 4)
-      // The primary was started without glibc's malloc settings for hashing; it forks each worker with them (where glibc takes them).
+      // The primary was started without glibc's malloc settings for hashing; its workers have them (where glibc takes them).
       const added = missingHashMallocEnv(serveEnv(db.url))
       for (const worker of workers) {
         const environment = fs.readFileSync(`/proc/${worker}/environ`, 'utf8').split('\0')
@@ -108,7 +108,7 @@ describe('tollbooth serve --workers N', () => {
     })
 
     it('a worker that dies is replaced, with a log line, and the port keeps answering', async () => {
-      const primary = started.child.pid ?? 0
+      const primary = started.pid
       const [victim, survivor] = childPids(primary)
       assert.ok(victim !== undefined && survivor !== undefined)
       process.kill(victim, 'SIGKILL')
@@ -139,7 +139,7 @@ describe('tollbooth serve --workers N', () => {
       assert.deepEqual(healthz, [200, 200, 200, 200])
       assert.equal(await exited, 0)
       assert.ok(Date.now() - signalledAt >= drainMs - 100, `exited ${Date.now() - signalledAt} ms after SIGTERM, after the drain`)
-      assert.deepEqual(childPids(started.child.pid ?? 0), [], 'no worker left')
+      assert.deepEqual(childPids(started.pid), [], 'no worker left')
     })
   })
 
@@ -148,7 +148,7 @@ describe('tollbooth serve --workers N', () => {
     try {
       const warning = started.lines().find((line) => line.level === 40 && String(line.msg).includes('oversubscribed'))
       assert.ok(warning !== undefined, 'warned')
-      assert.equal(childPids(started.child.pid ?? 0).length, 3)
+      assert.equal(childPids(started.pid).length, 3)
       assert.equal(await metricLine(started.url, 'tollbooth_hash_pool_threads '), 'tollbooth_hash_pool_threads 3')
     } finally {
       assert.equal(await stopCli(started), 0)

@@ -99,6 +99,13 @@ async function stop (child: ChildProcess): Promise<void> {
   await exited
 }
 
+/** The data folder, and the cluster it links to as `pg` where the embedded PostgreSQL runs as root (relocated where the `postgres` user can reach it). */
+function removeDataDir (dir: string): void {
+  const pg = path.join(dir, 'pg')
+  if (fs.lstatSync(pg, { throwIfNoEntry: false })?.isSymbolicLink() === true) fs.rmSync(path.resolve(dir, fs.readlinkSync(pg)), { recursive: true, force: true })
+  fs.rmSync(dir, { recursive: true, force: true })
+}
+
 /** The malloc settings in the environment `pid` started with (what glibc read). */
 function startedWith (pid: number): string {
   const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
@@ -154,7 +161,7 @@ try {
   }
 } finally {
   await stop(service.child)
-  fs.rmSync(dataDir, { recursive: true, force: true })
+  removeDataDir(dataDir)
 }
 
 const after = await allCoreLimit()

@@ -8,6 +8,7 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import { createError } from '../errors.js'
 
 export interface HaproxyServer { name: string, port: number }
 
@@ -19,18 +20,53 @@ export interface HaproxyConfigOptions {
   statsSocket: string
   /** Health-check interval; default 1000 ms (deploy/ checks less often, with its drain sized to match). */
   checkIntervalMs?: number
+  /** Default: `recommendedHaproxyLimits`. */
+  limits?: HaproxyLimits | undefined
 }
 
 /**
- * The configuration: deploy/haproxy/haproxy.cfg's `defaults` and backend, on 127.0.0.1 with fixed
- * ports instead of Docker's DNS, and `rise 1`, so a restarted replica takes load again at once.
+ * What HAProxy lets through to each replica for the capped requests (every API request but the
+ * routes with an admission of their own): deploy/haproxy/haproxy.cfg sets the same (a test checks).
+ */
+export interface HaproxyLimits {
+  /** Capped requests at once per replica (`maxconn` of each server); the next ones wait in HAProxy's queue. */
+  maxConnPerReplica: number
+  /** Past this many waiting per usable replica (`avg_queue`), a capped request is refused at the door, 503 with Retry-After. */
+  queuePerReplica: number
+  /** A capped request still waiting after this is refused alike (`timeout queue`). */
+  queueTimeoutMs: number
+}
+
+/** The limits docs/how-to/deploy.md recommends ("Behind HAProxy") and the lab measures. */
+export const recommendedHaproxyLimits: Readonly<HaproxyLimits> = { maxConnPerReplica: 32, queuePerReplica: 32, queueTimeoutMs: 1000 }
+
+/** The POST routes with an admission of their own (the hash queue refuses at the door): never capped by HAProxy. */
+export const ownAdmissionPaths: readonly string[] = ['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password']
+
+/** tollbooth's own overload answer (its in-flight cap's), as HAProxy writes it: same status, headers and body. */
+export function haproxyOverloadAnswer (retryAfterSeconds = 1): string {
+  const error = createError('SERVICE_OVERLOADED')
+  const body = JSON.stringify({ error: { code: error.code, message: error.message } })
+  return `status 503 content-type "application/json; charset=utf-8" string '${body}' hdr Retry-After ${retryAfterSeconds} hdr Cache-Control no-store`
+}
+
+/**
+ * The configuration: deploy/haproxy/haproxy.cfg's `defaults`, frontend and backends, on 127.0.0.1
+ * with fixed ports instead of Docker's DNS, and `rise 1`, so a restarted replica takes load again
+ * at once. The uncapped backend's servers track the capped one's, so that both take a replica
+ * out and back at the same moment.
  */
 export function haproxyConfig (options: HaproxyConfigOptions): string {
   const interMs = options.checkIntervalMs ?? 1000
+  const limits = options.limits ?? recommendedHaproxyLimits
+  const overloadAnswer = haproxyOverloadAnswer()
   return [
     'global',
     // Well under the usual 20,000-file limit of a shell (deploy/ raises it in the container).
     '    maxconn 4096',
+    // One thread: here HAProxy shares the machine's cores with the replicas and the lab, and on a
+    // busy machine its threads spent more time waiting on each other than serving (bench/README.md).
+    '    nbthread 1',
     `    stats socket ${options.statsSocket} mode 600 level user`,
     '',
     'defaults',
@@ -42,6 +78,7 @@ export function haproxyConfig (options: HaproxyConfigOptions): string {
     '    timeout http-request 10s',
     '    timeout http-keep-alive 5s',
     '    timeout check 2s',
+    `    timeout queue ${limits.queueTimeoutMs}ms`,
     // Connection failures are retried on another replica; never a 503: tollbooth's 503s are its
     // admission control, and a retry elsewhere would multiply load.
     '    retries 2',
@@ -50,15 +87,28 @@ export function haproxyConfig (options: HaproxyConfigOptions): string {
     '',
     'frontend api',
     `    bind 127.0.0.1:${options.port}`,
-    '    default_backend tollbooth',
+    // Cheap API requests are capped; the routes with an admission of their own and the operational ones are not.
+    '    acl api path_beg /api/',
+    '    acl post method POST',
+    `    acl own_admission path ${ownAdmissionPaths.join(' ')}`,
+    '    http-request set-var(txn.capped) bool(true) if api !post || api !own_admission',
+    '    acl capped var(txn.capped) -m bool',
+    `    http-request return ${overloadAnswer} if capped { avg_queue(tollbooth) gt ${limits.queuePerReplica} }`,
+    '    use_backend tollbooth if capped',
+    '    default_backend tollbooth_own_admission',
     '',
     'backend tollbooth',
     '    balance leastconn',
     '    option httpchk',
     '    http-check send meth GET uri /readyz',
     '    http-check expect status 200',
-    `    default-server check inter ${interMs}ms fall 2 rise 1`,
+    `    http-error ${overloadAnswer}`,
+    `    default-server check inter ${interMs}ms fall 2 rise 1 maxconn ${limits.maxConnPerReplica}`,
     ...options.servers.map((server) => `    server ${server.name} 127.0.0.1:${server.port}`),
+    '',
+    'backend tollbooth_own_admission',
+    '    balance leastconn',
+    ...options.servers.map((server) => `    server ${server.name} 127.0.0.1:${server.port} track tollbooth/${server.name}`),
     '',
   ].join('\n')
 }
@@ -84,10 +134,26 @@ export function checkHaproxyConfig (binary: string, configFile: string): string 
   return check.status === 0 ? undefined : `${check.stdout}${check.stderr}`.trim()
 }
 
+export interface HaproxyServerStats {
+  status: string
+  /** Capped requests waiting in HAProxy's queue for this server alone (`qcur`); most wait in the backend's (`RunningHaproxy.queued`). */
+  queued: number
+  /** Capped requests at the server now (`scur`), at most its `maxconn`. */
+  current: number
+  /** Health checks that failed so far (`chkfail`). */
+  failedChecks: number
+}
+
 export interface RunningHaproxy {
   url: string
+  /** The haproxy process (its CPU is the load balancer's). */
+  pid: number
   /** Each server's state as HAProxy sees it: UP, DOWN, `UP 1/2` (going down) ... */
   serverStates (): Promise<Map<string, string>>
+  /** Each server of the capped backend: its state, requests waiting for it and at it, its failed health checks so far. */
+  serverStats (): Promise<Map<string, HaproxyServerStats>>
+  /** Capped requests waiting in HAProxy's queue for any server (the backend's `qcur`): what `avg_queue` divides by the servers up. */
+  queued (): Promise<number>
   /** Resolves once every named server is UP (or `up: false`: not UP), or rejects after `timeoutMs`. */
   waitFor (names: readonly string[], up: boolean, timeoutMs?: number): Promise<void>
   stop (): Promise<void>
@@ -106,7 +172,7 @@ async function askStats (socket: string, command: string): Promise<string> {
 }
 
 /** Starts HAProxy with the generated configuration; rejects with its output when it exits or never listens. */
-export async function startHaproxy (options: { port: number, servers: readonly HaproxyServer[], checkIntervalMs?: number }): Promise<RunningHaproxy> {
+export async function startHaproxy (options: { port: number, servers: readonly HaproxyServer[], checkIntervalMs?: number, limits?: HaproxyLimits | undefined }): Promise<RunningHaproxy> {
   const binary = haproxyBinary()
   if (binary === undefined) throw new Error('haproxy is not installed: install Debian\'s `haproxy` package (apt-get install haproxy), or set TOLLBOOTH_HAPROXY to its path')
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-haproxy-'))
@@ -128,19 +194,32 @@ export async function startHaproxy (options: { port: number, servers: readonly H
   let running = true
   void exited.then(() => { running = false })
 
-  const serverStates = async (): Promise<Map<string, string>> => {
+  /** The `tollbooth` backend's rows in `show stat` (pxname,svname,qcur,qmax,scur,... status is the 18th column, chkfail the 22nd). */
+  const statRows = async (): Promise<Map<string, HaproxyServerStats>> => {
     const csv = await askStats(statsSocket, 'show stat')
-    const states = new Map<string, string>()
+    const rows = new Map<string, HaproxyServerStats>()
     for (const line of csv.split('\n')) {
       const [proxy, server, ...rest] = line.split(',')
-      // The columns: pxname,svname,... with `status` the 18th.
-      if (proxy === 'tollbooth' && server !== undefined && server !== 'BACKEND' && server !== 'FRONTEND') states.set(server, rest[15] ?? '')
+      if (proxy === 'tollbooth' && server !== undefined && server !== 'FRONTEND') {
+        rows.set(server, { status: rest[15] ?? '', queued: Number(rest[0] ?? 0), current: Number(rest[2] ?? 0), failedChecks: Number(rest[19] ?? 0) })
+      }
     }
-    return states
+    return rows
   }
+  const serverStats = async (): Promise<Map<string, HaproxyServerStats>> => {
+    const rows = await statRows()
+    rows.delete('BACKEND')
+    return rows
+  }
+  const serverStates = async (): Promise<Map<string, string>> => new Map([...await serverStats()].map(([server, row]) => [server, row.status]))
   const haproxy: RunningHaproxy = {
     url: `http://127.0.0.1:${options.port}`,
+    pid: child.pid ?? 0,
     serverStates,
+    serverStats,
+    async queued () {
+      return (await statRows()).get('BACKEND')?.queued ?? 0
+    },
     async waitFor (names, up, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs
       for (;;) {

@@ -52,4 +52,4 @@ export async function startDatabase (options: { name?: string, label?: string, n
 export type { ReadyInfo } from '../cli/index.js'
 export { startServe, tollboothBin, type HarnessOptions, type ServeProcess, type StartServeOptions } from './serve.js'
 export { startReplicas, type Replica, type ReplicaSet, type StartReplicasOptions } from './replicas.js'
-export { haproxyBinary } from './haproxy.js'
+export { haproxyBinary, recommendedHaproxyLimits, type HaproxyLimits, type HaproxyServerStats } from './haproxy.js'

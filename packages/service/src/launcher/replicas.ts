@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import net from 'node:net'
 import { startServe, type HarnessOptions, type ServeProcess } from './serve.js'
 import { createCpuQuota, type CpuQuotaGroup } from './cgroup.js'
-import { startHaproxy, type RunningHaproxy } from './haproxy.js'
+import { startHaproxy, type HaproxyLimits, type RunningHaproxy } from './haproxy.js'
 
 export interface StartReplicasOptions {
   /** How many services; at least 1. */
@@ -21,6 +21,8 @@ export interface StartReplicasOptions {
   startTimeoutMs?: number
   /** The lab's research harness in every replica (`startServe`'s). */
   harness?: HarnessOptions
+  /** HAProxy's limits on the capped requests; default `recommendedHaproxyLimits` (deploy/haproxy/haproxy.cfg's). */
+  haproxyLimits?: HaproxyLimits
 }
 
 export interface Replica {
@@ -41,6 +43,10 @@ export interface Replica {
 export interface ReplicaSet {
   /** HAProxy's address: where clients go. */
   url: string
+  /** The HAProxy process (its CPU is the load balancer's). */
+  haproxyPid: number
+  /** Health checks of the replicas that failed so far, as HAProxy counts them. */
+  failedChecks (): Promise<number>
   /** Where the lab scrapes: through HAProxy (`url`), or the first replica's admin listener when TOLLBOOTH_ADMIN_PORT is set. */
   metricsUrl: string
   replicas: Replica[]
@@ -51,7 +57,8 @@ export interface ReplicaSet {
   stop (): Promise<void>
 }
 
-async function freePort (): Promise<number> {
+/** A port of 127.0.0.1 free now. */
+export async function freePort (): Promise<number> {
   return await new Promise<number>((resolve, reject) => {
     const server = net.createServer()
     server.once('error', reject)
@@ -128,7 +135,7 @@ export async function startReplicas (options: StartReplicasOptions): Promise<Rep
     const failed = started.find((outcome) => outcome.status === 'rejected')
     if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
 
-    haproxy = await startHaproxy({ port: await freePort(), servers: names.map((name, index) => ({ name, port: ports[index] ?? 0 })) })
+    haproxy = await startHaproxy({ port: await freePort(), servers: names.map((name, index) => ({ name, port: ports[index] ?? 0 })), limits: options.haproxyLimits })
     await haproxy.waitFor(names, true)
     const running = haproxy
 
@@ -166,7 +173,7 @@ export async function startReplicas (options: StartReplicasOptions): Promise<Rep
       }
     }
     const metricsUrl = options.env.TOLLBOOTH_ADMIN_PORT === undefined ? running.url : (replicas[0]?.metricsUrl ?? running.url)
-    return { url: running.url, metricsUrl, replicas, quota, cpusPerReplica: quota === 'none' ? null : (cpusPerReplica ?? null), warnings, stop }
+    return { url: running.url, haproxyPid: running.pid, failedChecks: async () => [...(await running.serverStats()).values()].reduce((sum, server) => sum + server.failedChecks, 0), metricsUrl, replicas, quota, cpusPerReplica: quota === 'none' ? null : (cpusPerReplica ?? null), warnings, stop }
   } catch (err) {
     await stop()
     throw err

@@ -17,9 +17,9 @@ import { testAccountEnv, testJwtSecret, testKeyEncryptionKey } from '../helpers/
 const haproxy = haproxyBinary()
 const noHaproxy = haproxy === undefined ? 'haproxy is not installed (Debian package `haproxy`)' : false
 
-/** The lines both HAProxy configurations must share: the choices a test already checked in deploy/. */
+/** The lines both HAProxy configurations must share: the choices a test already checked in deploy/ (the limits on capped requests: haproxy-limits.test.ts). */
 function settingLines (config: string): Set<string> {
-  return new Set(config.split('\n').map((line) => line.trim()).filter((line) => /^(timeout (?!resolve|retry)|retries|option (redispatch|httpchk|forwardfor)|retry-on|balance|http-check|mode)/.test(line)))
+  return new Set(config.split('\n').map((line) => line.trim()).filter((line) => /^(timeout (?!resolve|retry|queue)|retries|option (redispatch|httpchk|forwardfor)|retry-on|balance|http-check|mode)/.test(line)))
 }
 
 describe('the generated HAProxy configuration', () => {

@@ -1,0 +1,207 @@
+/**
+ * `npm run bench:haproxy`: a crowd of `GET /api/v1/me` at three times capacity, against the
+ * service alone and behind HAProxy with the limits we recommend (deploy/haproxy/haproxy.cfg, as
+ * the launcher generates them), in one command on one service process:
+ *
+ * 1. the closed-loop capacity C (the lab's `me-crowd`, 64 users) of the service alone, then
+ *    through HAProxy;
+ * 2. for each kind of clients, an open crowd of new arrivals at `--rate-factor` x C (C of the
+ *    service alone, so both sides get the same crowd), against the service alone, then behind
+ *    HAProxy. `once`: each arrival one request; `naive`: a refused arrival tries again at once,
+ *    `polite`: after Retry-After (up to three requests each; bench/scenarios/me-crowd-retrying.ts).
+ *
+ * Each crowd's line: goodput (200s a second over the held part) against C alone and C through
+ * HAProxy, the fraction of requests answered (200, or 503 with Retry-After; arrivals the lab could
+ * not send count as unanswered), p99 of every answer and of the 200s, `/healthz` p99 as probed
+ * where the clients go (and its floor, an empty server), HAProxy's health checks that failed, and
+ * the CPU in cores of each part (the lab's generator included) while the crowd ran.
+ *
+ *   npm run bench:haproxy                                   # naive and polite, one round
+ *   npm run bench:haproxy -- --clients once,naive,polite --rounds 3 --out /tmp/haproxy-crowd
+ *   npm run bench:haproxy -- --max-conn 16 --queue 16       # other limits than the recommended ones
+ *
+ * Run it under `flock /tmp/tollbooth-measure.lock` on a shared machine (bench/README.md).
+ */
+import { randomBytes } from 'node:crypto'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { recommendedHaproxyLimits, startDatabase, startReplicas, type HaproxyLimits, type ReplicaSet } from 'tollbooth/launcher'
+import { labRun, seedServiceEnv, type LoadOptions } from '../src/lab.js'
+import { writeReports } from '../src/report/index.js'
+import type { RunResult } from '../src/result.js'
+import { machineLine } from './machine.js'
+import { postgresCpuSeconds, processCpu } from './proc.js'
+import { attemptsPerArrival } from './scenarios/me-crowd-retrying.js'
+
+const clientKinds = ['once', 'naive', 'polite'] as const
+type ClientKind = (typeof clientKinds)[number]
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '1' },
+    clients: { type: 'string', default: 'naive,polite' },
+    'rate-factor': { type: 'string', default: '3' },
+    'capacity-seconds': { type: 'string', default: '10' },
+    'ramp-seconds': { type: 'string', default: '3' },
+    'held-seconds': { type: 'string', default: '15' },
+    replicas: { type: 'string', default: '1' },
+    'cpus-per-replica': { type: 'string', default: '0.5' },
+    'max-conn': { type: 'string' },
+    queue: { type: 'string' },
+    'queue-timeout-ms': { type: 'string' },
+    'lab-workers': { type: 'string', default: '1' },
+    out: { type: 'string', default: path.join(process.cwd(), 'haproxy-crowd-results') },
+  },
+})
+
+const clients = String(values.clients).split(',').map((kind) => {
+  if (!(clientKinds as readonly string[]).includes(kind)) throw new Error(`--clients: a list of ${clientKinds.join(', ')}, not ${kind}`)
+  return kind as ClientKind
+})
+const rateFactor = Number(values['rate-factor'])
+const capacityMs = Number(values['capacity-seconds']) * 1000
+const rampMs = Number(values['ramp-seconds']) * 1000
+const heldMs = Number(values['held-seconds']) * 1000
+const replicaCount = Number(values.replicas)
+/** compose.yaml's replicas have half a CPU each; `0`: no quota (the replica shares the machine with HAProxy and the lab). */
+const cpusPerReplica = Number(values['cpus-per-replica'])
+const labWorkers = Number(values['lab-workers'])
+const limits: HaproxyLimits = {
+  maxConnPerReplica: Number(values['max-conn'] ?? recommendedHaproxyLimits.maxConnPerReplica),
+  queuePerReplica: Number(values.queue ?? recommendedHaproxyLimits.queuePerReplica),
+  queueTimeoutMs: Number(values['queue-timeout-ms'] ?? recommendedHaproxyLimits.queueTimeoutMs),
+}
+const out = path.resolve(String(values.out))
+const endpoint = 'GET /me'
+
+/** The scenario of a kind of clients: the built-in crowd, or one whose refused arrivals come back. */
+function scenarioOf (kind: ClientKind): string {
+  return kind === 'once' ? 'me-crowd' : path.join(import.meta.dirname, 'scenarios', `me-crowd-${kind}.js`)
+}
+
+/** The services' settings: the lab's (bcrypt cost 10, immediate registration), throwaway secrets (the same for every service on the bench's databases), no drain. */
+function makeServiceEnv (): NodeJS.ProcessEnv {
+  const { DATABASE_URL_FILE: _u, TOLLBOOTH_JWT_SECRET_FILE: _j, TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE: _k, UV_THREADPOOL_SIZE: _uv, ...inherited } = process.env
+  return {
+    ...inherited,
+    ...seedServiceEnv,
+    TOLLBOOTH_LOG_LEVEL: 'warn',
+    TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0',
+    TOLLBOOTH_PUBLIC_URL: 'http://127.0.0.1',
+    TOLLBOOTH_JWT_SECRET: randomBytes(32).toString('base64url'),
+    TOLLBOOTH_KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+  }
+}
+
+/** CPU seconds so far of each part on this machine. */
+interface CpuMark { epochMs: number, service: number, haproxy: number, postgres: number, lab: number }
+
+function cpuMark (set: ReplicaSet, postgresPort: string): CpuMark {
+  const lab = process.cpuUsage()
+  return {
+    epochMs: Date.now(),
+    service: set.replicas.reduce((sum, replica) => sum + processCpu(replica.pid).total, 0),
+    haproxy: processCpu(set.haproxyPid).total,
+    postgres: postgresCpuSeconds(postgresPort),
+    lab: (lab.user + lab.system) / 1e6,
+  }
+}
+
+/** Cores each part used between two marks. */
+function coresBetween (first: CpuMark, last: CpuMark): Record<'service' | 'haproxy' | 'postgres' | 'lab', number> {
+  const seconds = Math.max(0.001, (last.epochMs - first.epochMs) / 1000)
+  const cores = (key: Exclude<keyof CpuMark, 'epochMs'>): number => (last[key] - first[key]) / seconds
+  return { service: cores('service'), haproxy: cores('haproxy'), postgres: cores('postgres'), lab: cores('lab') }
+}
+
+interface Measured { run: RunResult, cores: ReturnType<typeof coresBetween>, failedChecks: number }
+
+/** One lab run against `target`, the CPU of every part read at its first and last second of load. */
+async function measure (set: ReplicaSet, postgresPort: string, dir: string, scenario: string, target: string, load: LoadOptions): Promise<Measured> {
+  let first: CpuMark | undefined
+  let last: CpuMark | undefined
+  const downsBefore = await set.failedChecks()
+  const result = await labRun({
+    scenario,
+    target,
+    metricsUrl: set.replicas[0]?.url,
+    // Ten signed-in accounts share the crowd: setup costs ten registrations and ten logins a run.
+    load: { workers: labWorkers, accounts: 10, ...load },
+    onSecond: () => {
+      last = cpuMark(set, postgresPort)
+      first ??= last
+    },
+  })
+  await writeReports(dir, result)
+  const [run] = result.runs
+  if (run === undefined || first === undefined || last === undefined) throw new Error(`${dir}: no run (${result.warnings.join('; ')})`)
+  return { run, cores: coresBetween(first, last), failedChecks: await set.failedChecks() - downsBefore }
+}
+
+const serviceEnv = makeServiceEnv()
+
+const fixed = (value: number | null | undefined, digits: number): string => value === null || value === undefined ? '—' : value.toFixed(digits)
+
+/** One crowd's line of the table. */
+function crowdLine (round: number, where: string, kind: ClientKind, offered: number, capacityAlone: number, capacityHaproxy: number, { run, cores, failedChecks }: Measured): string {
+  const held = run.seconds.filter((second) => second.t > rampMs / 1000 && second.t <= (rampMs + heldMs) / 1000)
+  const goodput = held.reduce((sum, second) => sum + (second.byEndpoint[endpoint]?.ok ?? 0), 0) / Math.max(1, held.length)
+  const stats = run.endpoints[endpoint]
+  const requests = stats?.requests ?? 0
+  const notSent = run.seconds.reduce((sum, second) => sum + second.dropped, 0)
+  const refused = stats?.refusedLatency?.count ?? 0
+  const answered = ((stats?.ok ?? 0) + refused) / Math.max(1, requests + notSent)
+  const unanswered = requests + notSent - (stats?.ok ?? 0) - refused
+  const otherStatuses = Object.entries(stats?.errors.byStatus ?? {}).filter(([status]) => status !== '503').map(([status, count]) => `${status}: ${count}`).join(', ')
+  const generator = `${fixed(run.generator.cpuCores, 2)}${run.generator.saturated ? ' saturated' : ''}`
+  return `| ${round} | ${where} | ${kind} | ${Math.round(offered)} /s | ${Math.round(goodput)} /s | ${fixed(goodput / capacityAlone, 3)} | ${fixed(goodput / capacityHaproxy, 3)} | ${fixed(answered, 4)} (${unanswered} not: ${notSent} not sent, ${stats?.errors.timeouts ?? 0} timeouts, ${stats?.errors.connectionErrors ?? 0} conn.${otherStatuses === '' ? '' : `, ${otherStatuses}`}) | ${Math.round(requests / Math.max(1, run.durationMs / 1000))} /s | ${fixed(stats?.latency.p99Ms, 0)} / ${fixed(stats?.okLatency.p99Ms, 0)} ms | ${fixed(run.healthz?.p99Ms, 1)} ms (${fixed(run.healthzFloor?.p99Ms, 1)}) | ${failedChecks} | ${fixed(cores.service, 2)} | ${fixed(cores.haproxy, 2)} | ${fixed(cores.postgres, 2)} | ${fixed(cores.lab, 2)} (${generator}) |`
+}
+
+console.log(`${machineLine()}, load average ${(await import('node:os')).loadavg().map((load) => load.toFixed(1)).join(' ')}`)
+console.log(`HAProxy limits per replica: maxconn ${limits.maxConnPerReplica}, refused past ${limits.queuePerReplica} waiting, timeout queue ${limits.queueTimeoutMs} ms${JSON.stringify(limits) === JSON.stringify(recommendedHaproxyLimits) ? ' (the recommended ones)' : ''}; ${replicaCount} replica(s), ${cpusPerReplica > 0 ? `${cpusPerReplica} CPU each` : 'no CPU quota'}`)
+console.log(`crowd: ${rateFactor} x C alone, ${rampMs / 1000} s ramp then ${heldMs / 1000} s held; naive and polite clients send up to ${attemptsPerArrival} requests an arrival; C: 64 closed-loop users, ${capacityMs / 1000} s\n`)
+console.log('| round | where | clients | new arrivals | goodput | / C alone | / C HAProxy | answered | requests sent | p99 all / 200s | `/healthz` p99 (floor) | checks failed | service cores | HAProxy | PostgreSQL | lab (generator) |')
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+for (let round = 1; round <= Number(values.rounds); round++) {
+  const dir = path.join(out, `round-${round}`)
+  const database = await startDatabase({ name: 'tollbooth_lab', label: 'haproxy-crowd', nonDurable: true })
+  const postgresPort = new URL(database.url).port
+  /**
+   * One lab run on services started for it alone: a crowd leaves a service it overwhelmed busy
+   * with what it was sent (thousands of connections) for seconds after, so no run follows another
+   * on the same process.
+   */
+  const fresh = async (name: string, scenario: string, behindHaproxy: boolean, load: LoadOptions): Promise<Measured> => {
+    const set = await startReplicas({ count: replicaCount, ...(cpusPerReplica > 0 ? { cpusPerReplica } : {}), env: serviceEnv, databaseUrl: database.url, haproxyLimits: limits })
+    try {
+      for (const warning of set.warnings) console.log(`warning: ${warning}`)
+      return await measure(set, postgresPort, path.join(dir, name), scenario, behindHaproxy ? set.url : set.replicas[0]?.url ?? '', load)
+    } finally {
+      await set.stop()
+    }
+  }
+  try {
+    const closed: LoadOptions = { vus: 64, durationMs: capacityMs }
+    const capacityAloneRun = await fresh('capacity-alone', 'me-crowd', false, closed)
+    const capacityHaproxyRun = await fresh('capacity-haproxy', 'me-crowd', true, closed)
+    // Capacity is what the closed loop got served (200s), not every answer.
+    const capacityAlone = capacityAloneRun.run.summary.achievedPerSecond
+    const capacityHaproxy = capacityHaproxyRun.run.summary.achievedPerSecond
+    console.log(`| ${round} | C alone ${Math.round(capacityAlone)} /s (cores: service ${fixed(capacityAloneRun.cores.service, 2)}, lab ${fixed(capacityAloneRun.cores.lab, 2)}); C through HAProxy ${Math.round(capacityHaproxy)} /s (service ${fixed(capacityHaproxyRun.cores.service, 2)}, HAProxy ${fixed(capacityHaproxyRun.cores.haproxy, 2)}, lab ${fixed(capacityHaproxyRun.cores.lab, 2)}) | | | | | | | | | | | | | | |`)
+    const rate = Math.round(rateFactor * capacityAlone)
+    for (const kind of clients) {
+      // Sleeping polite clients hold a place in the lab's count of arrivals under way (about 2 C of them a second).
+      const crowd: LoadOptions = { rate: 100, rateStages: [{ durationMs: rampMs, target: rate }, { durationMs: heldMs, target: rate }], maxInFlight: kind === 'polite' ? 12_000 : 4000 }
+      for (const [where, behindHaproxy] of [['alone', false], ['HAProxy', true]] as const) {
+        console.log(crowdLine(round, where, kind, rate, capacityAlone, capacityHaproxy, await fresh(`${kind}-${where.toLowerCase()}`, scenarioOf(kind), behindHaproxy, crowd)))
+      }
+    }
+    // The machine's speed can move during a round (a shared machine): the capacity again, after the crowds.
+    const after = (await fresh('capacity-alone-after', 'me-crowd', false, closed)).run.summary.achievedPerSecond
+    const moved = Math.abs(after - capacityAlone) / Math.min(after, capacityAlone)
+    console.log(`| ${round} | C alone after the crowds ${Math.round(after)} /s: ${moved > 0.1 ? `moved ${Math.round(100 * moved)} %, this round's ratios are not reliable` : 'steady'} | | | | | | | | | | | | | | |`)
+  } finally {
+    await database.stop()
+  }
+}
+console.log(`\nreports: ${out}`)

@@ -280,5 +280,16 @@ if inter and fall:
 else:
     check(False, 'HAProxy default-server sets inter and fall')
 
+# --- HAProxy's limits on cheap requests (docs/how-to/deploy.md, "Behind HAProxy") -----------
+server_defaults = re.findall(r'^\s*default-server ([^\n]*)', haproxy, re.M)
+timing = {tuple(re.findall(r'\b(inter|fall|rise) (\S+)', line)) for line in server_defaults}
+check(len(server_defaults) >= 2 and len(timing) == 1, 'HAProxy\'s capped and uncapped backends check their replicas alike (a replica leaves both at once)')
+maxconn = re.search(r'default-server[^\n]*\bmaxconn (\d+)', haproxy)
+max_in_flight = int(replica['environment'].get('TOLLBOOTH_MAX_IN_FLIGHT', 128))
+check(maxconn is not None and 0 < int(maxconn.group(1)) <= max_in_flight, f'HAProxy caps cheap requests per replica (maxconn) at most at the replicas\' own cap ({max_in_flight}), so a replica never refuses what HAProxy sent')
+overload = [line for line in haproxy.splitlines() if re.match(r'\s*(http-request return|http-error) status 503 ', line)]
+check(len(overload) == 2 and all('SERVICE_OVERLOADED' in line and 'hdr Retry-After ' in line and 'application/json' in line for line in overload), 'HAProxy refuses at the door and after its queue with tollbooth\'s own 503 (JSON, Retry-After)')
+check(re.search(r'^\s*acl api path_beg /api/$', haproxy, re.M) is not None and re.search(r'^\s*http-request return [^\n]* if capped ', haproxy, re.M) is not None, 'HAProxy caps API requests only: /healthz and /readyz pass uncapped')
+
 print(f'{len(failures)} failed' if failures else 'deploy checks passed')
 sys.exit(1 if failures else 0)

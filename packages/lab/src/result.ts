@@ -5,7 +5,7 @@
 
 export const labResultSchema = 'tollbooth-lab-result/1'
 
-export type LabCommand = 'run' | 'knee' | 'compare'
+export type LabCommand = 'run' | 'knee' | 'compare' | 'sizing'
 
 export interface LabResult {
   schema: typeof labResultSchema
@@ -18,6 +18,8 @@ export interface LabResult {
   /** `run` and `knee`: one; `compare`: one per strategy, in the order they ran. */
   runs: RunResult[]
   knee?: KneeResult
+  /** `sizing`: the knees, the overload curves and what the database spent, per deployment and flow. */
+  sizing?: SizingResult
   references: ReferenceFigures[]
   warnings: string[]
 }
@@ -49,7 +51,15 @@ export interface Stage {
 /** What the generators run: the whole load, a phase, or a knee step. */
 export type SegmentLoad =
   | { model: 'closed', startVus: number, stages: Stage[], thinkTimeMs: number, honourRetryAfter: boolean }
-  | { model: 'open', startRate: number, stages: Stage[], maxInFlight: number }
+  | { model: 'open', startRate: number, stages: Stage[], maxInFlight: number, retry?: ArrivalRetry }
+
+/**
+ * Open model: what an arrival does with a 503 (`lab sizing`'s clients). `naive` sends the request
+ * again at once, `polite` after the answer's Retry-After (1 s without one); either gives up once
+ * `patienceMs` have passed since the arrival. Every attempt is counted as a request, timed from
+ * the arrival. Unset: one attempt, a 503 is the arrival's answer.
+ */
+export interface ArrivalRetry { clients: 'naive' | 'polite', patienceMs: number }
 
 export type LoadSpec = SegmentLoad & {
   requestTimeoutMs: number
@@ -198,4 +208,82 @@ export interface ReferenceFigures extends Partial<Record<'requestsPerSecond' | '
   strategy: string
   setup: string
   note?: string
+}
+
+/** `lab sizing`: what it asked for and what it measured; the sizing table is derived from it (sizing/plan.ts). */
+export interface SizingResult {
+  /** The hash as the services ran it: algorithm and parameters (unset ones: the service's defaults). */
+  hashParameters: string
+  /** Where TLS ends during the measurement. */
+  tls: string
+  /** Where the load generator ran. */
+  generatorPlace: string
+  /** The peak to size for and the p99 it must keep (`--peak`, `--p99`); null: no peak given. */
+  peak: { perSecond: number, p99Ms: number } | null
+  headroom: number
+  spareReplicas: number
+  /** The replica sizes the table plans for, in CPUs. */
+  cpusPerReplica: number[]
+  /** The database sizes the table gives the limit of, in CPUs. */
+  databaseCpus: number[]
+  /** Offered load of each curve step, as multiples of the flow's knee. */
+  multiples: number[]
+  stepDurationMs: number
+  /** An arrival of a curve step gives up this long after it came (ArrivalRetry). */
+  patienceMs: number
+  deployments: SizingDeployment[]
+}
+
+export interface SizingDeployment {
+  /** `alone` (one service), `haproxy` (one service behind HAProxy, as the launcher runs it), `target` (a service the lab did not start). */
+  kind: 'alone' | 'haproxy' | 'target'
+  description: string
+  flows: SizingFlow[]
+}
+
+export interface SizingFlow {
+  flow: 'login' | 'me'
+  /** The endpoint measured ("POST /auth/login", "GET /me"). */
+  endpoint: string
+  /** Its run in `runs` (the seconds, the server's signals). */
+  run: number
+  /** A short closed-loop storm before the knee search (the search starts below it). */
+  estimate: { vus: number, durationMs: number, achievedPerSecond: number }
+  knee: KneeResult
+  /** The service's mean CPU (cores) during the knee's step; null where not scraped. */
+  serviceCpuCoresAtKnee: number | null
+  curve: CurveStep[]
+  /** What PostgreSQL spent per successful request over the knee search's steps that held; null: not measured (say why in `databaseNote`). */
+  database: (DatabaseCost & { operations: number, seconds: number }) | null
+  databaseNote?: string
+}
+
+export interface DatabaseCost {
+  statements: number | null
+  walBytes: number
+  cpuSeconds: number | null
+}
+
+/** One constant-rate step of the overload curve. */
+export interface CurveStep {
+  multiple: number
+  clients: 'naive' | 'polite'
+  offeredPerSecond: number
+  /** Arrivals that succeeded within the step, per second of it. */
+  goodputPerSecond: number
+  /** Latency of the successful arrivals, from the arrival (retries included). */
+  okLatency: LatencySummary
+  /** Requests sent (every attempt) per arrival started. */
+  attemptsPerArrival: number | null
+  /** Share of the requests answered 503 with Retry-After. */
+  shedRate: number
+  /** Share of the arrivals that did not succeed (gave up, timed out, failed). */
+  failedArrivals: number
+  timeouts: number
+  dropped: number
+  healthz: LatencySummary | null
+  serviceCpuCores: number | null
+  labCpuCores: number
+  startT: number
+  endT: number
 }

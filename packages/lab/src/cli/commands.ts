@@ -1,5 +1,5 @@
 /**
- * `tollbooth lab run | knee | compare | report | scenarios`: flags -> the lab's library calls
+ * `tollbooth lab run | knee | compare | scale | sizing | report | scenarios`: flags -> the lab's library calls
  * (lab.ts), a live progress line, the final table, and the report files. Every flag is declared
  * once, in `flags`: its parsing, where its value goes, and its line of `--help`.
  */
@@ -7,7 +7,7 @@ import path from 'node:path'
 import fs from 'node:fs'
 import { parseArgs } from 'node:util'
 import { LabError } from '../errors.js'
-import { allStrategies, labCompare, labKnee, labRun, labScale, type ClientKind, type KneeOptions, type LabOptions, type LoadOptions } from '../lab.js'
+import { allStrategies, labCompare, labKnee, labRun, labScale, labSizing, type ClientKind, type KneeOptions, type LabOptions, type LoadOptions, type SizingOptions } from '../lab.js'
 import { formatMs, renderText, writeReports } from '../report/index.js'
 import type { LabResult, SecondSample, ServerSample, Stage } from '../result.js'
 import { builtInScenarios } from '../scenarios/index.js'
@@ -43,7 +43,7 @@ export function parseFraction (text: string, what: string): number {
 
 const parsers = { number, duration: parseDurationMs, stages: parseStages, fraction: parseFraction }
 
-type Group = 'load' | 'service' | 'output' | 'knee' | 'compare'
+type Group = 'load' | 'service' | 'output' | 'knee' | 'compare' | 'sizing'
 interface Flag {
   group: Group
   /** The value's placeholder in --help; '' for a switch. */
@@ -95,8 +95,19 @@ const flags: Record<string, Flag> = {
   clients: {
     group: 'compare',
     arg: 'polite,naive',
-    help: 'measure each strategy with clients that wait out a 503\'s Retry-After (polite),\nthat retry at once (naive, as k6 VUs in the seeds\' scripts do), or both, in one run\n(default: polite, or naive with --no-retry-after)',
+    help: 'measure each strategy with clients that wait out a 503\'s Retry-After (polite),\nthat retry at once (naive, as k6 VUs in the seeds\' scripts do), or both, in one run\n(default: polite, or naive with --no-retry-after; sizing: naive,polite)',
   },
+  peak: { group: 'sizing', arg: 'R', help: 'the peak to plan replicas for, logins per second: 500 or 500/s' },
+  p99: { group: 'sizing', arg: 'D', help: 'the p99 a login must keep at the peak: the login knee\'s p99 limit\n(default: the service\'s login deadline; 1s for a target)', parse: 'duration' },
+  headroom: { group: 'sizing', arg: 'P', help: 'share of each replica\'s capacity kept free at the peak (default 30%)', parse: 'fraction' },
+  'spare-replicas': { group: 'sizing', arg: 'N', help: 'replicas beyond what the peak needs, for a restart or a loss (default 1)', parse: 'number' },
+  cpus: { group: 'sizing', arg: 'a,b,...', help: 'replica sizes to plan for, in CPUs (default 1,2,4,8)' },
+  'database-cpus': { group: 'sizing', arg: 'a,b,...', help: 'database sizes to give the limit of, in CPUs (default 2,4,8,16)' },
+  multiples: { group: 'sizing', arg: 'a,b,...', help: 'the curve\'s offered load, as multiples of the knee (default 0.5,1,1.5,2,3)' },
+  flows: { group: 'sizing', arg: 'login,me', help: 'what to measure: logins, a crowd of GET /me, or both (default both)' },
+  deployments: { group: 'sizing', arg: 'alone,haproxy', help: 'without --target: the service alone, behind HAProxy, or both (default both)' },
+  patience: { group: 'sizing', arg: 'D', help: 'an arrival of a curve step gives up this long after it came (default 5s)', parse: 'duration' },
+  'cheap-p99-limit': { group: 'sizing', arg: 'D', help: 'a GET /me knee step fails when its p99 passes D (default 250ms)', parse: 'duration' },
 }
 
 const headings: Record<Group, string> = {
@@ -105,6 +116,7 @@ const headings: Record<Group, string> = {
   output: 'Output:',
   knee: 'Knee:',
   compare: 'Compare:',
+  sizing: 'Sizing (the knee flags set its knee searches; each starts at 0.7 of a short closed-loop storm):',
 }
 
 function flagHelp (group: Group): string {
@@ -120,12 +132,14 @@ Usage:
   tollbooth lab knee --scenario NAME [flags]      raise the arrival rate 10 % per step until the service falls behind
   tollbooth lab compare --scenario NAME [flags]   the same load against every hash strategy, side by side
   tollbooth lab scale --scenario NAME --replicas 1,2,3 [flags]   the same load against 1, 2, 3 replicas
+  tollbooth lab sizing [--peak 500/s --p99 1s] [flags]   the knee and the overload curve of logins and GET /me,
+                                                  and the replicas a peak needs (docs/how-to/size-a-deployment.md)
   tollbooth lab report RESULT.json [--out DIR]    render the reports of a result again
   tollbooth lab scenarios                         list the built-in scenarios
 
 Scenarios: ${Object.keys(builtInScenarios).join(', ')}, or a path to a .json or .js file (docs/how-to/run-the-lab.md).
 
-${(['load', 'service', 'output', 'knee', 'compare'] as const).map(flagHelp).join('\n\n')}
+${(['load', 'service', 'output', 'knee', 'compare', 'sizing'] as const).map(flagHelp).join('\n\n')}
 `
 
 type Values = Record<string, string | boolean | string[] | undefined>
@@ -168,6 +182,32 @@ function labOptionsOf (values: Values): { common: Omit<LabOptions, 'scenario'>, 
 
 function list (text: string | boolean | string[] | undefined): string[] | undefined {
   return typeof text === 'string' ? text.split(',').map((item) => item.trim()).filter((item) => item !== '') : undefined
+}
+
+/** `lab sizing`'s own flags; the knee flags become its criteria. */
+function sizingOptionsOf (values: Values, criteria: NonNullable<KneeOptions['criteria']>): Omit<SizingOptions, keyof LabOptions | 'load'> {
+  const numbers = (name: string): number[] | undefined => list(values[name])?.map((item) => number(item, `--${name}`))
+  const text = (name: string): string | undefined => values[name] as string | undefined
+  const peak = text('peak')
+  const p99 = text('p99')
+  if (peak === undefined && p99 !== undefined) throw new LabError('--p99 goes with --peak: the p99 a login must keep at that peak', 'p99')
+  const { maxRate, startRate, ...kneeCriteria } = criteria
+  if (maxRate !== undefined || startRate !== undefined) throw new LabError('lab sizing starts each knee search from a short closed-loop storm: drop --start-rate and --max-rate', 'start-rate')
+  const optional = <T>(name: string, value: T | undefined): Record<string, T> => (value === undefined ? {} : { [name]: value })
+  return {
+    ...optional('peak', peak === undefined ? undefined : { perSecond: number(peak.replace(/\/s$/, ''), '--peak'), ...optional('p99Ms', p99 === undefined ? undefined : parseDurationMs(p99, '--p99')) }),
+    ...optional('headroom', text('headroom') === undefined ? undefined : parseFraction(text('headroom') ?? '', '--headroom')),
+    ...optional('spareReplicas', text('spare-replicas') === undefined ? undefined : number(text('spare-replicas') ?? '', '--spare-replicas')),
+    ...optional('cpusPerReplica', numbers('cpus')),
+    ...optional('databaseCpus', numbers('database-cpus')),
+    ...optional('multiples', numbers('multiples')),
+    ...optional('flows', list(values.flows) as SizingOptions['flows']),
+    ...optional('deployments', list(values.deployments) as SizingOptions['deployments']),
+    ...optional('patienceMs', text('patience') === undefined ? undefined : parseDurationMs(text('patience') ?? '', '--patience')),
+    ...optional('cheapP99LimitMs', text('cheap-p99-limit') === undefined ? undefined : parseDurationMs(text('cheap-p99-limit') ?? '', '--cheap-p99-limit')),
+    ...optional('clients', list(values.clients) as SizingOptions['clients']),
+    ...(Object.keys(kneeCriteria).length === 0 ? {} : { criteria: kneeCriteria }),
+  }
 }
 
 /** One line per second: on a terminal it rewrites itself; in a log, one line every 5 s. */
@@ -232,8 +272,12 @@ export async function labMain (argv: string[]): Promise<void> {
     await finish(JSON.parse(fs.readFileSync(file, 'utf8')) as LabResult, out ?? path.dirname(file))
     return
   }
-  if (!['run', 'knee', 'compare', 'scale'].includes(command)) throw new LabError(`unknown lab command "${command}": use run, knee, compare, scale, report or scenarios`)
+  if (!['run', 'knee', 'compare', 'scale', 'sizing'].includes(command)) throw new LabError(`unknown lab command "${command}": use run, knee, compare, scale, sizing, report or scenarios`)
   if (positionals.length > 0) throw new LabError(`unexpected argument "${positionals[0] ?? ''}"`)
+  if (command === 'sizing') {
+    await sizingMain(argv, values, out)
+    return
+  }
   const scenario = values.scenario as string | undefined
   if (scenario === undefined) throw new LabError(`lab ${command} needs --scenario (${Object.keys(builtInScenarios).join(', ')}, or a file)`, 'scenario')
   const { common, criteria } = labOptionsOf(values)
@@ -242,20 +286,11 @@ export async function labMain (argv: string[]): Promise<void> {
   const cpusPerReplica = typeof values['cpus-per-replica'] === 'string' ? number(values['cpus-per-replica'], '--cpus-per-replica') : undefined
   if (replicaCounts.length > 0) common.replicas = { count: replicaCounts[0] ?? 1, cpusPerReplica }
 
-  const progress = progressPrinter(values.quiet === true)
-  const abort = new AbortController()
-  const onSignal = (): void => {
-    if (abort.signal.aborted) process.exit(130)
-    progress.log('interrupted: stopping the load and writing what was measured (Ctrl-C again to quit at once)')
-    abort.abort()
-  }
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
+  const { progress, abort, release } = interruptible(values)
   const options: LabOptions = {
     ...common, scenario, commandLine: ['tollbooth', 'lab', ...argv].join(' '), log: progress.log, onSecond: progress.onSecond, signal: abort.signal,
   }
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace(/-\d+Z$/, 'Z')
-  const outDir = out ?? path.join('lab-results', `${command}-${path.basename(scenario).replace(/\.(json|m?js)$/, '')}-${stamp}`)
+  const outDir = outputFolder(out, `${command}-${path.basename(scenario).replace(/\.(json|m?js)$/, '')}`)
   let result: LabResult
   try {
     const strategies = list(values.strategies)
@@ -268,9 +303,52 @@ export async function labMain (argv: string[]): Promise<void> {
           ? await labKnee({ ...options, criteria })
           : await labCompare({ ...options, ...(strategies === undefined ? {} : { strategies }), ...(clients === undefined ? {} : { clients }) })
   } finally {
-    progress.end()
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
+    release()
   }
   await finish(result, outDir)
+}
+
+/** The progress line, and Ctrl-C as an abort that still writes what was measured (twice: quit at once). */
+function interruptible (values: Values): { progress: ReturnType<typeof progressPrinter>, abort: AbortController, release: () => void } {
+  const progress = progressPrinter(values.quiet === true)
+  const abort = new AbortController()
+  const onSignal = (): void => {
+    if (abort.signal.aborted) process.exit(130)
+    progress.log('interrupted: stopping the load and writing what was measured (Ctrl-C again to quit at once)')
+    abort.abort()
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  return {
+    progress,
+    abort,
+    release () {
+      progress.end()
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    },
+  }
+}
+
+/** Timestamped folder under lab-results/ unless --out names one. */
+function outputFolder (out: string | undefined, name: string): string {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace(/-\d+Z$/, 'Z')
+  return out ?? path.join('lab-results', `${name}-${stamp}`)
+}
+
+async function sizingMain (argv: string[], values: Values, out: string | undefined): Promise<void> {
+  if (values.scenario !== undefined) throw new LabError('lab sizing measures its own flows (--flows login,me), not a scenario', 'scenario')
+  for (const name of ['vus', 'stages', 'rate', 'rate-stages', 'duration', 'think-time', 'strategy', 'replicas', 'cpus-per-replica', 'strategies', 'no-retry-after', 'source-addresses']) {
+    if (values[name] !== undefined) throw new LabError(`lab sizing sets its own load and service: drop --${name}`, name)
+  }
+  const { common, criteria } = labOptionsOf(values)
+  const sizing = sizingOptionsOf(values, criteria)
+  const { progress, abort, release } = interruptible(values)
+  let result: LabResult
+  try {
+    result = await labSizing({ ...common, ...sizing, commandLine: ['tollbooth', 'lab', ...argv].join(' '), log: progress.log, onSecond: progress.onSecond, signal: abort.signal })
+  } finally {
+    release()
+  }
+  await finish(result, outputFolder(out, 'sizing'))
 }

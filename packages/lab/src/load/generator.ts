@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks'
 import { isMainThread, parentPort, workerData } from 'node:worker_threads'
 import { defaultLoadClient, HttpTarget, loopbackSourceAddresses, type HttpClientKind, type LabRequest, type LabResponse } from '../http/index.js'
-import type { SegmentLoad } from '../result.js'
+import type { ArrivalRetry, SegmentLoad } from '../result.js'
 import { loadScenario, type Scenario, type ScenarioRef, type VirtualUser } from '../scenarios/index.js'
 import { nowEpochMs, secondOf } from '../time.js'
 import { arrivalTimes, shareOf, totalDurationMs, vusAt } from './schedule.js'
@@ -75,8 +75,25 @@ class LabVirtualUser implements VirtualUser {
     return this.generator.unique()
   }
 
+  /** A 503 sent again, at once or after its Retry-After, until another answer or the arrival's patience ends. */
+  private async retried (retry: ArrivalRetry, first: LabResponse, endpoint: string, request: LabRequest, fromEpochMs: number, owner: number | undefined): Promise<LabResponse> {
+    let response = first
+    while (response.status === 503) {
+      const waitMs = retry.clients === 'naive' ? 0 : (response.retryAfterSeconds ?? 1) * 1000
+      if (nowEpochMs() + waitMs >= fromEpochMs + retry.patienceMs || !(await this.generator.pause(waitMs))) break
+      response = await this.generator.send(endpoint, request, fromEpochMs, owner)
+    }
+    return response
+  }
+
+  /** Open model with `retry`: what this arrival does with a 503 (ArrivalRetry). */
+  retry: ArrivalRetry | undefined
+
   async request (endpoint: string, request: LabRequest): Promise<LabResponse> {
-    const response = await this.generator.send(endpoint, request, this.intendedEpochMs ?? nowEpochMs(), this.ownConnection ? this.id : undefined)
+    const fromEpochMs = this.intendedEpochMs ?? nowEpochMs()
+    const owner = this.ownConnection ? this.id : undefined
+    let response = await this.generator.send(endpoint, request, fromEpochMs, owner)
+    if (this.retry !== undefined) response = await this.retried(this.retry, response, endpoint, request, fromEpochMs, owner)
     this.intendedEpochMs = null
     if (!response.ok) this.failed = true
     if (response.status === 503 && response.retryAfterSeconds !== null) this.retryAfterSeconds = response.retryAfterSeconds
@@ -163,6 +180,13 @@ export class LoadGenerator {
     return response
   }
 
+  /** Waits `ms` (0: a turn of the event loop, so a naive retry loop never starves the thread's timers); false once the generator is stopping. */
+  async pause (ms: number): Promise<boolean> {
+    if (ms > 0) await this.sleep(ms)
+    else await new Promise<void>((resolve) => { setImmediate(resolve) })
+    return !this.stopping
+  }
+
   private async sleep (ms: number): Promise<void> {
     if (ms <= 0 || this.stopping) return
     await new Promise<void>((resolve) => {
@@ -178,7 +202,8 @@ export class LoadGenerator {
 
   /** One iteration of the scenario; achieved when every request got a 2xx and nothing threw. */
   private async iterate (vu: LabVirtualUser, intendedEpochMs: number | null, segment: Segment): Promise<void> {
-    Object.assign(vu, { intendedEpochMs, phase: segment.spec.phase, failed: false, retryAfterSeconds: null })
+    const retry = segment.spec.load.model === 'open' ? segment.spec.load.retry : undefined
+    Object.assign(vu, { intendedEpochMs, phase: segment.spec.phase, failed: false, retryAfterSeconds: null, retry })
     this.count('started', nowEpochMs(), segment)
     let achieved = false
     try {

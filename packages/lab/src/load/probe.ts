@@ -59,6 +59,13 @@ class ProbeRecord {
     recordMs(histogram, message.latencyMs)
   }
 
+  /** The probes that ended in seconds `fromT` to `toT` (both included), null when none did. */
+  between (fromT: number, toT: number): LatencySummary | null {
+    const merged = createHistogram()
+    for (const [t, histogram] of this.perSecond) if (t >= fromT && t <= toT) merged.add(histogram)
+    return merged.totalCount === 0 ? null : summarise(merged)
+  }
+
   second (t: number): LatencySummary | null {
     const histogram = this.perSecond.get(t)
     return histogram === undefined ? null : summarise(histogram)
@@ -116,6 +123,11 @@ export class HealthzProbe extends EventEmitter<{ probe: [] }> {
   }
 
   /** Every service probe of the run, or null when the probe was off. */
+  /** The service's probes that ended in seconds `fromT` to `toT` of the run (a knee's or a curve's step). */
+  summaryBetween (fromT: number, toT: number): LatencySummary | null {
+    return this.service.between(fromT, toT)
+  }
+
   summary (): LatencySummary | null {
     return this.settings.ratePerSecond <= 0 ? null : summarise(this.service.total)
   }

@@ -30,8 +30,19 @@ export interface LabRunOptions extends Pick<LoadSessionOptions, 'url' | 'scenari
   signal?: AbortSignal | undefined
 }
 
+/**
+ * A segment as measured beside the load: the /healthz probes that ended in its seconds, the
+ * service's mean CPU in them (its process tree when the lab started it; null: not scraped), and
+ * the lab process's own CPU (generators, probe, scraper) while it ran, in cores.
+ */
+export interface MeasuredSegment extends SegmentResult {
+  healthz: LatencySummary | null
+  serviceCpuCores: number | null
+  labCpuCores: number
+}
+
 /** Runs a segment (a phase, a knee step) on every generator; resolves when its requests have all ended. */
-export type RunSegment = (phase: string | undefined, load: SegmentLoad) => Promise<SegmentResult>
+export type RunSegment = (phase: string | undefined, load: SegmentLoad) => Promise<MeasuredSegment>
 
 const round = (value: number, places: number): number => Math.round(value * 10 ** places) / 10 ** places
 
@@ -157,9 +168,19 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
   signal?.addEventListener('abort', onAbort, { once: true })
   try {
     await Promise.race([segments(async (phase, segmentLoad) => {
+      const cpuAtStart = process.cpuUsage()
+      const wallAtStart = performance.now()
       const result = await session.runSegment(phase, segmentLoad)
       done.push(result)
-      return result
+      const cpu = process.cpuUsage(cpuAtStart)
+      const cores = (scraper?.samples ?? []).filter((sample) => sample.t > result.startT && sample.t <= result.endT)
+        .map((sample) => sample.processTreeCpuCores ?? sample.cpuCores).filter((value): value is number => value !== null)
+      return {
+        ...result,
+        healthz: probe?.summaryBetween(result.startT + 1, result.endT) ?? null,
+        serviceCpuCores: cores.length === 0 ? null : round(cores.reduce((sum, value) => sum + value, 0) / cores.length, 3),
+        labCpuCores: round((cpu.user + cpu.system) / 1e6 / Math.max(0.001, (performance.now() - wallAtStart) / 1000), 3),
+      }
     }), aborted])
   } catch (err) {
     // A generator that failed: stop the others, the scraper and the probe before reporting it.

@@ -70,7 +70,8 @@ export function headerFacts (result: LabResult): Fact[] {
     { label: 'scenario', value: result.scenario.description === '' ? result.scenario.name : `${result.scenario.name}: ${result.scenario.description}` },
     { label: 'endpoints', value: result.scenario.endpoints.join(', ') },
     ...(result.scenario.phases === undefined ? [] : [{ label: 'phases', value: result.scenario.phases.join(' → ') }]),
-    ...describeLoad(result.load),
+    // A sizing sets its own load per step: its settings are the figures' own (report/sizing.ts).
+    ...describeLoad(result.load).filter((fact) => result.command !== 'sizing' || fact.label === 'load settings'),
     ...service,
     { label: 'machine', value: `${machine.cpuModel}, ${machine.cores} cores, ${formatGiB(machine.memoryBytes)}` },
     { label: 'CPU budget', value: `${formatCores(budget.cpus)} cores (source: ${budget.source}${budget.quota === null ? '' : `, quota ${formatCores(budget.quota)}`})` },

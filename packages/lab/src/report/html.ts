@@ -4,10 +4,13 @@
  * rendered here; charts are drawn in the page from the embedded result by the chart modules.
  */
 import type { LabResult, RunResult } from '../result.js'
-import { comparisonBarCharts, comparisonOverTimeCharts, kneeCharts, runOverTimeCharts, serverCharts, strategyCharts, type ChartGroup } from './charts/index.js'
+import { comparisonBarCharts, comparisonOverTimeCharts, kneeCharts, runOverTimeCharts, serverCharts, sizingCurveCharts, strategyCharts, type ChartGroup } from './charts/index.js'
 import {
   describeErrors, describeGenerator, describeHealthz, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'
+import {
+  curveTable, databaseCostTable, databaseLimitTable, databaseLines, flowTitle, kneesTable, replicaPlanLine, replicaPlans, replicaTable, sizingFacts, sizingFlowsOf,
+} from './sizing.js'
 import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table, type TableColumn } from './tables.js'
 
 const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
@@ -155,9 +158,41 @@ function compareSections (result: LabResult): string[] {
   ]
 }
 
+/** `sizing`: the plan first (what the reader came for), then the knees, the curves, the database, and each flow over time. */
+function sizingSections (result: LabResult): string[] {
+  const { sizing } = result
+  if (sizing === undefined) return []
+  const plans = replicaPlans(sizing)
+  const limits = databaseLimitTable(sizing)
+  const curves = sizingCurveCharts(result)
+  return [
+    section('sizing', 'Sizing', [
+      paragraph(replicaPlanLine(sizing), 'headline'),
+      ...(plans === null ? [] : [renderHtmlTable(replicaTable(plans), 'Replicas for the peak, by replica size (hover a header for its meaning)')]),
+      factList(sizingFacts(result, sizing)),
+    ]),
+    section('knees', 'Knees', [renderHtmlTable(kneesTable(sizing), 'One knee search per deployment and flow, steps of constant rate from 0.7 of the closed-loop estimate')]),
+    section('curves', 'Overload curves', sizingFlowsOf(sizing).flatMap(({ deployment, flow }, index) => [
+      `<h3>${escapeHtml(flowTitle(deployment, flow))}</h3>`,
+      renderHtmlTable(curveTable(flow), `${flow.endpoint}: constant-rate steps at multiples of the knee (${formatRateText(flow.knee.kneePerSecond)}), naive clients then polite; latency in ms of the arrivals that succeeded, from the arrival; the 1× rows are highlighted`),
+      ...(curves[index] === undefined ? [] : [chartGroup(curves[index])]),
+    ])),
+    section('database', 'The shared database', [
+      renderHtmlTable(databaseCostTable(sizing), 'What PostgreSQL spent per successful request'),
+      ...(limits === null ? [] : [renderHtmlTable(limits, 'The peak of logins at which the database, not the replicas, is the limit')]),
+      ...databaseLines(sizing).map((line) => paragraph(line)),
+    ]),
+    section('each-flow', 'Each flow over time', strategyCharts(result).map(chartGroup)),
+    section('services', 'Services', [renderHtmlTable(serviceTable(result), 'The service of each flow\'s run')]),
+  ]
+}
+
+const formatRateText = (rate: number | null): string => (rate === null ? 'no knee' : `knee ${rate}/s`)
+
 function body (result: LabResult): string[] {
   const first = result.runs[0]
   if (result.command === 'compare') return compareSections(result)
+  if (result.command === 'sizing') return sizingSections(result)
   return [
     ...(result.command === 'knee' ? kneeSection(result) : []),
     ...(first === undefined ? [] : runSections(result, first)),

@@ -25,27 +25,27 @@ export interface Table {
   totalRow?: number
 }
 
-interface Column<Row> extends TableColumn {
+export interface Column<Row> extends TableColumn {
   cell: (row: Row) => string
 }
 
-function right<Row> (header: string, cell: (row: Row) => string, description?: string): Column<Row> {
+export function right<Row> (header: string, cell: (row: Row) => string, description?: string): Column<Row> {
   return { header, align: 'right', cell, ...(description === undefined ? {} : { description }) }
 }
 
-function left<Row> (header: string, cell: (row: Row) => string, wrapAtChars?: number): Column<Row> {
+export function left<Row> (header: string, cell: (row: Row) => string, wrapAtChars?: number): Column<Row> {
   return { header, align: 'left', cell, ...(wrapAtChars === undefined ? {} : { wrapAtChars }) }
 }
 
 type Percentile = (typeof percentileFields)[number]
 
 /** "p50 ms", "p99 ms" ... columns of a latency (or the articles' figures) picked from the row. */
-function msColumns<Row> (pick: (row: Row) => Partial<Record<Percentile, number | null>>, names: readonly Percentile[]): Array<Column<Row>> {
+export function msColumns<Row> (pick: (row: Row) => Partial<Record<Percentile, number | null>>, names: readonly Percentile[]): Array<Column<Row>> {
   return names.map((name) => right(`${name.slice(0, -2)} ms`, (row) => formatMs(pick(row)[name])))
 }
 
 /** The table of `rows`; `emphasise` picks the rows HTML highlights. */
-function table<Row> (columns: Array<Column<Row>>, rows: readonly Row[], emphasise?: (row: Row) => boolean, totalRow?: number): Table {
+export function table<Row> (columns: Array<Column<Row>>, rows: readonly Row[], emphasise?: (row: Row) => boolean, totalRow?: number): Table {
   const emphasisedRows = emphasise === undefined ? [] : rows.flatMap((row, index) => emphasise(row) ? [index] : [])
   return {
     columns: columns.map(({ cell, ...column }) => column),

@@ -5,6 +5,9 @@ import type { LabResult, RunResult } from '../result.js'
 import {
   describeErrors, describeGenerator, describeHealthz, headerFacts, kneeCriteriaLine, kneeLine, saturationWarnings, serverFacts, type Fact,
 } from './describe.js'
+import {
+  curveTable, databaseCostTable, databaseLimitTable, databaseLines, flowTitle, kneesTable, replicaPlanLine, replicaPlans, replicaTable, sizingFacts, sizingFlowsOf,
+} from './sizing.js'
 import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table } from './tables.js'
 
 const columnGap = '  '
@@ -105,6 +108,27 @@ function compareSections (result: LabResult): string[] {
   ]
 }
 
+function sizingSections (result: LabResult): string[] {
+  const { sizing } = result
+  if (sizing === undefined) return ['(this sizing result has no sizing)']
+  const plans = replicaPlans(sizing)
+  const limits = databaseLimitTable(sizing)
+  return [
+    ...heading('Knees'),
+    ...tableWithLegend(kneesTable(sizing)),
+    ...sizingFlowsOf(sizing).flatMap(({ deployment, flow }) => [...heading(`Overload curve: ${flowTitle(deployment, flow)}`), ...tableWithLegend(curveTable(flow))]),
+    ...heading('The shared database'),
+    ...tableWithLegend(databaseCostTable(sizing)),
+    ...(limits === null ? [] : ['', renderTextTable(limits)]),
+    ...databaseLines(sizing).flatMap((line) => ['', ...wrapWords(line, lineWidthChars)]),
+    ...heading('Sizing'),
+    ...wrapWords(replicaPlanLine(sizing), lineWidthChars),
+    ...(plans === null ? [] : ['', ...tableWithLegend(replicaTable(plans))]),
+    '',
+    ...factLines(sizingFacts(result, sizing)),
+  ]
+}
+
 function referenceSection (result: LabResult): string[] {
   if (result.references.length === 0) return []
   return [...heading(referencesTitle), renderTextTable(referenceTable(result, 'narrow'))]
@@ -122,10 +146,12 @@ export function renderText (result: LabResult): string {
   const first = result.runs[0]
   const body = result.command === 'compare'
     ? compareSections(result)
-    : [
-        ...(result.command === 'knee' ? kneeSections(result) : []),
-        ...(first === undefined ? ['(no run in this result)'] : runSections(result, first)),
-      ]
+    : result.command === 'sizing'
+      ? sizingSections(result)
+      : [
+          ...(result.command === 'knee' ? kneeSections(result) : []),
+          ...(first === undefined ? ['(no run in this result)'] : runSections(result, first)),
+        ]
   const title = `tollbooth lab ${result.command}: ${result.scenario.name}`
   return [
     title,

@@ -74,3 +74,9 @@ export function processTreeUsage (rootPid: number): ProcessTreeUsage | null {
   }
   return { cpuSeconds: usage.cpuTicks / units.clockTicksPerSecond, rssBytes: usage.rssPages * units.pageBytes, processes: usage.processes }
 }
+
+/** The parent of a process (a PostgreSQL backend's is its postmaster); null when /proc does not have it. */
+export function parentPid (pid: number): number | null {
+  const stat = readStat(String(pid))
+  return stat === undefined || stat.ppid <= 0 ? null : stat.ppid
+}

@@ -38,6 +38,8 @@ export interface ServiceSourceOptions {
   /** Services the lab starts: N replicas behind HAProxy. */
   replicas?: ReplicaOptions | undefined
   log?: ((line: string) => void) | undefined
+  /** An embedded database the lab starts counts its statements (pg_stat_statements), for `lab sizing`. */
+  databaseStatistics?: boolean
 }
 
 type Service = Omit<LocalService, 'replicas'> & { info: ServiceInfo }
@@ -45,6 +47,8 @@ type Service = Omit<LocalService, 'replicas'> & { info: ServiceInfo }
 export interface ServiceSource {
   /** The target, or a service the lab starts with `strategy` (`replicas`: behind HAProxy). */
   start (strategy: string, replicas?: ReplicaOptions): Promise<Service>
+  /** The services' database when the lab knows it (its own, or --database-url); undefined for a target without one. */
+  databaseUrl: string | undefined
   close (): Promise<void>
 }
 
@@ -82,11 +86,14 @@ export async function serviceSource (options: ServiceSourceOptions, labDiagnosti
   if (options.target !== undefined) {
     const url = options.target.replace(/\/+$/, '')
     const metricsUrl = options.metricsUrl?.replace(/\/+$/, '') ?? url
-    return { start: async () => ({ url, metricsUrl, pid: undefined, info: await serviceInfo(url, metricsUrl, undefined, {}), stop: async () => {} }), close: async () => {} }
+    return { start: async () => ({ url, metricsUrl, pid: undefined, info: await serviceInfo(url, metricsUrl, undefined, {}), stop: async () => {} }), databaseUrl: options.databaseUrl, close: async () => {} }
   }
   // An embedded PostgreSQL in a scratch folder, deleted on stop.
-  const database = options.databaseUrl === undefined ? await startDatabase({ name: 'tollbooth_lab', label: 'lab' }) : { url: options.databaseUrl, stop: async () => {} }
+  const database = options.databaseUrl === undefined
+    ? await startDatabase({ name: 'tollbooth_lab', label: 'lab', statementStatistics: options.databaseStatistics === true })
+    : { url: options.databaseUrl, stop: async () => {} }
   return {
+    databaseUrl: database.url,
     async start (strategy, replicas = options.replicas) {
       const env = { ...seedServiceEnv, ...options.serviceEnv }
       // What ships, unless the run needs the harness: a seed's strategy, or the diagnostic routes.

@@ -5,7 +5,7 @@
  * instead ("not measured"), so a report never shows an empty frame as if it were a flat line.
  */
 import type { ChartDataset } from 'chart.js'
-import type { KneeResult, KneeStep, LabResult, LatencySummary, RunResult, SecondSample, ServerSample } from '../../result.js'
+import type { CurveStep, KneeResult, KneeStep, LabResult, LatencySummary, RunResult, SecondSample, ServerSample, SizingFlow } from '../../result.js'
 import { formatMs, formatRate } from '../format.js'
 import {
   barChartConfig, barDataset, colours, hasData, lineChartConfig, lineDataset, seriesColour, type AnyChartConfig, type AxisSpec, type LineConfig, type ReferenceLine, type XY,
@@ -116,6 +116,21 @@ function serverSignalConfig (result: LabResult, signal: ServerSignal, runs: RunR
       return strategyDataset(run.label, points(run.server, (measuredTree ? tree : process)?.[1] ?? (() => null)), index)
     })
   return lineChartConfig(datasets, timeAxis, signal.axis(result), signal.budget === true ? [cpuBudgetLine(result)] : [])
+}
+
+/** The sizing flow whose run is `run`. */
+function sizingFlowOf (result: LabResult, run: RunResult | undefined): SizingFlow | undefined {
+  const index = run === undefined ? -1 : result.runs.indexOf(run)
+  return result.sizing?.deployments.flatMap((deployment) => deployment.flows).find((flow) => flow.run === index)
+}
+
+/** One line per kind of clients over the curve's steps, at x = offered rate (or `x`); dots mark the steps. */
+function curveLines (flow: SizingFlow, value: (step: CurveStep) => number | null, what?: string, dashed = false, x: (step: CurveStep) => number = (step) => step.offeredPerSecond): Array<ChartDataset<'line', XY[]>> {
+  const kinds = [...new Set(flow.curve.map((step) => step.clients))]
+  return kinds.map((kind) => ({
+    ...lineDataset(what === undefined ? kind : `${kind} ${what}`, flow.curve.filter((step) => step.clients === kind).map((step) => ({ x: x(step), y: value(step) })), kind === 'naive' ? colours.failed : colours.achieved, { dashed }),
+    pointRadius: 3,
+  }))
 }
 
 /** Steps that held are dots, steps that failed are crosses: the reader sees where it broke. */
@@ -270,6 +285,35 @@ const charts = {
       ['other', (run) => run.summary.errors.other, seriesColour(7)],
     ], { title: 'failed requests', unit: '', stacked: true }),
   },
+  'sizing-goodput': {
+    title: 'Goodput against offered load',
+    namesRun: true,
+    description: () => 'arrivals that succeeded per second against those offered, at each multiple of the knee, for naive clients (retry a 503 at once) and polite ones (wait out Retry-After); the dashed lines are goodput = offered and the knee',
+    config: (result, run) => {
+      const flow = sizingFlowOf(result, run)
+      if (flow === undefined) return null
+      const offered = flow.curve.map((step) => step.offeredPerSecond)
+      const diagonal = offered.length === 0 ? [] : [0, Math.max(...offered)].map((rate) => ({ x: rate, y: rate }))
+      return lineChartConfig([
+        ...curveLines(flow, (step) => step.goodputPerSecond),
+        lineDataset('goodput = offered', diagonal, colours.offered, { dashed: true }),
+      ], { title: 'offered arrivals per second', fromZero: true }, { title: 'succeeded per second', unit: '/s', linear: true },
+      flow.knee.kneePerSecond === null ? [] : [{ axis: 'y', value: flow.knee.kneePerSecond, label: `knee: ${formatRate(flow.knee.kneePerSecond)}/s`, colour: '#222222' }])
+    },
+  },
+  'sizing-latency': {
+    title: 'Latency against offered load',
+    namesRun: true,
+    description: () => 'p99 in ms of the arrivals that succeeded (from the arrival, retries included), and p99 of /healthz, at each multiple of the knee, for naive and polite clients',
+    config: (result, run) => {
+      const flow = sizingFlowOf(result, run)
+      if (flow === undefined) return null
+      return lineChartConfig([
+        ...curveLines(flow, (step) => step.okLatency.p99Ms, 'p99', false, (step) => step.multiple),
+        ...curveLines(flow, (step) => step.healthz?.p99Ms ?? null, '/healthz p99', true, (step) => step.multiple),
+      ], { title: 'offered load (× the knee)', fromZero: true }, msAxis)
+    },
+  },
 } satisfies Record<string, ChartDefinition>
 
 export type ChartKind = keyof typeof charts
@@ -330,3 +374,7 @@ export const comparisonBarCharts = (result: LabResult): ChartGroup =>
   group(result, null, ['bar-throughput', 'bar-latency', 'bar-healthz', 'bar-delay', 'bar-cpu', 'bar-rss', 'bar-errors'], null)
 export const comparisonOverTimeCharts = (result: LabResult): ChartGroup => group(result, null, ['compare-p99', 'compare-achieved', ...serverKinds], null)
 export const strategyCharts = (result: LabResult): ChartGroup[] => result.runs.map((run, index) => group(result, run.label, overTime, index))
+
+/** `sizing`: each flow's overload curve, goodput and latency against the offered load. */
+export const sizingCurveCharts = (result: LabResult): ChartGroup[] => (result.sizing?.deployments ?? []).flatMap((deployment) => deployment.flows)
+  .map((flow) => group(result, null, ['sizing-goodput', 'sizing-latency'], flow.run))

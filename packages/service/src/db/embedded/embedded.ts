@@ -37,6 +37,8 @@ export interface StartEmbeddedOptions {
   serviceRole?: boolean
   /** Throwaway data (the test suite's): PostgreSQL's non-durable settings, which a crash may corrupt. Never a service's own data. */
   nonDurable?: boolean
+  /** More server settings, each passed as `-c name=value` (the lab's `shared_preload_libraries=pg_stat_statements`). */
+  settings?: Readonly<Record<string, string>>
   /** As root, where copies of unreachable binaries and relocated clusters may go (tests); defaults in placement.ts. */
   placement?: { binaryCacheBases?: readonly string[], clusterBases?: readonly string[], nativeDir?: string }
 }
@@ -146,12 +148,13 @@ async function initdb (nativeDir: string, clusterDir: string, password: string, 
   }
 }
 
-async function startPostgres (nativeDir: string, clusterDir: string, port: number, user: PostgresUser | undefined, log: (message: string) => void, nonDurable: boolean): Promise<ChildProcess> {
+async function startPostgres (nativeDir: string, clusterDir: string, port: number, user: PostgresUser | undefined, log: (message: string) => void, nonDurable: boolean, settings: Readonly<Record<string, string>>): Promise<ChildProcess> {
   const child = spawn(path.join(nativeDir, 'bin', 'postgres'), [
     '-D', clusterDir, '-p', String(port),
     // Loopback TCP only; no unix socket, so two clusters never fight over /tmp.
     '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200',
     ...(nonDurable ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : ['-c', 'fsync=on']),
+    ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
   ], { ...runAs(user), cwd: clusterDir, env: postgresEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
   await new Promise<void>((resolve, reject) => {
     let output = ''
@@ -206,7 +209,7 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
   }
   let child: ChildProcess
   try {
-    child = await startPostgres(nativeDir, clusterDir, port, user, log, options.nonDurable === true)
+    child = await startPostgres(nativeDir, clusterDir, port, user, log, options.nonDurable === true, options.settings ?? {})
   } catch (err) {
     throw new Error(`The embedded PostgreSQL did not start (cluster ${clusterDir}, port ${port}): ${(err as Error).message}`, { cause: err })
   }

@@ -105,7 +105,7 @@ const flags: Record<string, Flag> = {
   'database-cpus': { group: 'sizing', arg: 'a,b,...', help: 'database sizes to give the limit of, in CPUs (default 2,4,8,16)' },
   multiples: { group: 'sizing', arg: 'a,b,...', help: 'the curve\'s offered load, as multiples of the knee (default 0.5,1,1.5,2,3)' },
   flows: { group: 'sizing', arg: 'login,me', help: 'what to measure: logins, a crowd of GET /me, or both (default both)' },
-  deployments: { group: 'sizing', arg: 'alone,haproxy', help: 'without --target: the service alone, behind HAProxy, or both (default both)' },
+  deployments: { group: 'sizing', arg: 'a,b', help: 'without --target: alone (the service alone), haproxy (behind HAProxy), or both (default alone,haproxy)' },
   patience: { group: 'sizing', arg: 'D', help: 'an arrival of a curve step gives up this long after it came (default 5s)', parse: 'duration' },
   'cheap-p99-limit': { group: 'sizing', arg: 'D', help: 'a GET /me knee step fails when its p99 passes D (default 250ms)', parse: 'duration' },
 }

@@ -35,7 +35,7 @@ export interface LabRunOptions extends Pick<LoadSessionOptions, 'url' | 'scenari
  * service's mean CPU in them (its process tree when the lab started it; null: not scraped), and
  * the lab process's own CPU (generators, probe, scraper) while it ran, in cores.
  */
-export interface MeasuredSegment extends SegmentResult {
+interface MeasuredSegment extends SegmentResult {
   healthz: LatencySummary | null
   serviceCpuCores: number | null
   labCpuCores: number

@@ -112,6 +112,7 @@ describe('lab sizing', () => {
     assert.equal(page.kinds.filter((kind) => kind === 'sizing-goodput').length, 2, 'a goodput curve per flow')
     assert.equal(page.kinds.filter((kind) => kind === 'sizing-latency').length, 2, 'a latency curve per flow')
     assert.deepEqual(page.blank, [], 'every chart drew')
+    assert.ok(login.serviceCpuCoresAtKnee !== null && login.serviceCpuCoresAtKnee > 0, 'the service\'s CPU at the knee was scraped')
     assert.equal(page.replicaRows, 4, 'a row per replica size (1, 2, 4, 8 CPUs)')
   })
 

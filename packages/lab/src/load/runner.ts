@@ -173,8 +173,12 @@ export async function runLoad (options: LabRunOptions, segments: (segment: RunSe
       const result = await session.runSegment(phase, segmentLoad)
       done.push(result)
       const cpu = process.cpuUsage(cpuAtStart)
-      const cores = (scraper?.samples ?? []).filter((sample) => sample.t > result.startT && sample.t <= result.endT)
+      await scraper?.reached(result.endT)
+      // A scrape that came late leaves its second empty: a short step then takes the next second's.
+      const coresIn = (lastT: number): number[] => (scraper?.samples ?? []).filter((sample) => sample.t > result.startT && sample.t <= lastT)
         .map((sample) => sample.processTreeCpuCores ?? sample.cpuCores).filter((value): value is number => value !== null)
+      const inStep = coresIn(result.endT)
+      const cores = inStep.length > 0 ? inStep : coresIn(result.endT + 1)
       return {
         ...result,
         healthz: probe?.summaryBetween(result.startT + 1, result.endT) ?? null,

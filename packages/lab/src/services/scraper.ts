@@ -118,6 +118,17 @@ export class MetricsScraper {
     this.previous = reading
   }
 
+  /**
+   * Resolves once the sample of second `t` is in (a step's last second is scraped at its very end,
+   * as the step's own requests end), or after `timeoutMs` when that scrape failed or came late.
+   */
+  async reached (t: number, timeoutMs = 2000): Promise<void> {
+    const deadline = nowEpochMs() + timeoutMs
+    while (!this.stopped && (this.samples.at(-1)?.t ?? 0) < t && nowEpochMs() < deadline) {
+      await (this.inFlight ?? new Promise((resolve) => { setTimeout(resolve, 20) }))
+    }
+  }
+
   async stop (): Promise<void> {
     this.stopped = true
     clearTimeout(this.timer)

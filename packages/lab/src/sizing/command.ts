@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
-import { settingDefaults } from 'tollbooth/launcher'
+import { recommendedHaproxyLimits, settingDefaults } from 'tollbooth/launcher'
 import { validated } from '../errors.js'
 import { defaultKneeCriteria } from '../load/index.js'
 import { checkChoices, clientKinds, positive, prepare, type ClientKind, type LabOptions } from '../options.js'
@@ -139,7 +139,7 @@ export async function labSizing (options: SizingOptions): Promise<LabResult> {
       if (service === undefined) continue
       const deployment: SizingDeployment = {
         kind,
-        description: kind === 'alone' ? 'one service, the clients connect to it directly' : kind === 'haproxy' ? `one service behind HAProxy (${service.info.settings.replicas ?? 'the launcher\'s configuration'})` : `the target ${service.url}`,
+        description: kind === 'alone' ? 'one service, the clients connect to it directly' : kind === 'haproxy' ? `one service behind HAProxy with the recommended limits (per replica ${recommendedHaproxyLimits.maxConnPerReplica} connections, a queue of ${recommendedHaproxyLimits.queuePerReplica} for ${recommendedHaproxyLimits.queueTimeoutMs} ms; ${service.info.settings.replicas ?? 'the launcher\'s configuration'})` : `the target ${service.url}`,
         flows: [],
       }
       sizing.deployments.push(deployment)

@@ -366,6 +366,8 @@ export class AuthService {
 
   /** Spends the challenge (only the user's, of a second factor unless `beforeSession` enrols) and the factor, then opens the session. */
   private async completeInTransaction (client: Queryable, tokenHash: Buffer, userId: string, factor: VerifiedFactor, context: SignInRequest, beforeSession?: () => Promise<void>): Promise<SignedIn> {
+    // The user row first (accounts.ts's lock order): an account deletion under way is waited for, then found done.
+    if (!await lockUserKeyShare(client, userId)) throw createError('LOGIN_CHALLENGE_INVALID')
     const row: LoginChallengeRow | undefined = await spendLoginChallenge(client, tokenHash, new Date(this.now()))
     if (row === undefined || row.userId !== userId || (row.purpose === 'enrol') !== (beforeSession !== undefined)) throw createError('LOGIN_CHALLENGE_INVALID')
     await factor.spend(client)

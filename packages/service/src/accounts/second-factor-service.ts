@@ -7,7 +7,7 @@
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import { createError } from '../errors.js'
-import { deleteRecoveryCodes, deleteTotpFactor, findTotpFactor, findUserById, putPendingTotp, recoveryCodesSummary, revokeAllSessionIds, withTransaction, type Queryable } from '../db/index.js'
+import { deleteRecoveryCodes, deleteTotpFactor, findTotpFactor, findUserById, lockUserKeyShare, putPendingTotp, recoveryCodesSummary, revokeAllSessionIds, withTransaction, type Queryable } from '../db/index.js'
 import type { AccountService, Caller } from './account-service.js'
 import type { SecondFactorMode } from './auth-service.js'
 import type { HashedRequest } from './password-check.js'
@@ -35,6 +35,14 @@ export interface FactorView {
 
 /** What proves the caller holds the account again: its password, or a code of one of its factors. */
 export type FactorProof = { password: string } | { method: CodeMethod, code: string }
+
+/**
+ * The user row first, FOR KEY SHARE (db/accounts.ts's lock order: the user, then the sessions, then
+ * the rest): a factor change and an account deletion queue on it, never deadlock. AUTH_SESSION_ENDED when the account is gone.
+ */
+async function lockUser (client: Queryable, caller: Caller): Promise<void> {
+  if (!await lockUserKeyShare(client, caller.userId)) throw createError('AUTH_SESSION_ENDED')
+}
 
 export class SecondFactorService {
   constructor (private readonly deps: SecondFactorServiceDeps) {}
@@ -71,6 +79,7 @@ export class SecondFactorService {
     this.assertOn()
     const { check } = this.deps
     const { recoveryCodes, ended } = await check.check(caller.userId, 'totp', code, async (client, factor) => {
+      await lockUser(client, caller)
       await factor.spend(client)
       return { ended: await this.endOtherSessions(client, caller), recoveryCodes: await issueRecoveryCodes(client, check, caller.userId) }
     }, { pendingTotp: true })
@@ -109,9 +118,13 @@ export class SecondFactorService {
   private async withProof<T> (caller: Caller, proof: FactorProof, context: HashedRequest, act: (client: Queryable) => Promise<T>): Promise<T> {
     if ('password' in proof) {
       await this.deps.account.confirmPassword(caller, proof.password, context)
-      return await withTransaction(this.deps.db, act)
+      return await withTransaction(this.deps.db, async (client) => {
+        await lockUser(client, caller)
+        return await act(client)
+      })
     }
     return await this.deps.check.check(caller.userId, proof.method, proof.code, async (client, factor) => {
+      await lockUser(client, caller)
       await factor.spend(client)
       return await act(client)
     })

@@ -125,6 +125,21 @@ describe('sign-in with a second factor', () => {
     assert.deepEqual([expired.status, expired.body.error.code], [401, 'LOGIN_CHALLENGE_INVALID'])
   })
 
+  it('an account deleted while its second step completes: one waits for the other, neither fails', async () => {
+    for (let i = 0; i < 3; i++) {
+      const { email, password, secret, accessToken } = await userWithTotp()
+      const { challenge } = await passwordLogin(service, email, password)
+      const [deleted, step] = await Promise.all([
+        request(service, 'DELETE', '/api/v1/me', { token: accessToken, body: { password } }),
+        secondStep(service, challenge as string, 'totp', totpCodeAt(secret, clock.now())),
+      ])
+      assert.equal(deleted.status, 204)
+      assert.ok([200, 401].includes(step.status), `the step after or before the deletion, never a fault: ${step.status} ${JSON.stringify(step.body)}`)
+      const left = await service.db.pool.query('SELECT 1 FROM users WHERE email = $1', [email])
+      assert.equal(left.rowCount, 0)
+    }
+  })
+
   it('second-factor guesses are throttled per account (429 with Retry-After, the right code too) and logged without the code', async () => {
     const { email, password, secret } = await userWithTotp()
     const { challenge } = await passwordLogin(service, email, password)

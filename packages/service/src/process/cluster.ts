@@ -13,6 +13,7 @@ import { createError } from '../errors.js'
 import { startAdminServer, type AdminServer } from './admin.js'
 import { primaryMetrics, serveClusterMetrics } from '../metrics/index.js'
 import { startDatabase } from './database.js'
+import { dataFolderKeyEncryptionKey } from '../accounts/index.js'
 import { jwtSecretOf, startService, type RunningService, type ServiceHarness } from './start.js'
 import { splitCpuBudget } from './worker-budget.js'
 
@@ -114,7 +115,9 @@ export async function startClusterPrimary (config: Config, log: pino.Logger, har
   // HS256 needs one secret for every worker, found (or made) here once; the other algorithms' keys live in PostgreSQL.
   const jwtSecret = jwtSecretOf(config)
   // One process per CPU: hashThreads counted the processes; inside each, the executor keeps its own size.
-  const workerConfig: Config = { ...config, databaseUrl: database.url, jwtSecret, hashThreads: threadsPerWorker, workers: workerCount }
+  // The workers see the embedded database's URL as DATABASE_URL: its key-encryption key (the data folder's) goes with it, as the HS256 secret does.
+  const keyEncryptionKey = config.keyEncryptionKey ?? (database.embedded === undefined ? undefined : dataFolderKeyEncryptionKey(config.dataDir, log).toString('base64'))
+  const workerConfig: Config = { ...config, databaseUrl: database.url, jwtSecret, keyEncryptionKey, hashThreads: threadsPerWorker, workers: workerCount }
   const stopServingMetrics = serveClusterMetrics()
 
   let started = false

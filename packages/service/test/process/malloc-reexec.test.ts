@@ -161,11 +161,16 @@ describe('`tollbooth serve` and glibc\'s malloc settings', { skip: !glibcTakesHa
         assert.equal(answer.status, 200, JSON.stringify(answer.body))
       }
       await login()
-      const faultsBefore = Number(statFields(pid)[7])
-      const logins = 4
-      for (let i = 0; i < logins; i++) await login()
-      const faultsPerLogin = (Number(statFields(pid)[7]) - faultsBefore) / logins
-      assert.ok(faultsPerLogin < 2048, `${faultsPerLogin} page faults a login: the hash thread reuses its buffer`)
+      // The best of three rounds of four logins: without the settings every round faults the buffer in
+      // at each login; a round can also meet a hash thread started afresh (its first hash faults once).
+      const rounds: number[] = []
+      for (let round = 0; round < 3 && !rounds.some((faults) => faults < 2048); round++) {
+        const faultsBefore = Number(statFields(pid)[7])
+        const logins = 4
+        for (let i = 0; i < logins; i++) await login()
+        rounds.push((Number(statFields(pid)[7]) - faultsBefore) / logins)
+      }
+      assert.ok(Math.min(...rounds) < 2048, `page faults a login, by round: ${rounds.join(', ')}: the hash thread reuses its buffer`)
     } finally {
       assert.equal(await stopCli(started), 0)
     }

@@ -386,6 +386,24 @@ export class AuthService {
   }
 
   /**
+   * A sign-in whose proof was verified elsewhere (a passkey assertion: passkey-service.ts): a
+   * session and a new device, as a password login opens, with no hash; `amr` says how it signed in.
+   * The address rules of a password login apply: an unverified account signs in only where they allow it.
+   */
+  async signInVerified (userId: string, request: SignInRequest, amr: readonly string[]): Promise<SignedIn> {
+    const user = await findUserById(this.deps.db, userId)
+    if (user === undefined) throw createError('PASSKEY_CREDENTIAL_UNKNOWN')
+    if (user.emailVerifiedAt === null && this.deps.unverifiedLogin !== 'allow' && this.deps.unverifiedLogin !== undefined) throw createError('EMAIL_NOT_VERIFIED')
+    const device = newDeviceToken()
+    const result = await this.openSession(this.deps.db, user, request, device, amr).catch((err: unknown) => {
+      // The account was deleted since its passkey was read: answered as an unknown passkey, not a 500.
+      if (isForeignKeyViolation(err)) throw createError('PASSKEY_CREDENTIAL_UNKNOWN')
+      throw err
+    })
+    return { result, deviceToken: device.token }
+  }
+
+  /**
    * A success forgets the failures of the key it was judged by: a known device's own, or the
    * account's (never the address's), giving back the account's lease. An account that was being
    * throttled is thereby released: a security event.
@@ -441,7 +459,7 @@ export class AuthService {
   }
 
   /** Best effort: a failed or refused re-hash never fails the login; the next login tries again. */
-  private rehashInBackground (userId: string, oldHash: string, password: string): void {
+  private rehashInBackground (userId: string, oldHash: string | null, password: string): void {
     const job = (async () => {
       try {
         const newHash = await this.deps.engine.hash(password, { deadlineMs: this.deps.loginDeadlineMs })

@@ -86,9 +86,12 @@ export interface StoredPasswordCheck extends VerifiedForm {
  * problem: it is logged and answered as a wrong password at a wrong password's cost, so the
  * account cannot be told apart. `check` names the caller (login, re-authentication) in the log.
  */
-export async function verifyPasswordForms (deps: { engine: PasswordEngine, log: FastifyBaseLogger }, forms: readonly string[], user: { id: string, passwordHash: string }, ticket: HashTicket, check: string): Promise<StoredPasswordCheck> {
+export async function verifyPasswordForms (deps: { engine: PasswordEngine, log: FastifyBaseLogger }, forms: readonly string[], user: { id: string, passwordHash: string | null }, ticket: HashTicket, check: string): Promise<StoredPasswordCheck> {
+  const { passwordHash } = user
+  // An account without a password (passkeys only) is answered as a wrong password, at its cost.
+  if (passwordHash === null) return { match: false, needsRehash: false, form: undefined, unfinished: await verifyDummyForms(deps.engine, forms, ticket) }
   try {
-    return await verifyFormsOfCheck(forms, ticket, async (form, options) => await deps.engine.verify(form, user.passwordHash, options))
+    return await verifyFormsOfCheck(forms, ticket, async (form, options) => await deps.engine.verify(form, passwordHash, options))
   } catch (err) {
     if (!isTollboothError(err, 'HASH_PARAMS_OUT_OF_BOUNDS') && !isTollboothError(err, 'HASH_FORMAT_UNKNOWN')) throw err
     deps.log.error({ userId: user.id, code: err.code, reason: err.message }, `stored password hash refused; the ${check} is answered as a wrong password`)

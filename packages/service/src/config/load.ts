@@ -11,6 +11,7 @@ import { createError, isTollboothError } from '../errors.js'
 import { parseKeyEncryptionKey } from '../keys/index.js'
 import { detectCpuBudget, validatePolicy, type HashPolicy } from '../hashing/index.js'
 import { readHashCalibration } from './hash-calibration.js'
+import { passkeyRelyingParty } from './relying-party.js'
 import { checkHashMemory, parseHashMemoryBudget, resolveHashMemoryBudget } from './hash-memory.js'
 import { settings, type Config, type FlatConfig, type Setting, type TrustProxy } from './settings.js'
 
@@ -121,6 +122,7 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     throw createError('CONFIG_INVALID', `TOLLBOOTH_ADMIN_PORT must differ from PORT (${c.port}): the admin listener is a second one`, { field: 'TOLLBOOTH_ADMIN_PORT' })
   }
   checkMailSettings(c, env.NODE_ENV === 'production')
+  passkeyRelyingParty(c)
 
   c.trustProxy = parseTrustProxy(c.trustProxy)
   c.workers = parseWorkers(c.workers)

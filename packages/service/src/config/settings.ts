@@ -127,6 +127,12 @@ export interface FlatConfig {
   mailLogLinks: boolean
   /** Base of the links in mails: required with DATABASE_URL; loadConfig fills in http://<host>:<port> on the embedded database. */
   publicUrl: string | undefined
+  /** The passkeys' relying party (config/relying-party.ts resolves the defaults from publicUrl). */
+  passkeyRpId: string | undefined
+  passkeyRpName: string
+  /** Comma-separated origins whose pages may use the passkeys. */
+  passkeyOrigins: string | undefined
+  passkeyChallengeTtlSeconds: number
   mailFrom: string
   mailMaxAttempts: number
   mailRetryDelayMs: number
@@ -216,6 +222,10 @@ export const settings: readonly Setting[] = [
   { key: 'smtpAllowPlaintextLoopback', tier: 'tuning', env: 'TOLLBOOTH_SMTP_ALLOW_PLAINTEXT_LOOPBACK', flag: 'smtp-allow-plaintext-loopback', kind: 'bool', defaultValue: 'false', description: 'Lets smtp:// to a server on this machine (127.0.0.0/8, ::1, localhost) go on in clear when it offers no STARTTLS: a development catch-all (Mailpit, MailHog) or a test server. Refused with any other host, and with NODE_ENV=production.' },
   { key: 'mailLogLinks', tier: 'tuning', env: 'TOLLBOOTH_MAIL_LOG_LINKS', flag: 'mail-log-links', kind: 'bool', defaultValue: undefined, description: 'Without TOLLBOOTH_SMTP_URL: whether a mail written to the log carries its text, a live verification or reset link included, at debug level only. Unset: true with the embedded database (development), false with DATABASE_URL, where a link in the log would let whoever reads the logs take over the account: the log then names the mail (id, kind, recipient) and no link is made.' },
   { key: 'publicUrl', tier: 'operator', env: 'TOLLBOOTH_PUBLIC_URL', flag: 'public-url', kind: 'string', defaultValue: undefined, description: 'Base URL of the links in mails (<base>/verify-email?token=..., <base>/reset-password?token=...): the application page that posts the token to the API. Required with DATABASE_URL, and https: with NODE_ENV=production. Unset on the embedded database: http://HOST:PORT (localhost for a wildcard HOST).' },
+  { key: 'passkeyRpId', tier: 'operator', env: 'TOLLBOOTH_PASSKEY_RP_ID', flag: 'passkey-rp-id', kind: 'string', defaultValue: undefined, description: 'The passkeys\' relying party id: the domain they are bound to (example.com lets app.example.com and login.example.com both use them). Each of TOLLBOOTH_PASSKEY_ORIGINS must be on it or a subdomain. Unset: the host of TOLLBOOTH_PUBLIC_URL. Changing it later orphans every passkey made under the old one.' },
+  { key: 'passkeyRpName', tier: 'operator', env: 'TOLLBOOTH_PASSKEY_RP_NAME', flag: 'passkey-rp-name', kind: 'string', defaultValue: 'tollbooth', description: 'The name the browser shows when a passkey is made.' },
+  { key: 'passkeyOrigins', tier: 'operator', env: 'TOLLBOOTH_PASSKEY_ORIGINS', flag: 'passkey-origins', kind: 'string', defaultValue: undefined, description: 'Comma-separated origins (scheme://host[:port], no path) of the pages that call navigator.credentials for this service; an assertion made on any other is refused (PASSKEY_ORIGIN_MISMATCH). https:, or http: on localhost only. Unset: the origin of TOLLBOOTH_PUBLIC_URL.' },
+  { key: 'passkeyChallengeTtlSeconds', tier: 'tuning', env: 'TOLLBOOTH_PASSKEY_CHALLENGE_TTL_SECONDS', flag: 'passkey-challenge-ttl-seconds', kind: 'int', defaultValue: '300', min: 10, max: 900, description: 'How long the challenge of a passkey ceremony (its options) stays usable; each is spent by its first verification, answered or refused.' },
   { key: 'mailFrom', tier: 'operator', env: 'TOLLBOOTH_MAIL_FROM', flag: 'mail-from', kind: 'string', defaultValue: 'tollbooth <no-reply@localhost>', description: 'Sender (From) of the mails.' },
   { key: 'mailMaxAttempts', tier: 'tuning', env: 'TOLLBOOTH_MAIL_MAX_ATTEMPTS', flag: 'mail-max-attempts', kind: 'int', defaultValue: '8', min: 1, max: 100, description: 'Send attempts of one mail before it is given up (logged at error, kept in the outbox as failed).' },
   { key: 'mailRetryDelayMs', tier: 'tuning', env: 'TOLLBOOTH_MAIL_RETRY_DELAY_MS', flag: 'mail-retry-delay-ms', kind: 'int', defaultValue: '30000', min: 10, max: 3600000, description: 'Wait before the first retry of a failed send, doubled per attempt, at most an hour.' },

@@ -29,3 +29,7 @@ export {
   type ChallengePurpose, type LoginChallengeRow, type SecondFactors,
 } from './second-factors.js'
 export { existingEmails, insertImportedUsers, queueImportResetMails, type ImportedUser, type ImportResetMail } from './user-import.js'
+export {
+  deletePasskeyUnlessLast, findPasskeyByCredentialId, insertPasskey, insertPasskeyChallenge, listPasskeys, recordPasskeyUse, renamePasskey, spendPasskeyChallenge,
+  type PasskeyChallengePurpose, type StoredPasskey,
+} from './passkeys.js'

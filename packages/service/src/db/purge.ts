@@ -42,6 +42,8 @@ export const purgeTargets: readonly PurgeTarget[] = [
   { name: 'devices', table: 'devices', key: 'token_hash', dead: 'expires_at <= now()' },
   // Second-step challenges of sign-ins past their end (a spent one is deleted as it is spent).
   { name: 'login_challenges', table: 'login_challenges', key: 'token_hash', dead: 'expires_at <= now()' },
+  // Passkey ceremonies' challenges never answered (an answered one is deleted as it is spent).
+  { name: 'passkey_challenges', table: 'passkey_challenges', key: 'challenge_hash', dead: 'expires_at <= now()' },
   // Registration counts whose window has ended (TOLLBOOTH_REGISTER_THROTTLE_WINDOW_SECONDS is at most 7 days).
   { name: 'registration_requests', table: 'registration_requests', key: 'ctid', dead: "window_started_at <= now() - interval '7 days'" },
 ]

@@ -10,7 +10,7 @@ export interface User {
 }
 
 export interface UserWithHash extends User {
-  passwordHash: string
+  passwordHash: string | null
 }
 
 /** A users row as PostgreSQL returns it (`userColumns`). */
@@ -18,7 +18,7 @@ export interface UserRow {
   id: string
   email: string
   name: string | null
-  password_hash: string
+  password_hash: string | null
   created_at: Date
   email_verified_at: Date | null
 }
@@ -66,7 +66,7 @@ export async function lockUserKeyShare (db: Queryable, id: string): Promise<bool
 }
 
 /** Replaces the hash only if it is still the one that was verified (a concurrent password change wins). */
-export async function replacePasswordHash (db: Queryable, id: string, expectedHash: string, newHash: string): Promise<boolean> {
+export async function replacePasswordHash (db: Queryable, id: string, expectedHash: string | null, newHash: string): Promise<boolean> {
   const result = await db.query(
     'UPDATE users SET password_hash = $3, updated_at = now() WHERE id = $1 AND password_hash = $2',
     [id, expectedHash, newHash])

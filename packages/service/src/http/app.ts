@@ -5,11 +5,11 @@ import type pg from 'pg'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { Config } from '../config/index.js'
+import { passkeyRelyingParty, type Config } from '../config/index.js'
 import type { PasswordEngine } from '../hashing/index.js'
 import { packageVersion } from '../paths.js'
 import { performance } from 'node:perf_hooks'
-import { AuthService, ChecksUnderWay, type AccessTokens, type LoginThrottlePolicy, openAccessTokens, AccountMailService, AccountService, SessionCheck, PurgeJob, SecondFactorCheck, SecondFactorService, lazyKeyEncryptionKey } from '../accounts/index.js'
+import { AuthService, ChecksUnderWay, type AccessTokens, type LoginThrottlePolicy, openAccessTokens, AccountMailService, AccountService, SessionCheck, PurgeJob, SecondFactorCheck, SecondFactorService, lazyKeyEncryptionKey, PasskeyService } from '../accounts/index.js'
 import { RefusalPacer, installDrain, type HashAdmissionOptions, type Drain, createShedding, shedReasons, type ShedReason, type SheddingOptions } from '../overload/index.js'
 import { createError } from '../errors.js'
 import { clientErrorHandler, connectHandler, frameworkErrorHandler, installErrorHandling } from './error-handler.js'
@@ -17,7 +17,8 @@ import { lazyChildLogger, loggerOptions } from './logger.js'
 import { createMetrics, type Metrics } from '../metrics/index.js'
 import { AuthResponse, ErrorResponse, MailAccepted, Post, RecoveryCodes, SecondFactorChallenge, Session, TotpEnrolment, User } from './schemas.js'
 import type { KeyRing } from '../keys/index.js'
-import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes, secondFactorRoutes } from './routes/index.js'
+import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes, secondFactorRoutes, passkeyRoutes } from './routes/index.js'
+import { Passkey, PasskeyCreationOptions, PasskeyRequestOptions } from './passkey-schemas.js'
 import { MailDispatcher, smtpTransport } from '../mail/index.js'
 import { installSecurityHeaders, installNoStoreHeaders, securityHeaders, noStoreHeaders } from './security-headers.js'
 import { purgeTargets } from '../db/index.js'
@@ -252,6 +253,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     ...(options.now === undefined ? {} : { now: options.now }),
   })
   const factors = new SecondFactorService({ db, check: secondFactorCheck, account, sessions, mode: config.secondFactor, log: app.log })
+  const passkeys = new PasskeyService({ db, relyingParty: passkeyRelyingParty(config), challengeTtlSeconds: config.passkeyChallengeTtlSeconds, sessions, log: app.log })
   const purge = new PurgeJob({ db, targets: purgeTargets, intervalMs: config.purgeIntervalSeconds * 1000, batchSize: config.purgeBatchSize, log: app.log })
   if (config.purgeIntervalSeconds > 0) app.addHook('onReady', async () => { purge.start() })
   app.decorate('purge', purge)
@@ -274,7 +276,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     await Promise.allSettled([...auth.backgroundJobs, mail.close(), checksSettled(checksUnderWay, config.loginDeadlineMs + checksSettleMarginMs)])
   })
 
-  for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted, Session, SecondFactorChallenge, TotpEnrolment, RecoveryCodes]) app.addSchema(schema)
+  for (const schema of [ErrorResponse, User, Post, AuthResponse, MailAccepted, Session, SecondFactorChallenge, TotpEnrolment, RecoveryCodes, Passkey, PasskeyCreationOptions, PasskeyRequestOptions]) app.addSchema(schema)
 
   await app.register(swagger, {
     // Shared schemas appear under their $id (ErrorResponse, User ...) instead of def-0, def-1.
@@ -317,6 +319,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     await api.register(postRoutes, { prefix: '/api/v1', db, accessTokens, sessions })
     await api.register(accountRoutes, { prefix: '/api/v1', account, accessTokens, sessions, engine, pacer, loginDeadlineMs: config.loginDeadlineMs })
     await api.register(secondFactorRoutes, { prefix: '/api/v1', auth, factors, accessTokens, sessions, engine, pacer, loginDeadlineMs: config.loginDeadlineMs, deviceCookie })
+    await api.register(passkeyRoutes, { prefix: '/api/v1', passkeys, auth, accessTokens, sessions, deviceCookie })
     const harnessRoutes = options.harness?.apiRoutes
     if (harnessRoutes !== undefined) {
       await api.register(async (scope) => {

@@ -27,7 +27,7 @@ export async function admittedRequest (admission: HashAdmissionOptions, request:
 }
 
 /** The User-Agent header as a session records it: at most 512 characters; undefined when absent. */
-function userAgent (request: FastifyRequest): string | undefined {
+export function userAgent (request: FastifyRequest): string | undefined {
   const header = request.headers['user-agent']
   return header === undefined || header.length === 0 ? undefined : header.slice(0, 512)
 }

@@ -50,7 +50,7 @@ describe('the purge job', () => {
   let db: TestDatabase
   before(async () => { db = await createTestDatabase() })
   after(async () => { await db.drop() })
-  beforeEach(async () => { await db.pool.query('TRUNCATE users, mail_outbox, mail_requests, login_failures CASCADE') })
+  beforeEach(async () => { await db.pool.query('TRUNCATE users, mail_outbox, mail_requests, login_failures, passkey_challenges CASCADE') })
 
   it('deletes expired, rotated-and-expired and revoked tokens, ended sessions, finished mail, expired devices and counts past their window; keeps what can still be used', async () => {
     const userId = await newUser(db.pool)
@@ -85,11 +85,14 @@ describe('the purge job', () => {
     // Second-step challenges of sign-ins: one past its end, one live.
     await db.pool.query("INSERT INTO login_challenges (token_hash, user_id, purpose, amr, expires_at) VALUES ($1, $3, 'second_factor', '{pwd}', now() - interval '1 second'), ($2, $3, 'second_factor', '{pwd}', now() + interval '5 minutes')",
       [newRefreshToken().tokenHash, newRefreshToken().tokenHash, userId])
+    // Passkey challenges: one past its expiry (never answered), one live.
+    await db.pool.query(`INSERT INTO passkey_challenges (challenge_hash, purpose, expires_at) VALUES
+      ($1, 'authenticate', now() - interval '1 second'), ($2, 'authenticate', now() + interval '5 minutes')`, [newRefreshToken().tokenHash, newRefreshToken().tokenHash])
     const purge = job(db.pool, 1000)
     const counts = await purge.runOnce()
     await purge.close()
     // Tokens: expired, revoked, rotated-expired, and the idle session's; then the three ended sessions (their live tokens go with them).
-    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3, account_tokens: 2, mail_outbox: 1, mail_requests: 2, login_failures: 2, devices: 1, login_challenges: 1, registration_requests: 1 })
+    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3, account_tokens: 2, mail_outbox: 1, mail_requests: 2, login_failures: 2, devices: 1, login_challenges: 1, registration_requests: 1, passkey_challenges: 1 })
     const { rows: challenges } = await db.pool.query<{ live: boolean }>('SELECT expires_at > now() AS live FROM login_challenges')
     assert.deepEqual(challenges.map((row) => row.live), [true])
     const { rows: links } = await db.pool.query<{ live: boolean }>('SELECT used_at IS NULL AND expires_at > now() AS live FROM account_tokens')
@@ -117,10 +120,10 @@ describe('the purge job', () => {
     const watch = watchQueries(db.pool)
     try {
       // The revoked tokens; the live ones go with their revoked sessions.
-      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5, account_tokens: 0, mail_outbox: 0, mail_requests: 0, login_failures: 0, devices: 0, login_challenges: 0, registration_requests: 0 })
+      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5, account_tokens: 0, mail_outbox: 0, mail_requests: 0, login_failures: 0, devices: 0, login_challenges: 0, registration_requests: 0, passkey_challenges: 0 })
       const deletes = watch.texts.filter((text) => text.includes('DELETE FROM'))
       // 5 tokens: 2 full batches and a short one; the same for 5 sessions; one empty batch for each other table.
-      assert.equal(deletes.length, 3 + 3 + 7)
+      assert.equal(deletes.length, 3 + 3 + 8)
     } finally {
       watch.stop()
     }

@@ -57,7 +57,8 @@ describe('passkeys', () => {
     const listed = await request(service, 'GET', '/api/v1/me/passkeys', { token: signedIn.body.accessToken as string })
     assert.equal(listed.body.items.length, 1)
     assert.notEqual(listed.body.items[0].lastUsedAt, null, 'its last use recorded')
-    assert.equal(typeof claimsOf(signedIn.body.accessToken as string).sub, 'string')
+    assert.deepEqual(claimsOf(signedIn.body.accessToken as string).amr, ['hwk', 'user', 'mfa'], 'a device-bound key, the user verified: two factors (RFC 8176)')
+    assert.deepEqual(claimsOf(refreshed.body.accessToken as string).amr, ['hwk', 'user', 'mfa'], 'kept by the session across refreshes')
   })
 
   it('spends a challenge once: a replayed assertion is refused, and so is an expired challenge', async () => {
@@ -101,7 +102,9 @@ describe('passkeys', () => {
     const counterless = newAuthenticator({ signCount: 0, counterStep: 0, backupEligible: true, backedUp: true })
     await withPasskey(counterless)
     assert.equal((await signInWithPasskey(service, counterless)).status, 200)
-    assert.equal((await signInWithPasskey(service, counterless)).status, 200)
+    const again = await signInWithPasskey(service, counterless)
+    assert.equal(again.status, 200)
+    assert.deepEqual(claimsOf(again.body.accessToken as string).amr, ['swk', 'user', 'mfa'], 'a syncable passkey is a software-secured key')
   })
 
   it('refuses an unknown credential, a user handle of another account, and a forged signature', async () => {

@@ -34,7 +34,10 @@ export async function runServe (argv: string[], harness?: ServiceHarness): Promi
   const reexec = hashMallocReexec()
   if (reexec !== undefined) log.info(reexec, 'malloc settings for hashing applied: node started again with glibc\'s settings that let each hash thread keep its scrypt buffer (TOLLBOOTH_MALLOC_SETTINGS=off leaves the environment as given)')
   clearReadyFile(readyFile)
-  const service = clusterSize(config, harness) > 1 ? await startClusterPrimary(config, log, harness) : await startService(config, { logger: log, ...(harness === undefined ? {} : { harness }) })
-  handleSignals(service, log)
+  const started = clusterSize(config, harness) > 1 ? startClusterPrimary(config, log, harness) : startService(config, { logger: log, ...(harness === undefined ? {} : { harness }) })
+  // Before the start, not after it: a signal sent once the log says "listening" must not find
+  // the default action (exit at once, the embedded database left running).
+  handleSignals(started, log)
+  const service = await started
   writeReadyFile(readyFile, { url: service.url, ...(service.adminUrl === undefined ? {} : { adminUrl: service.adminUrl }), pid: process.pid, version: packageVersion, strategy: harness?.strategy ?? 'tollbooth' })
 }

@@ -65,11 +65,16 @@ export function clusterSize (config: Pick<Config, 'hashThreads' | 'workers'>, ha
 }
 
 export async function startClusterWorker (log: pino.Logger, harness?: ServiceHarness): Promise<RunningService> {
-  const service = await startService(clusterWorkerConfig(), { logger: log.child({ worker: cluster.worker?.id }), listeningMessage: 'cluster worker listening', clusterWorker: true, ...(harness === undefined ? {} : { harness }) })
+  const started = startService(clusterWorkerConfig(), { logger: log.child({ worker: cluster.worker?.id }), listeningMessage: 'cluster worker listening', clusterWorker: true, ...(harness === undefined ? {} : { harness }) })
+  // Listened for before the start ends: a shutdown or a signal that comes while it starts waits
+  // for it, then closes what it opened.
   let stopping: Promise<void> | undefined
   const stop = (drain: boolean): void => {
-    stopping ??= (drain ? service.drain() : Promise.resolve())
-      .then(async () => { await service.close() })
+    stopping ??= started
+      .then(async (service) => {
+        if (drain) await service.drain()
+        await service.close()
+      })
       .then(() => process.exit(0), (err: unknown) => {
         log.error({ err }, 'cluster worker did not stop cleanly')
         process.exit(1)
@@ -80,6 +85,7 @@ export async function startClusterWorker (log: pino.Logger, harness?: ServiceHar
   process.on('SIGTERM', () => { stop(true) })
   process.on('SIGINT', () => {}) // the primary decides; Ctrl-C reaches the whole group
   process.on('disconnect', () => { stop(false) }) // the primary is gone
+  const service = await started
   process.send?.({ type: startedType, port: Number(new URL(service.url).port) } satisfies StartedMessage)
   return service
 }

@@ -238,7 +238,7 @@ export async function startService (config: Config, options: StartServiceOptions
  * SIGINT/SIGTERM: the first shuts down cleanly, a second exits at once. SIGTERM (an orchestrator's)
  * drains first; SIGINT (Ctrl-C) does not make a person wait. shutdownTimeoutMs counts after the drain.
  */
-export function handleSignals (service: { close (): Promise<void>, drain?: () => Promise<void> }, log: pino.Logger, shutdownTimeoutMs = 15_000): void {
+export function handleSignals (started: Promise<{ close (): Promise<void>, drain?: () => Promise<void> }>, log: pino.Logger, shutdownTimeoutMs = 15_000): void {
   let stopping = false
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {
@@ -247,8 +247,10 @@ export function handleSignals (service: { close (): Promise<void>, drain?: () =>
     }
     stopping = true
     log.info({ signal }, 'shutting down')
-    const drained = signal === 'SIGTERM' && service.drain !== undefined ? service.drain() : Promise.resolve()
-    drained.then(async () => {
+    // A signal that arrives while the service starts waits for it, so its database and hash
+    // threads are closed, not left behind by the default action of the signal.
+    started.then(async (service) => {
+      if (signal === 'SIGTERM' && service.drain !== undefined) await service.drain()
       const force = setTimeout(() => {
         log.error('shutdown took too long: exiting')
         process.exit(1)

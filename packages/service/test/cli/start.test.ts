@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
@@ -83,6 +83,23 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
     } finally {
       assert.equal(await stopCli(second), 0)
     }
+  })
+
+  it('stops cleanly on a SIGTERM sent while it starts: the signal waits for the start, then the embedded PostgreSQL stops with it', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, TOLLBOOTH_DATA_DIR: dataDir, PORT: '0', TOLLBOOTH_LOG_LEVEL: 'info', TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0', ...testAccountEnv }
+    delete env.DATABASE_URL
+    const child = spawn(process.execPath, [bin], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+    child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => { resolve(code) }))
+    // The database is up; migrations, keys and hash threads are still to come.
+    await waitFor('the embedded PostgreSQL started', () => output.includes('"embedded PostgreSQL started"') || child.exitCode !== null, { timeoutMs: 120_000 })
+    const pgPort = Number((/"port":(\d+)[^\n]*"embedded PostgreSQL started"/.exec(output) ?? [])[1])
+    child.kill('SIGTERM')
+    assert.equal(await exited, 0, output)
+    assert.match(output, /"msg":"stopped"/)
+    assert.ok(pgPort > 0 && await portIsClosed(pgPort), 'the embedded PostgreSQL stopped with the service')
   })
 
   it('refuses invalid configuration with a clear message and exit code 2', () => {

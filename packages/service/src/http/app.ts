@@ -319,7 +319,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     await api.register(postRoutes, { prefix: '/api/v1', db, accessTokens, sessions })
     await api.register(accountRoutes, { prefix: '/api/v1', account, accessTokens, sessions, engine, pacer, loginDeadlineMs: config.loginDeadlineMs })
     await api.register(secondFactorRoutes, { prefix: '/api/v1', auth, factors, accessTokens, sessions, engine, pacer, loginDeadlineMs: config.loginDeadlineMs, deviceCookie })
-    await api.register(passkeyRoutes, { prefix: '/api/v1', passkeys, auth, accessTokens, sessions, deviceCookie })
+    await api.register(passkeyRoutes, { prefix: '/api/v1', passkeys, auth, accessTokens, sessions, deviceCookie, bodyLimitBytes: config.bodyLimitBytes })
     const harnessRoutes = options.harness?.apiRoutes
     if (harnessRoutes !== undefined) {
       await api.register(async (scope) => {

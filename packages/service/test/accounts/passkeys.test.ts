@@ -136,6 +136,19 @@ describe('passkeys', () => {
     assert.deepEqual(errorOf(await request(service, 'POST', '/api/v1/me/passkeys', { token: account.accessToken, body: { response } })), [400, 'PASSKEY_CHALLENGE_INVALID'])
   })
 
+  it('reads a ceremony\'s body up to the largest the schema admits: past TOLLBOOTH_BODY_LIMIT_BYTES, refused for what it says, not 413', async () => {
+    const account = (await registerUser(service)).body as Signed
+    const options = await request(service, 'POST', '/api/v1/me/passkeys/options', { token: account.accessToken })
+    const response = newAuthenticator().createCredential(options.body)
+    // 24 KiB of attestation (certificates can fill one): over the 16 KiB default, within the schema's 32 KiB.
+    response.response.attestationObject = 'A'.repeat(24 * 1024)
+    const refused = await request(service, 'POST', '/api/v1/me/passkeys', { token: account.accessToken, body: { response } })
+    assert.deepEqual(errorOf(refused), [401, 'PASSKEY_INVALID'], 'read and verified: the attestation is no CBOR')
+    const signIn = await request(service, 'POST', '/api/v1/auth/passkey/verify', { body: { response: { ...response, response: { clientDataJSON: 'A'.repeat(8000), authenticatorData: 'A'.repeat(8000), signature: 'A'.repeat(1000) } } } })
+    assert.notEqual(signIn.status, 413, JSON.stringify(signIn.body))
+    assert.match(String(signIn.body.error.code), /^PASSKEY_/, JSON.stringify(signIn.body))
+  })
+
   it('lists, renames and deletes one\'s own passkeys; another user\'s are not found', async () => {
     const authenticator = newAuthenticator()
     const { account, passkeyId } = await withPasskey(authenticator)

@@ -60,6 +60,12 @@ describe('the OpenAPI document lists every status a route can answer', () => {
     }
   })
 
+  it('a path parameter held to a pattern in its route is documented by its name alone: /api/v1/me/passkeys/{id}', () => {
+    const paths = Object.keys(document.paths).filter((path) => path.startsWith('/api/v1/me/passkeys'))
+    assert.deepEqual(paths.sort(), ['/api/v1/me/passkeys', '/api/v1/me/passkeys/options', '/api/v1/me/passkeys/{id}'])
+    assert.deepEqual(Object.keys(document.paths['/api/v1/me/passkeys/{id}'] ?? {}).sort(), ['delete', 'patch'])
+  })
+
   it('the logins document 429 (the password-guessing throttle)', () => {
     for (const path of ['/api/v1/auth/login', '/api/v1/lab/login']) {
       assert.equal(document.paths[path]?.post?.responses['429']?.content?.['application/json']?.schema.$ref, '#/components/schemas/ErrorResponse', path)

@@ -80,6 +80,9 @@ describe('a method the route does not have', () => {
     ['PUT', '/api/v1/auth/login', 'POST'],
     ['POST', '/healthz', 'GET, HEAD'],
     ['PATCH', '/api/v1/posts?limit=3', 'GET, HEAD, POST'],
+    // A static path beside a parametric one: `options` is not taken for a passkey's id.
+    ['PATCH', '/api/v1/me/passkeys/options', 'POST'],
+    ['DELETE', '/api/v1/me/passkeys/options', 'POST'],
   ]
   for (const [method, path, allow] of cases) {
     it(`${method} ${path}: 405 METHOD_NOT_ALLOWED with Allow: ${allow}`, async () => {

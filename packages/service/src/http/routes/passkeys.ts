@@ -19,7 +19,21 @@ export interface PasskeyRoutesOptions {
   accessTokens: AccessTokens
   sessions: SessionCheck
   deviceCookie: DeviceCookieOptions
+  /** TOLLBOOTH_BODY_LIMIT_BYTES: the ceremonies' bodies get at least passkeyBodyLimitBytes. */
+  bodyLimitBytes: number
 }
+
+/**
+ * The body a ceremony may send: the largest response the schemas admit (an attestation object of
+ * 32 KiB, which certificates can fill, and its client data) fits, so a valid one never gets 413.
+ */
+const passkeyBodyLimitBytes = 64 * 1024
+
+/**
+ * A passkey's id in a path: a UUID, so that `/me/passkeys/options` is never taken for one (PATCH on
+ * it is a 405 with `Allow: POST`, not a 400 about an id).
+ */
+const passkeyIdPath = '/me/passkeys/:id(^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$)'
 
 function caller (request: FastifyRequest): Caller {
   return { userId: request.userId, sessionId: request.sessionId }
@@ -30,6 +44,7 @@ const ceremonyErrors = 'PASSKEY_CHALLENGE_INVALID (400: unknown, spent or expire
 export const passkeyRoutes: FastifyPluginAsyncTypebox<PasskeyRoutesOptions> = async (app, options) => {
   const { passkeys, auth, accessTokens, sessions } = options
   const signedIn = requireUser(accessTokens, sessions)
+  const ceremonyBodyLimit = Math.max(options.bodyLimitBytes, passkeyBodyLimitBytes)
 
   app.post('/me/passkeys/options', {
     onRequest: signedIn,
@@ -43,6 +58,7 @@ export const passkeyRoutes: FastifyPluginAsyncTypebox<PasskeyRoutesOptions> = as
 
   app.post('/me/passkeys', {
     onRequest: signedIn,
+    bodyLimit: ceremonyBodyLimit,
     schema: {
       tags: ['passkeys'],
       summary: 'Register a passkey: the response of navigator.credentials.create() to the options; every other session ends',
@@ -66,7 +82,7 @@ export const passkeyRoutes: FastifyPluginAsyncTypebox<PasskeyRoutesOptions> = as
     },
   }, async (request) => ({ items: await passkeys.list(caller(request)) }))
 
-  app.patch('/me/passkeys/:id', {
+  app.patch(passkeyIdPath, {
     onRequest: signedIn,
     schema: {
       tags: ['passkeys'],
@@ -81,7 +97,7 @@ export const passkeyRoutes: FastifyPluginAsyncTypebox<PasskeyRoutesOptions> = as
     return await reply.code(204).send(null)
   })
 
-  app.delete('/me/passkeys/:id', {
+  app.delete(passkeyIdPath, {
     onRequest: signedIn,
     schema: {
       tags: ['passkeys'],
@@ -108,6 +124,7 @@ export const passkeyRoutes: FastifyPluginAsyncTypebox<PasskeyRoutesOptions> = as
 
   app.post('/auth/passkey/verify', {
     config: { noStore: true },
+    bodyLimit: ceremonyBodyLimit,
     schema: {
       tags: ['auth', 'passkeys'],
       summary: 'Sign in with a passkey: the response of navigator.credentials.get() to the options',

@@ -1,7 +1,8 @@
 /**
  * The house rules, checked in CI (`npm run check:architecture`): no import cycle between files in
  * either package; a folder's files are reached from outside it through its index.ts only; the
- * lab's harness is reached by nothing of the service's own; lower rooms never import higher ones.
+ * lab's harness and the software authenticator are reached by nothing of the service's own; lower
+ * rooms never import higher ones.
  */
 const service = '^packages/service/src/'
 const lab = '^packages/lab/src/'
@@ -30,6 +31,13 @@ module.exports = {
       comment: 'The lab\'s harness (the seed articles\' strategies, its diagnostic routes) is never loaded by the service itself.',
       from: { path: service, pathNot: `${service}harness/` },
       to: { path: `${service}harness/` },
+    },
+    {
+      name: 'software-authenticator-stays-out',
+      severity: 'error',
+      comment: 'The software authenticator (tests and the lab sign assertions with it) is never loaded by the service itself.',
+      from: { path: service, pathNot: `${service}software-authenticator/` },
+      to: { path: `${service}software-authenticator/` },
     },
     {
       name: 'hashing-knows-no-http-nor-sql',

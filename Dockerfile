@@ -29,8 +29,9 @@ COPY packages/lab/package.json packages/lab/
 # No install scripts here: the root `prepare` would build before the sources are copied.
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY packages/service packages/service
-# The lab's research harness (the seed articles' strategies, its diagnostic routes) never ships.
-RUN npx tsc -b packages/service && rm -rf packages/service/dist/src/harness
+# The lab's research harness (the seed articles' strategies, its diagnostic routes) and the
+# software authenticator (tests and the lab sign passkey assertions with it) never ship.
+RUN npx tsc -b packages/service && rm -rf packages/service/dist/src/harness packages/service/dist/src/software-authenticator
 
 # 2. Production dependencies of the service package only (no lab, no TypeScript).
 FROM ${NODE_IMAGE} AS deps

@@ -3,7 +3,7 @@
 import neostandard from 'neostandard'
 
 const hashOnEventLoop = 'Password hashing runs only in the service\'s src/hashing worker threads: call the PasswordEngine instead.'
-const labThroughHttp = 'The lab talks to the service through HTTP, /metrics and tollbooth/launcher only (docs/reference/launcher.md).'
+const labThroughHttp = 'The lab talks to the service through HTTP, /metrics, tollbooth/launcher and tollbooth/software-authenticator only (docs/reference/launcher.md).'
 // Rules of one name replace each other in flat config: the lab's ban repeats these, so they are one list.
 const hashLibraries = ['@node-rs/bcrypt', '@node-rs/argon2', 'bcrypt', 'bcryptjs'].map((name) => ({ name, message: hashOnEventLoop }))
 
@@ -49,7 +49,7 @@ export default [
         ],
         patterns: [
           { group: ['**/service/**', '**/src/hashing/**', '**/src/db/**', '**/src/http/**', '**/src/overload/**', '**/src/accounts/**', '**/src/process/**'], message: labThroughHttp },
-          { regex: '^tollbooth/(?!launcher$)', message: labThroughHttp },
+          { regex: '^tollbooth/(?!(launcher|software-authenticator)$)', message: labThroughHttp },
         ],
       }],
     },

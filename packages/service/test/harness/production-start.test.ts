@@ -15,6 +15,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { request, serveEnv } from '../helpers/service.js'
 
 const harnessDir = pathToFileURL(path.join(packageRoot, 'dist', 'src', 'harness')).href + '/'
+const authenticatorDir = pathToFileURL(path.join(packageRoot, 'dist', 'src', 'software-authenticator')).href + '/'
 const recordModules = pathToFileURL(path.join(packageRoot, 'dist', 'test', 'helpers', 'record-modules.js')).href
 
 describe('tollbooth serve and the lab\'s harness', () => {
@@ -29,7 +30,7 @@ describe('tollbooth serve and the lab\'s harness', () => {
     fs.rmSync(logDir, { recursive: true, force: true })
   })
 
-  it('serve loads no module of the harness (no seed strategy, no diagnostic route), and answers a login', async () => {
+  it('serve loads no module of the harness (no seed strategy, no diagnostic route) nor the software authenticator, and answers a login', async () => {
     const log = path.join(logDir, 'serve.txt')
     const env = { ...serveEnv(db.url), NODE_OPTIONS: `--import=${recordModules}`, TOLLBOOTH_MODULE_LOG: log }
     const started = await startCli(env, ['serve'])
@@ -44,6 +45,7 @@ describe('tollbooth serve and the lab\'s harness', () => {
     const loaded = fs.readFileSync(log, 'utf8').split('\n').filter((line) => line !== '')
     assert.ok(loaded.some((url) => url.endsWith('/dist/src/hashing/engine.js')), 'the record holds the service\'s own modules')
     assert.deepEqual(loaded.filter((url) => url.startsWith(harnessDir)), [], 'none of the harness')
+    assert.deepEqual(loaded.filter((url) => url.startsWith(authenticatorDir)), [], 'nor the software authenticator')
   })
 
   it('the harness refuses its diagnostic routes on an address other machines reach', async () => {

@@ -1,6 +1,6 @@
 /** A service's passkey ceremonies driven by the software authenticator, over real HTTP. */
 import assert from 'node:assert/strict'
-import { SoftwareAuthenticator, type CeremonyOverrides } from '../../src/harness/software-authenticator.js'
+import { SoftwareAuthenticator, type CeremonyOverrides } from '../../src/software-authenticator/index.js'
 import { request, type JsonResponse } from './service.js'
 
 /** The relying party the passkey tests' services are set to. */

@@ -1,11 +1,13 @@
 /**
- * A software WebAuthn authenticator (ES256, attestation "none") for the tests and the lab's
- * passkey scenarios: it answers a service's registration and authentication options as a
- * browser with a platform authenticator would, with every input a test needs to get wrong on
- * purpose (origin, relying party id, counter, user verification) in its hands. Keys live in
- * memory, made with node:crypto. Never loaded by `tollbooth serve` (the harness stays out).
+ * `tollbooth/software-authenticator`: a software WebAuthn authenticator (ES256, attestation
+ * "none") for the service's tests and the lab's passkey scenarios: it answers a service's
+ * registration and authentication options as a browser with a platform authenticator would, with
+ * every input a test needs to get wrong on purpose (origin, relying party id, counter, user
+ * verification) in its hands. Keys live in memory, made with node:crypto; `save()` and
+ * `SoftwareAuthenticator.restore()` carry a credential to another thread (the lab's generators).
+ * Never loaded by `tollbooth serve`.
  */
-import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto'
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, type JsonWebKey, type KeyObject } from 'node:crypto'
 import { isoCBOR } from '@simplewebauthn/server/helpers'
 
 /** The fields of a service's registration options this authenticator reads (PublicKeyCredentialCreationOptionsJSON). */
@@ -70,6 +72,20 @@ export interface SoftwareAuthenticatorOptions {
   backedUp?: boolean
 }
 
+/**
+ * A registered credential as plain data (structured-clone and JSON friendly): what another thread
+ * needs to sign assertions with it. It holds the private key: keep it where the tests' keys are.
+ */
+export interface SavedCredential {
+  options: SoftwareAuthenticatorOptions
+  /** base64url. */
+  credentialId: string
+  /** The P-256 private key as a JWK (d, x, y). */
+  privateKeyJwk: JsonWebKey
+  signCount: number
+  userHandle: string | undefined
+}
+
 const flagUserPresent = 0x01
 const flagUserVerified = 0x04
 const flagBackupEligible = 0x08
@@ -92,7 +108,7 @@ function sha256 (data: Uint8Array | string): Buffer {
 
 /** One credential: a P-256 key pair, its id, and the user handle it was made for. */
 export class SoftwareAuthenticator {
-  readonly credentialId: Buffer = randomBytes(32)
+  readonly credentialId: Buffer
   readonly #privateKey: KeyObject
   readonly #publicKey: KeyObject
   origin: string
@@ -105,10 +121,17 @@ export class SoftwareAuthenticator {
   /** base64url user handle the service gave at registration; what a discoverable sign-in returns. */
   userHandle: string | undefined
 
-  constructor (options: SoftwareAuthenticatorOptions) {
-    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-    this.#privateKey = privateKey
-    this.#publicKey = publicKey
+  constructor (options: SoftwareAuthenticatorOptions, key?: { credentialId: Buffer, privateKey: KeyObject }) {
+    if (key === undefined) {
+      const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      this.credentialId = randomBytes(32)
+      this.#privateKey = privateKey
+      this.#publicKey = publicKey
+    } else {
+      this.credentialId = key.credentialId
+      this.#privateKey = key.privateKey
+      this.#publicKey = createPublicKey(key.privateKey)
+    }
     this.origin = options.origin
     this.rpId = options.rpId
     this.signCount = options.signCount ?? 0
@@ -116,6 +139,29 @@ export class SoftwareAuthenticator {
     this.userVerified = options.userVerified ?? true
     this.backupEligible = options.backupEligible ?? false
     this.backedUp = options.backedUp ?? false
+  }
+
+  /** The same credential, counter and settings again, from `save()`'s data (in another thread, say). */
+  static restore (saved: SavedCredential): SoftwareAuthenticator {
+    const privateKey = createPrivateKey({ key: saved.privateKeyJwk, format: 'jwk' })
+    if (privateKey.asymmetricKeyType !== 'ec' || privateKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw new TypeError('a saved credential holds a P-256 private key')
+    const authenticator = new SoftwareAuthenticator(saved.options, { credentialId: Buffer.from(saved.credentialId, 'base64url'), privateKey })
+    authenticator.signCount = saved.signCount
+    authenticator.userHandle = saved.userHandle
+    return authenticator
+  }
+
+  /** The credential as plain data, for `SoftwareAuthenticator.restore()`: its key, counter, user handle and settings as they are now. */
+  save (): SavedCredential {
+    const options: SoftwareAuthenticatorOptions = {
+      origin: this.origin,
+      ...(this.rpId === undefined ? {} : { rpId: this.rpId }),
+      counterStep: this.counterStep,
+      userVerified: this.userVerified,
+      backupEligible: this.backupEligible,
+      backedUp: this.backedUp,
+    }
+    return { options, credentialId: this.id, privateKeyJwk: this.#privateKey.export({ format: 'jwk' }), signCount: this.signCount, userHandle: this.userHandle }
   }
 
   /** The credential's id as the service lists it. */

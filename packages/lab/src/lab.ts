@@ -45,8 +45,11 @@ function checkSourceAddresses (options: LabOptions, planned: readonly PlannedRun
   }
 }
 
-/** One run of a command: its label (unset: the service's strategy) and the service it runs against. */
-interface PlannedRun { label?: string, strategy: string, replicas?: ReplicaOptions | undefined, load: LoadSpec, clients?: ClientKind }
+/**
+ * One run of a command: its label (unset: the service's strategy), the service it runs against,
+ * and (a compare of several scenarios) its own scenario, else the command's.
+ */
+interface PlannedRun { label?: string, strategy: string, replicas?: ReplicaOptions | undefined, load: LoadSpec, clients?: ClientKind, scenario?: Pick<Command, 'scenario' | 'ref'> }
 
 /**
  * The planned runs in turn, each against the target or a service the lab starts for it, all on
@@ -57,7 +60,8 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
   const runId = randomBytes(6).toString('hex')
   checkSourceAddresses(options, planned)
   if (options.setupTarget !== undefined && options.target === undefined) throw new LabError('a setup target goes with a target: the services the lab starts run their own setup', 'setupTarget')
-  const source = await serviceSource(options, scenario.needsLabDiagnostics === true, result.warnings)
+  const needsLabDiagnostics = planned.some((plan) => (plan.scenario?.scenario ?? scenario).needsLabDiagnostics === true)
+  const source = await serviceSource(options, needsLabDiagnostics, result.warnings)
   try {
     for (const [index, plan] of planned.entries()) {
       if (options.signal?.aborted === true) break
@@ -69,8 +73,9 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
       if (service === undefined) continue
       const label = plan.label ?? service.info.strategy ?? result.command
       const { load } = plan
+      const { scenario: planScenario, ref } = plan.scenario ?? command
       try {
-        const data = await runScenarioSetup(scenario, options.setupTarget ?? service.url, load.accounts, options.log ?? (() => {}), load.requestTimeoutMs)
+        const data = await runScenarioSetup(planScenario, options.setupTarget ?? service.url, load.accounts, options.log ?? (() => {}), load.requestTimeoutMs, load.passkeyShare)
         // Without `segments` (the knee's steps), the whole load once per phase.
         const measured = await runLoad({
           label,
@@ -78,17 +83,21 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
           metricsUrl: service.metricsUrl,
           pid: service.pid,
           service: service.info,
-          scenario: command.ref,
-          endpointOrder: scenario.endpoints,
+          scenario: ref,
+          endpointOrder: planScenario.endpoints,
           data,
           load,
           runId: `${runId}${index}`,
           signal: options.signal,
           onSecond: (sample, server) => options.onSecond?.(label, sample, server),
         }, segments ?? (async (segment) => {
-          for (const phase of scenario.phases ?? [undefined]) if (options.signal?.aborted !== true) await segment(phase, load)
+          for (const phase of planScenario.phases ?? [undefined]) if (options.signal?.aborted !== true) await segment(phase, load)
         }))
-        result.runs.push(plan.clients === undefined ? measured.run : { ...measured.run, clients: plan.clients })
+        result.runs.push({
+          ...measured.run,
+          ...(plan.clients === undefined ? {} : { clients: plan.clients }),
+          ...(plan.scenario === undefined ? {} : { scenario: planScenario.name, load }),
+        })
         result.warnings.push(...measured.warnings)
       } finally {
         await service.stop()
@@ -148,22 +157,41 @@ export async function labKnee (options: KneeOptions): Promise<LabResult> {
   return result
 }
 
-/** The same load against the service started once per strategy (and kind of clients), on one database. */
+/**
+ * The same load against the service started once per strategy (and kind of clients), on one
+ * database; with several scenarios, each scenario's own load in turn (by default on tollbooth alone).
+ */
 export async function labCompare (options: CompareOptions): Promise<LabResult> {
   if (options.target !== undefined) {
     throw new LabError('compare starts the service once per strategy itself: drop --target (use --database-url to measure on your own PostgreSQL)', 'target')
   }
-  const strategies = options.strategies ?? allStrategies
+  const scenarioNames = options.scenarios ?? [options.scenario]
+  if (scenarioNames.length === 0) throw new LabError('compare needs a scenario', 'scenario')
+  const repeated = scenarioNames.find((name, index) => scenarioNames.indexOf(name) !== index)
+  if (repeated !== undefined) throw new LabError(`scenario "${repeated}" is named twice`, 'scenario')
+  const several = scenarioNames.length > 1
+  const strategies = options.strategies ?? (several ? ['tollbooth'] : allStrategies)
   checkChoices(strategies, allStrategies, 'strategies')
-  const command = await prepare('compare', options)
+  const commands: Command[] = []
+  for (const name of scenarioNames) commands.push(await prepare('compare', { ...options, scenario: name }))
+  const [command] = commands
+  if (command === undefined) throw new Error('unreachable: at least one scenario')
   const { load, result } = command
   const clients = options.clients ?? [load.honourRetryAfter ? 'polite' : 'naive']
   checkChoices(clients, clientKinds, 'clients')
-  if (clients.length > 1) result.load.politeAndNaive = true
-  // One kind of clients: the strategy's name alone; both: "tollbooth naive".
-  const planned = strategies.flatMap((strategy) => clients.map((kind): PlannedRun => ({
-    label: clients.length > 1 ? `${strategy} ${kind}` : strategy, strategy, load: { ...load, honourRetryAfter: kind === 'polite' }, clients: kind,
-  })))
+  if (clients.length > 1) for (const { load } of commands) load.politeAndNaive = true
+  if (several) {
+    result.scenarios = commands.map((each) => each.result.scenario)
+    result.references = commands.flatMap((each) => each.result.references)
+  }
+  // The label names what differs between runs: the scenario, the strategy, the kind of clients ("login-storm tollbooth naive").
+  const planned = commands.flatMap((each) => strategies.flatMap((strategy) => clients.map((kind): PlannedRun => ({
+    label: [several ? each.scenario.name : undefined, !several || strategies.length > 1 ? strategy : undefined, clients.length > 1 ? kind : undefined].filter((part) => part !== undefined).join(' '),
+    strategy,
+    load: { ...each.load, honourRetryAfter: kind === 'polite' },
+    clients: kind,
+    ...(several ? { scenario: each } : {}),
+  }))))
   return await series(command, options, planned, true)
 }
 

@@ -30,6 +30,7 @@ const loadOptionsSchema = Type.Object({
   accounts: Type.Optional(Type.Number()),
   sourceAddresses: Type.Optional(Type.Integer({ minimum: 1, maximum: maxSourceAddresses, description: `must be a whole number from 1 to ${maxSourceAddresses}` })),
   httpClient: Type.Optional(Type.Union(httpClients.map((client) => Type.Literal(client)), { description: `must be one of ${httpClients.join(', ')}` })),
+  passkeyShare: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'must be a share from 0 to 100 %' })),
 })
 export type LoadOptions = Static<typeof loadOptionsSchema>
 
@@ -71,6 +72,8 @@ export type ClientKind = 'polite' | 'naive'
 export const clientKinds: readonly ClientKind[] = ['polite', 'naive']
 
 export interface CompareOptions extends LabOptions {
+  /** Several scenarios, each run in turn (`scenario` is then ignored); default strategies then: tollbooth alone. */
+  scenarios?: readonly string[]
   strategies?: readonly string[]
   /** Each strategy is measured once per kind, in this order (default: as `load.honourRetryAfter` says). */
   clients?: readonly ClientKind[]
@@ -84,6 +87,8 @@ export function checkChoices (values: readonly string[], choices: readonly strin
 /** The user's load options over the scenario's defaults, validated. */
 export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, forceModel?: 'open'): LoadSpec {
   validated(loadOptionsSchema, options)
+  if (options.passkeyShare !== undefined && scenario.defaults.passkeyShare === undefined) throw new LabError(`--passkey-share is for a scenario with passkey and password users (mixed-storm), not ${scenario.name}`, 'passkeyShare')
+  const passkeyShare = options.passkeyShare ?? scenario.defaults.passkeyShare
   const wantsOpen = forceModel === 'open' || options.rate !== undefined || options.rateStages !== undefined
   const wantsClosed = options.vus !== undefined || options.stages !== undefined
   if (wantsOpen && wantsClosed) throw new LabError('give either virtual users (--vus / --stages) or an arrival rate (--rate / --rate-stages), not both', 'vus')
@@ -96,6 +101,7 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
     httpClient: options.httpClient ?? defaultLoadClient,
     honourRetryAfter: options.honourRetryAfter ?? true,
     accounts: options.accounts ?? scenario.defaults.accounts,
+    ...(passkeyShare === undefined ? {} : { passkeyShare }),
   }
   if (wantsOpen || (!wantsClosed && scenario.defaults.model === 'open')) {
     if ((options.sourceAddresses ?? 1) > 1) throw new LabError('--source-addresses spreads a closed model\'s virtual users over addresses; an open model\'s arrivals (and a knee\'s steps) share one pool of connections', 'sourceAddresses')

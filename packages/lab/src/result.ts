@@ -13,9 +13,13 @@ export interface LabResult {
   createdAt: string
   commandLine: string
   machine: MachineInfo
+  /** The (first) scenario. */
   scenario: ScenarioInfo
+  /** A compare of several scenarios: each of them, in the order they ran; each run says its own (`RunResult.scenario`). */
+  scenarios?: ScenarioInfo[]
+  /** The (first scenario's) load. */
   load: LoadSpec
-  /** `run` and `knee`: one; `compare`: one per strategy, in the order they ran. */
+  /** `run` and `knee`: one; `compare`: one per strategy (and scenario), in the order they ran. */
   runs: RunResult[]
   knee?: KneeResult
   /** `sizing`: the knees, the overload curves and what the database spent, per deployment and flow. */
@@ -74,6 +78,8 @@ export type LoadSpec = SegmentLoad & {
   accounts: number
   /** Closed model: the users' connections came from this many loopback addresses (`--source-addresses`); absent: one. */
   sourceAddresses?: number
+  /** mixed-storm: the share of users who signed in with a passkey (`--passkey-share`), 0 to 1; absent for the other scenarios. */
+  passkeyShare?: number
 }
 
 /** The percentiles of every LatencySummary, in the order of the CSV columns. */
@@ -163,9 +169,22 @@ export interface RunSummary extends EndpointStats {
   peakRssBytes: number | null
 }
 
+/**
+ * The service's CPU per successful iteration (a login, in the login and passkey storms), in
+ * milliseconds: its mean cores over the achieved rate. Derived, not stored; null where the CPU was
+ * not measured or nothing succeeded.
+ */
+export function serviceCpuMsPerAchieved (summary: Pick<RunSummary, 'cpuCoresMean' | 'achievedPerSecond'>): number | null {
+  if (summary.cpuCoresMean === null || summary.achievedPerSecond <= 0) return null
+  return (summary.cpuCoresMean / summary.achievedPerSecond) * 1000
+}
+
 export interface RunResult {
   label: string
   clients?: 'polite' | 'naive'
+  /** A compare of several scenarios: the run's scenario and its load. */
+  scenario?: string
+  load?: LoadSpec
   service: ServiceInfo
   startedAt: string
   durationMs: number

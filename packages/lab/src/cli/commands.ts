@@ -72,6 +72,7 @@ const flags: Record<string, Flag> = {
   'http-client': { group: 'load', arg: 'NAME', help: 'the generator\'s HTTP client: raw (the lab\'s own HTTP/1.1 client, lighter on the CPU the service shares; plain http only) or undici (default raw)', load: 'httpClient' },
   workers: { group: 'load', arg: 'N', help: 'load-generator worker threads (default 1)', parse: 'number', load: 'workers' },
   accounts: { group: 'load', arg: 'N', help: 'accounts pre-registered in setup (default: the scenario\'s)', parse: 'number', load: 'accounts' },
+  'passkey-share': { group: 'load', arg: 'P', help: 'mixed-storm: the share of users signing in with a passkey, the others with a password (default 50%)', parse: 'fraction', load: 'passkeyShare' },
   target: { group: 'service', arg: 'URL', help: 'measure a running service instead' },
   'metrics-url': { group: 'service', arg: 'URL', help: 'with --target: where its /metrics is, when TOLLBOOTH_ADMIN_PORT moved it (default: the target)' },
   strategy: { group: 'service', arg: 'NAME', help: 'run/knee: the hash strategy of the service the lab starts (default tollbooth)' },
@@ -91,7 +92,7 @@ const flags: Record<string, Flag> = {
   margin: { group: 'knee', arg: 'P', help: 'a step falls behind when achieved < offered x (1 - P) (default 10%)', parse: 'fraction', knee: 'throughputMargin' },
   'p99-limit': { group: 'knee', arg: 'D', help: 'a step fails when its p99 passes D (default 1s)', parse: 'duration', knee: 'p99LimitMs' },
   'error-limit': { group: 'knee', arg: 'P', help: 'a step fails when its error rate passes P (default 1%)', parse: 'fraction', knee: 'errorRateLimit' },
-  strategies: { group: 'compare', arg: 'a,b,...', help: `default: ${allStrategies.join(',')}` },
+  strategies: { group: 'compare', arg: 'a,b,...', help: `default: ${allStrategies.join(',')}; with several scenarios: tollbooth` },
   clients: {
     group: 'compare',
     arg: 'polite,naive',
@@ -131,6 +132,7 @@ Usage:
   tollbooth lab run --scenario NAME [flags]       one load against one service
   tollbooth lab knee --scenario NAME [flags]      raise the arrival rate 10 % per step until the service falls behind
   tollbooth lab compare --scenario NAME [flags]   the same load against every hash strategy, side by side
+  tollbooth lab compare --scenario A,B [flags]    several scenarios side by side (on tollbooth alone unless --strategies)
   tollbooth lab scale --scenario NAME --replicas 1,2,3 [flags]   the same load against 1, 2, 3 replicas
   tollbooth lab sizing [--peak 500/s --p99 1s] [flags]   the knee and the overload curve of logins and GET /me,
                                                   and the replicas a peak needs (docs/how-to/size-a-deployment.md)
@@ -278,8 +280,10 @@ export async function labMain (argv: string[]): Promise<void> {
     await sizingMain(argv, values, out)
     return
   }
-  const scenario = values.scenario as string | undefined
-  if (scenario === undefined) throw new LabError(`lab ${command} needs --scenario (${Object.keys(builtInScenarios).join(', ')}, or a file)`, 'scenario')
+  const scenarios = list(values.scenario)
+  const scenario = scenarios?.[0]
+  if (scenarios === undefined || scenario === undefined) throw new LabError(`lab ${command} needs --scenario (${Object.keys(builtInScenarios).join(', ')}, or a file)`, 'scenario')
+  if (scenarios.length > 1 && command !== 'compare') throw new LabError(`lab ${command} takes one scenario; several, side by side: lab compare --scenario ${scenarios.join(',')}`, 'scenario')
   const { common, criteria } = labOptionsOf(values)
   const replicaCounts = (list(values.replicas) ?? (values['cpus-per-replica'] === undefined ? [] : ['1'])).map((count) => number(count, '--replicas'))
   if (command === 'scale' ? replicaCounts.length === 0 : replicaCounts.length > 1) throw new LabError(command === 'scale' ? 'lab scale needs --replicas 1,2,3' : '--replicas takes one count here (a list: lab scale)', 'replicas')
@@ -290,7 +294,7 @@ export async function labMain (argv: string[]): Promise<void> {
   const options: LabOptions = {
     ...common, scenario, commandLine: ['tollbooth', 'lab', ...argv].join(' '), log: progress.log, onSecond: progress.onSecond, signal: abort.signal,
   }
-  const outDir = outputFolder(out, `${command}-${path.basename(scenario).replace(/\.(json|m?js)$/, '')}`)
+  const outDir = outputFolder(out, `${command}-${scenarios.map((name) => path.basename(name).replace(/\.(json|m?js)$/, '')).join('+')}`)
   let result: LabResult
   try {
     const strategies = list(values.strategies)
@@ -301,7 +305,7 @@ export async function labMain (argv: string[]): Promise<void> {
         ? await labScale({ ...options, replicaCounts })
         : command === 'knee'
           ? await labKnee({ ...options, criteria })
-          : await labCompare({ ...options, ...(strategies === undefined ? {} : { strategies }), ...(clients === undefined ? {} : { clients }) })
+          : await labCompare({ ...options, ...(scenarios.length > 1 ? { scenarios } : {}), ...(strategies === undefined ? {} : { strategies }), ...(clients === undefined ? {} : { clients }) })
   } finally {
     release()
   }

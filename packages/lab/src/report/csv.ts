@@ -3,7 +3,7 @@
  * needed, quotes doubled), a header row always, an empty cell for an unmeasured value.
  * Numbers are written as measured, unrounded.
  */
-import { percentileFields, serverSignalNames, type EndpointStats, type ErrorCounts, type KneeStep, type LabResult, type ReferenceFigures, type RunResult, type RunSummary, type SecondSample, type ServerSample } from '../result.js'
+import { percentileFields, serverSignalNames, serviceCpuMsPerAchieved, type EndpointStats, type ErrorCounts, type KneeStep, type LabResult, type ReferenceFigures, type RunResult, type RunSummary, type SecondSample, type ServerSample } from '../result.js'
 
 type CsvValue = string | number | boolean | null | undefined
 
@@ -91,6 +91,8 @@ const comparisonColumns: ReadonlyArray<CsvColumn<RunResult>> = [
   ...fields(summary, ['eventLoopDelayP99MaxMs', 'libuvCanaryMaxMs', 'cpuCoresMean', 'peakRssBytes']),
   ['generatorCpuCores', (row) => row.generator.cpuCores],
   ['generatorSaturated', (row) => row.generator.saturated],
+  ['serviceCpuMsPerAchieved', (row) => serviceCpuMsPerAchieved(row.summary)],
+  ['scenario', (row) => row.scenario],
 ]
 
 const referenceColumns = fields((row: ReferenceFigures) => row,

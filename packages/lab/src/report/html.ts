@@ -11,7 +11,7 @@ import {
 import {
   curveTable, databaseCostTable, databaseLimitTable, databaseLines, flowTitle, kneesTable, replicaPlanLine, replicaPlans, replicaTable, sizingFacts, sizingFlowsOf,
 } from './sizing.js'
-import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table, type TableColumn } from './tables.js'
+import { comparisonTable, cpuTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table, type TableColumn } from './tables.js'
 
 const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
 
@@ -149,6 +149,7 @@ function compareSections (result: LabResult): string[] {
   return [
     section('comparison', 'Comparison', [
       renderHtmlTable(comparisonTable(result), 'Measured here: one row per strategy, in the order they ran; latency in ms (hover a header for its meaning)'),
+      renderHtmlTable(cpuTable(result), 'What each run\'s successes cost in CPU: the service\'s and the load generator\'s, on the same machine'),
       referenceBlock(result),
     ]),
     section('side-by-side', 'Strategies side by side', [chartGroup(comparisonBarCharts(result))]),

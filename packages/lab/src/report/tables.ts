@@ -3,7 +3,7 @@
  * LabResult; text.ts and html.ts only choose how to draw them. Each column is declared once:
  * its header, its alignment and how its cell is read from a row.
  */
-import type { EndpointStats, KneeResult, KneeStep, LabResult, percentileFields, ReferenceFigures, RunResult } from '../result.js'
+import { serviceCpuMsPerAchieved, type EndpointStats, type KneeResult, type KneeStep, type LabResult, type percentileFields, type ReferenceFigures, type RunResult } from '../result.js'
 import { describeSettings } from './describe.js'
 import { formatCores, formatCount, formatMiB, formatMs, formatPercent, formatRate } from './format.js'
 
@@ -91,8 +91,8 @@ export function phaseTable (run: RunResult): Table | null {
   return table(statsColumns('phase'), Object.entries(run.phases).map(([name, stats]) => ({ name, stats, seconds: seconds(name) })))
 }
 
-const comparisonColumns: Array<Column<RunResult>> = [
-  left('strategy', (run) => run.label),
+const comparisonColumns = (first: string): Array<Column<RunResult>> => [
+  left(first, (run) => run.label),
   right('achieved/s', (run) => formatRate(run.summary.achievedPerSecond), 'successful iterations per second of the schedule (the drain after it not counted)'),
   right('drain', (run) => formatCount(run.summary.achievedAfterEnd), 'successful iterations that ended after the schedule: what was in flight at its end, not in achieved/s'),
   ...msColumns((run: RunResult) => run.summary.latency, ['p50Ms', 'p95Ms', 'p99Ms']),
@@ -109,9 +109,21 @@ const comparisonColumns: Array<Column<RunResult>> = [
   right('RSS MiB', (run) => formatMiB(run.summary.peakRssBytes), 'peak resident memory of the service'),
 ]
 
-/** THE comparison: one row per strategy, in the order they ran. */
+/** THE comparison: one row per strategy (or scenario), in the order they ran. */
 export function comparisonTable (result: LabResult): Table {
-  return table(comparisonColumns, result.runs, (run) => run.label === ownStrategyLabel)
+  return table(comparisonColumns(result.scenarios === undefined ? 'strategy' : 'run'), result.runs, (run) => run.label === ownStrategyLabel)
+}
+
+/** Compare: what each run's successes cost in CPU, the service's and the load generator's (they share the machine). */
+export function cpuTable (result: LabResult): Table {
+  return table<RunResult>([
+    left(result.scenarios === undefined ? 'strategy' : 'run', (run) => run.label),
+    right('achieved/s', (run) => formatRate(run.summary.achievedPerSecond), 'successful iterations per second of the schedule'),
+    right('service cores', (run) => formatCores(run.summary.cpuCoresMean), 'mean CPU cores of the service during the load (process tree when the lab started it)'),
+    right('CPU ms/ok', (run) => formatMs(serviceCpuMsPerAchieved(run.summary)), 'the service\'s CPU per successful iteration (a login, in the storms), ms: its cores ÷ achieved/s'),
+    right('lab cores', (run) => formatCores(run.generator.cpuCores), 'mean CPU cores of the load generator, on the same machine'),
+    right('lab loop max', (run) => formatPercent(run.generator.maxEventLoopUtilisation), 'the busiest generator thread\'s event-loop utilisation: near 100 %, the generator, not the service, set the pace'),
+  ], result.runs)
 }
 
 /** The articles' figures in the order of our runs whose setup they match, then any unmatched. */

@@ -8,7 +8,7 @@ import {
 import {
   curveTable, databaseCostTable, databaseLimitTable, databaseLines, flowTitle, kneesTable, replicaPlanLine, replicaPlans, replicaTable, sizingFacts, sizingFlowsOf,
 } from './sizing.js'
-import { comparisonTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table } from './tables.js'
+import { comparisonTable, cpuTable, endpointTable, kneeTable, phaseTable, referencesTitle, referenceTable, serviceTable, type Table } from './tables.js'
 
 const columnGap = '  '
 
@@ -100,9 +100,14 @@ function kneeSections (result: LabResult): string[] {
 }
 
 function compareSections (result: LabResult): string[] {
+  // Several scenarios: their endpoints differ, so each run's own table (a passkey sign-in is two requests).
+  const endpointSections = result.scenarios === undefined ? [] : result.runs.flatMap((run) => [...heading(`Endpoints: ${run.label}`), renderTextTable(endpointTable(run))])
   return [
     ...heading('Comparison'),
     ...tableWithLegend(comparisonTable(result)),
+    ...heading('CPU'),
+    ...tableWithLegend(cpuTable(result)),
+    ...endpointSections,
     ...heading('Services'),
     renderTextTable(serviceTable(result)),
   ]

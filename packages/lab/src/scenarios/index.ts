@@ -15,6 +15,8 @@ import { devnest } from './devnest.js'
 import { loginBurst } from './login-burst.js'
 import { loginStorm } from './login-storm.js'
 import { meCrowd } from './me-crowd.js'
+import { mixedStorm } from './mixed-storm.js'
+import { passkeyStorm } from './passkey-storm.js'
 import { registration } from './registration.js'
 import { stress } from './stress.js'
 
@@ -30,6 +32,8 @@ export const builtInScenarios: Readonly<Record<string, Scenario<any>>> = {
   'auth-path': authPath,
   'me-crowd': meCrowd,
   'login-burst': loginBurst,
+  'passkey-storm': passkeyStorm,
+  'mixed-storm': mixedStorm,
 }
 
 /** A name of a built-in scenario, or a path to a .json / .js / .mjs file. */

@@ -22,6 +22,8 @@ export interface SetupContext {
   loginAccounts (accounts: readonly Account[]): Promise<string[]>
   /** Accounts the user asked for (`--accounts`), else the scenario's default. */
   readonly accounts: number
+  /** mixed-storm: the share of users signing in with a passkey (`--passkey-share`), else the scenario's default; unset for the others. */
+  readonly passkeyShare: number | undefined
   log (message: string): void
 }
 
@@ -59,6 +61,8 @@ interface ScenarioDefaults {
   durationMs?: number
   /** Closed model: the users connect from this many loopback addresses without --source-addresses (at most one each); unset: one. */
   sourceAddresses?: number
+  /** The share of users signing in with a passkey without --passkey-share (0 to 1); unset: the scenario takes no such share. */
+  passkeyShare?: number
 }
 
 export interface Scenario<Data = unknown> {

@@ -28,7 +28,7 @@ function describe (response: LabResponse): string {
 class LabSetup implements SetupContext {
   readonly target: HttpTarget
 
-  constructor (url: string, readonly accounts: number, readonly log: (message: string) => void, timeoutMs: number) {
+  constructor (url: string, readonly accounts: number, readonly log: (message: string) => void, timeoutMs: number, readonly passkeyShare: number | undefined) {
     this.target = new HttpTarget(url, { connections: setupConcurrency + 1, timeoutMs })
   }
 
@@ -73,9 +73,9 @@ class LabSetup implements SetupContext {
 }
 
 /** Runs the scenario's setup (if any) against `url`; what it returns goes to every iteration. */
-export async function runScenarioSetup (scenario: Scenario<unknown>, url: string, accounts: number, log: (message: string) => void, timeoutMs: number): Promise<unknown> {
+export async function runScenarioSetup (scenario: Scenario<unknown>, url: string, accounts: number, log: (message: string) => void, timeoutMs: number, passkeyShare?: number): Promise<unknown> {
   if (scenario.setup === undefined) return undefined
-  const setup = new LabSetup(url, accounts, log, timeoutMs)
+  const setup = new LabSetup(url, accounts, log, timeoutMs, passkeyShare)
   try {
     return await scenario.setup(setup)
   } finally {

@@ -30,8 +30,8 @@ function scriptedUser (answers: (request: LabRequest) => Partial<LabResponse>): 
 }
 
 describe('scenarios', () => {
-  it('has the seven built-ins, each naming its endpoints', () => {
-    assert.deepEqual(Object.keys(builtInScenarios), ['login-storm', 'devnest', 'registration', 'stress', 'auth-path', 'me-crowd', 'login-burst'])
+  it('has the nine built-ins, each naming its endpoints', () => {
+    assert.deepEqual(Object.keys(builtInScenarios), ['login-storm', 'devnest', 'registration', 'stress', 'auth-path', 'me-crowd', 'login-burst', 'passkey-storm', 'mixed-storm'])
     for (const scenario of Object.values(builtInScenarios)) assert.ok(scenario.endpoints.length > 0, scenario.name)
     assert.deepEqual(builtInScenarios['auth-path']?.phases, ['noop', 'jwt-only', 'full'])
     assert.equal(builtInScenarios['auth-path']?.needsLabDiagnostics, true)

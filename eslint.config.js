@@ -21,6 +21,14 @@ export default [
     rules: { 'no-new': 'off' },
   },
   {
+    // The pages' scripts run in the browser as written (no build step): its globals, none of Node's.
+    files: ['packages/service/src/http/pages/*.browser.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: { document: 'readonly', fetch: 'readonly', navigator: 'readonly', atob: 'readonly', PublicKeyCredential: 'readonly', DOMException: 'readonly', HTMLFormElement: 'readonly' },
+    },
+  },
+  {
     // TypeBox's idiom: a schema and its static type share one name.
     files: ['packages/service/src/http/schemas.ts'],
     rules: { '@typescript-eslint/no-redeclare': 'off' },

@@ -93,6 +93,8 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   Object.assign(flat, overrides)
   // Its default depends on where the database is: a link in a deployment's log is a leaked secret.
   flat.mailLogLinks ??= flat.databaseUrl === undefined
+  // A page to try the service: on in development, a deployment turns it on if it wants it.
+  flat.accountPage ??= flat.databaseUrl === undefined
   // On the embedded database (development), mail links lead to the service itself; a deployment says where.
   if (flat.databaseUrl === undefined) flat.publicUrl ??= localPublicUrl(String(flat.host), Number(flat.port))
   const c = flat as unknown as FlatConfig

@@ -17,7 +17,7 @@ import { lazyChildLogger, loggerOptions } from './logger.js'
 import { createMetrics, type Metrics } from '../metrics/index.js'
 import { AuthResponse, ErrorResponse, MailAccepted, Post, RecoveryCodes, SecondFactorChallenge, Session, TotpEnrolment, User } from './schemas.js'
 import type { KeyRing } from '../keys/index.js'
-import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes, secondFactorRoutes, passkeyRoutes } from './routes/index.js'
+import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes, secondFactorRoutes, passkeyRoutes, accountPageRoutes } from './routes/index.js'
 import { Passkey, PasskeyCreationOptions, PasskeyRequestOptions } from './passkey-schemas.js'
 import { MailDispatcher, smtpTransport } from '../mail/index.js'
 import { installSecurityHeaders, installNoStoreHeaders, securityHeaders, noStoreHeaders } from './security-headers.js'
@@ -297,6 +297,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   await app.register(healthRoutes, { db, engine, details: !adminPortServes })
   if (!adminPortServes) await app.register(metricsRoute, { metrics })
   await app.register(jwksRoutes, { keyRing, maxAgeSeconds: config.jwksMaxAgeSeconds })
+  if (config.accountPage) await app.register(accountPageRoutes, { secondFactor: config.secondFactor })
   metrics.readInFlight(() => ({ capped: shedding.state.inFlight, ownAdmission: shedding.state.inFlightOwnAdmission }))
   // Secure cookies but in development on the embedded database (plain http://localhost).
   const deviceCookie = { secure: config.databaseUrl !== undefined, maxAgeSeconds: config.deviceTtlDays * 86_400 }

@@ -1,0 +1,4 @@
+/** The http/pages room's face: the pages tollbooth serves itself, and the layout and HTML helpers they share. */
+export { escapeHtml, html } from './html.js'
+export { renderPage, sendPage, sendScript } from './layout.js'
+export { readAccountPageScript, renderAccountPage, type AccountPageOptions } from './account-page.js'

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import type { AddressInfo } from 'node:net'
+import net, { type AddressInfo } from 'node:net'
 import type pino from 'pino'
 import { Agent, fetch as undiciFetch } from 'undici'
 import { loadConfig, type Config, type FlatConfig } from '../../src/config/index.js'
@@ -97,6 +97,17 @@ export interface TestServiceOptions {
   harness?: AppHarness
   /** The service's monotonic clock for pacing and connections' ages; default performance.now (`movableClock` moves one). */
   clock?: () => number
+  /** The port to listen on (a browser test's origin is set in the config before the start: `freePort`); default any free one. */
+  port?: number
+}
+
+/** A loopback port free a moment ago: for a service whose settings name its own origin before it listens. */
+export async function freePort (): Promise<number> {
+  const server = net.createServer()
+  await new Promise<void>((resolve, reject) => { server.once('error', reject).listen(0, '127.0.0.1', resolve) })
+  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => { server.close(() => { resolve() }) })
+  return port
 }
 
 /** performance.now(), and a way to move it on: a test ages a connection or waits out a Retry-After without sleeping. */
@@ -117,7 +128,7 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
     ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
   })
   const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false, ...(options.now === undefined ? {} : { now: options.now }), ...(options.harness === undefined ? {} : { harness: options.harness }), ...(options.clock === undefined ? {} : { clock: options.clock }) })
-  await app.listen({ host: '127.0.0.1', port: 0 })
+  await app.listen({ host: '127.0.0.1', port: options.port ?? 0 })
   const { port } = app.server.address() as AddressInfo
   const ownsDb = options.db === undefined
   return {

@@ -19,6 +19,7 @@
  *   npm run bench:haproxy                                   # naive and polite, one round
  *   npm run bench:haproxy -- --clients once,naive,polite --rounds 3 --out /tmp/haproxy-crowd
  *   npm run bench:haproxy -- --max-conn 16 --queue 16       # other limits than the recommended ones
+ *   npm run bench:haproxy -- --rate-limit 0.8               # and a rate limit per replica, 0.8 x C alone
  *
  * Run it under `flock /tmp/tollbooth-measure.lock` on a shared machine (bench/README.md).
  */
@@ -49,6 +50,7 @@ const { values } = parseArgs({
     'max-conn': { type: 'string' },
     queue: { type: 'string' },
     'queue-timeout-ms': { type: 'string' },
+    'rate-limit': { type: 'string' },
     'lab-workers': { type: 'string', default: '1' },
     out: { type: 'string', default: path.join(process.cwd(), 'haproxy-crowd-results') },
   },
@@ -71,6 +73,9 @@ const limits: HaproxyLimits = {
   queuePerReplica: Number(values.queue ?? recommendedHaproxyLimits.queuePerReplica),
   queueTimeoutMs: Number(values['queue-timeout-ms'] ?? recommendedHaproxyLimits.queueTimeoutMs),
 }
+/** HAProxy's rate limit per replica, as a fraction of C alone (measured in each round); unset: none. */
+const rateLimitFactor = values['rate-limit'] === undefined ? undefined : Number(values['rate-limit'])
+if (rateLimitFactor !== undefined && !(rateLimitFactor > 0)) throw new Error('--rate-limit: a fraction of C alone, e.g. 0.8')
 const out = path.resolve(String(values.out))
 const endpoint = 'GET /me'
 
@@ -171,8 +176,8 @@ for (let round = 1; round <= Number(values.rounds); round++) {
    * with what it was sent (thousands of connections) for seconds after, so no run follows another
    * on the same process.
    */
-  const fresh = async (name: string, scenario: string, behindHaproxy: boolean, load: LoadOptions): Promise<Measured> => {
-    const set = await startReplicas({ count: replicaCount, ...(cpusPerReplica > 0 ? { cpusPerReplica } : {}), env: serviceEnv, databaseUrl: database.url, haproxyLimits: limits })
+  const fresh = async (name: string, scenario: string, behindHaproxy: boolean, load: LoadOptions, haproxyLimits: HaproxyLimits = limits): Promise<Measured> => {
+    const set = await startReplicas({ count: replicaCount, ...(cpusPerReplica > 0 ? { cpusPerReplica } : {}), env: serviceEnv, databaseUrl: database.url, haproxyLimits })
     try {
       for (const warning of set.warnings) console.log(`warning: ${warning}`)
       return await measure(set, postgresPort, path.join(dir, name), scenario, behindHaproxy ? set.url : set.replicas[0]?.url ?? '', load)
@@ -182,6 +187,9 @@ for (let round = 1; round <= Number(values.rounds); round++) {
   }
   try {
     const closed: LoadOptions = { vus: 64, durationMs: capacityMs }
+    // A fresh database serves its first seconds slower (its caches, its statistics): a closed
+    // loop before the measured ones, not counted, so that C before the crowds is not read cold.
+    await fresh('warm-up', 'me-crowd', false, closed)
     const capacityAloneRun = await fresh('capacity-alone', 'me-crowd', false, closed)
     const capacityHaproxyRun = await fresh('capacity-haproxy', 'me-crowd', true, closed)
     // Capacity is what the closed loop got served (200s), not every answer.
@@ -189,11 +197,13 @@ for (let round = 1; round <= Number(values.rounds); round++) {
     const capacityHaproxy = capacityHaproxyRun.run.summary.achievedPerSecond
     console.log(`| ${round} | C alone ${Math.round(capacityAlone)} /s (cores: service ${fixed(capacityAloneRun.cores.service, 2)}, lab ${fixed(capacityAloneRun.cores.lab, 2)}); C through HAProxy ${Math.round(capacityHaproxy)} /s (service ${fixed(capacityHaproxyRun.cores.service, 2)}, HAProxy ${fixed(capacityHaproxyRun.cores.haproxy, 2)}, lab ${fixed(capacityHaproxyRun.cores.lab, 2)}) | | | | | | | | | | | | | | |`)
     const rate = Math.round(rateFactor * capacityAlone)
+    const crowdLimits: HaproxyLimits = rateLimitFactor === undefined ? limits : { ...limits, ratePerReplica: rateLimitFactor * capacityAlone }
+    if (crowdLimits.ratePerReplica !== undefined) console.log(`| ${round} | HAProxy's rate limit: ${Math.round(crowdLimits.ratePerReplica)} capped requests a second per replica (${rateLimitFactor} x C alone) | | | | | | | | | | | | | | |`)
     for (const kind of clients) {
       // Sleeping polite clients hold a place in the lab's count of arrivals under way (about 2 C of them a second).
       const crowd: LoadOptions = { rate: 100, rateStages: [{ durationMs: rampMs, target: rate }, { durationMs: heldMs, target: rate }], maxInFlight: kind === 'polite' ? 12_000 : 4000 }
       for (const [where, behindHaproxy] of [['alone', false], ['HAProxy', true]] as const) {
-        console.log(crowdLine(round, where, kind, rate, capacityAlone, capacityHaproxy, await fresh(`${kind}-${where.toLowerCase()}`, scenarioOf(kind), behindHaproxy, crowd)))
+        console.log(crowdLine(round, where, kind, rate, capacityAlone, capacityHaproxy, await fresh(`${kind}-${where.toLowerCase()}`, scenarioOf(kind), behindHaproxy, crowd, crowdLimits)))
       }
     }
     // The machine's speed can move during a round (a shared machine): the capacity again, after the crowds.

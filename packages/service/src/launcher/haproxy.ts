@@ -35,6 +35,13 @@ export interface HaproxyLimits {
   queuePerReplica: number
   /** A capped request still waiting after this is refused alike (`timeout queue`). */
   queueTimeoutMs: number
+  /**
+   * Capped requests a second let through per usable replica, counted over the last second; past
+   * it they are refused at the door alike. Unset: no rate limit. Set below what a replica serves
+   * (`lab sizing`'s capacity for `GET /me`), it keeps the replica's CPU from its quota, so
+   * throttling never holds its probes back.
+   */
+  ratePerReplica?: number | undefined
 }
 
 /** The limits docs/how-to/deploy.md recommends ("Behind HAProxy") and the lab measures. */
@@ -48,6 +55,22 @@ export function haproxyOverloadAnswer (retryAfterSeconds = 1): string {
   const error = createError('SERVICE_OVERLOADED')
   const body = JSON.stringify({ error: { code: error.code, message: error.message } })
   return `status 503 content-type "application/json; charset=utf-8" string '${body}' hdr Retry-After ${retryAfterSeconds} hdr Cache-Control no-store`
+}
+
+/**
+ * The rate limit's rules: the capped requests let through in the last second (the backend's
+ * table, one entry) per replica up, read before this request counts; past `ratePerReplica`
+ * refused, else counted. A refused request is never counted, so a crowd's refusals do not hold
+ * back the requests admitted after it.
+ */
+function rateLimitRules (ratePerReplica: number | undefined, overloadAnswer: string): string[] {
+  if (ratePerReplica === undefined) return []
+  return [
+    '    http-request set-var(txn.replicas_up) nbsrv(tollbooth) if capped',
+    '    http-request set-var(txn.rate_per_replica) int(1),table_http_req_rate(tollbooth),div(txn.replicas_up) if capped',
+    `    http-request return ${overloadAnswer} if capped { var(txn.rate_per_replica) -m int gt ${Math.max(1, Math.round(ratePerReplica))} }`,
+    '    http-request track-sc0 int(1) table tollbooth if capped',
+  ]
 }
 
 /**
@@ -94,11 +117,16 @@ export function haproxyConfig (options: HaproxyConfigOptions): string {
     '    http-request set-var(txn.capped) bool(true) if api !post || api !own_admission',
     '    acl capped var(txn.capped) -m bool',
     `    http-request return ${overloadAnswer} if capped { avg_queue(tollbooth) gt ${limits.queuePerReplica} }`,
+    ...rateLimitRules(limits.ratePerReplica, overloadAnswer),
     '    use_backend tollbooth if capped',
     '    default_backend tollbooth_own_admission',
     '',
     'backend tollbooth',
+    ...(limits.ratePerReplica === undefined ? [] : ['    stick-table type integer size 1 expire 10s store http_req_rate(1s)']),
     '    balance leastconn',
+    // Any idle connection to a replica takes any client's request, its first included: a crowd of
+    // new clients does not make each replica accept a connection per request.
+    '    http-reuse always',
     '    option httpchk',
     '    http-check send meth GET uri /readyz',
     '    http-check expect status 200',
@@ -108,6 +136,7 @@ export function haproxyConfig (options: HaproxyConfigOptions): string {
     '',
     'backend tollbooth_own_admission',
     '    balance leastconn',
+    '    http-reuse always',
     ...options.servers.map((server) => `    server ${server.name} 127.0.0.1:${server.port} track tollbooth/${server.name}`),
     '',
   ].join('\n')

@@ -39,7 +39,7 @@ function durationMs (text: string): number {
 }
 
 /** What a configuration sets for the capped requests, read back from its text. */
-function cappedChoices (config: string): { limits: HaproxyLimits, doorAnswer: string, queueAnswer: string, ownAdmission: string[] } {
+function cappedChoices (config: string): { limits: HaproxyLimits, doorAnswer: string, queueAnswer: string, ownAdmission: string[], reuse: string[] } {
   const frontend = section(config, 'frontend api')
   const backend = section(config, 'backend tollbooth')
   const matched = (lines: string[], pattern: RegExp, what: string): string => {
@@ -56,6 +56,7 @@ function cappedChoices (config: string): { limits: HaproxyLimits, doorAnswer: st
     doorAnswer: matched(frontend, /^http-request return (.*) if capped /, 'the refusal at the door'),
     queueAnswer: matched(backend, /^http-error (.*)$/, 'the refusal after the queue'),
     ownAdmission: matched(frontend, /^acl own_admission path (.*)$/, 'own admission').split(' '),
+    reuse: ['backend tollbooth', 'backend tollbooth_own_admission'].map((header) => matched(section(config, header), /^http-reuse (\S+)$/, `${header}: http-reuse`)),
   }
 }
 
@@ -68,10 +69,22 @@ describe('HAProxy\'s limits on capped requests', () => {
     assert.equal(generated.doorAnswer, haproxyOverloadAnswer())
     assert.equal(generated.queueAnswer, haproxyOverloadAnswer())
     assert.deepEqual(generated.ownAdmission, ownAdmissionPaths)
+    assert.deepEqual(generated.reuse, ['always', 'always'])
   })
 
   it('are set as given in a valid configuration (haproxy -c)', { skip: noHaproxy }, () => {
     const limits = { maxConnPerReplica: 7, queuePerReplica: 5, queueTimeoutMs: 250 }
+    const rateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-haproxy-test-'))
+    try {
+      const config = haproxyConfig({ port: 8080, servers: [{ name: 'r1', port: 3001 }, { name: 'r2', port: 3002 }], statsSocket: path.join(rateDir, 's.sock'), limits: { ...limits, ratePerReplica: 250 } })
+      assert.match(config, /\{ var\(txn\.rate_per_replica\) -m int gt 250 \}/, 'the rate limit, per replica up')
+      const file = path.join(rateDir, 'haproxy.cfg')
+      fs.writeFileSync(file, config)
+      assert.equal(checkHaproxyConfig(haproxy ?? '', file), undefined)
+    } finally {
+      fs.rmSync(rateDir, { recursive: true, force: true })
+    }
+    assert.doesNotMatch(haproxyConfig({ port: 8080, servers: [{ name: 'r1', port: 3001 }], statsSocket: '/tmp/x.sock', limits }), /rate_per_replica|stick-table/, 'no rate limit unless one is given')
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-haproxy-test-'))
     try {
       const config = haproxyConfig({ port: 8080, servers: [{ name: 'r1', port: 3001 }, { name: 'r2', port: 3002 }], statsSocket: path.join(dir, 's.sock'), limits })
@@ -162,6 +175,29 @@ describe('a real HAProxy in front of a real service, at the cap', { skip: noHapr
     // The place freed, the queued request is served.
     held.pop()?.destroy()
     assert.equal((await queued).status, 200)
+  })
+
+  it('with a rate limit, refuses the capped requests past it at the door and counts only those let through; logins and probes pass', async () => {
+    const ratePerReplica = 3
+    const front = await balancer({ ...recommendedHaproxyLimits, ratePerReplica })
+    const me = { headers: { authorization: `Bearer ${token}` } }
+    // Thirty at once: far more than three a second, whatever the machine's speed.
+    const answers = await Promise.all(Array.from({ length: 30 }, async () => await fetch(`${front.url}/api/v1/me`, me)))
+    const served = answers.filter((answer) => answer.status === 200)
+    const refused = answers.filter((answer) => answer.status !== 200)
+    assert.ok(served.length >= 1 && served.length <= 10, `served ${served.length} of 30 at a limit of ${ratePerReplica} a second`)
+    for (const answer of served) await answer.body?.cancel()
+    for (const answer of refused) await assertOverloadAnswer(answer, 'past the rate limit')
+    const login = await fetch(`${front.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })
+    assert.equal(login.status, 200, await login.text())
+    assert.equal((await fetch(`${front.url}/healthz`)).status, 200)
+    assert.equal((await fetch(`${front.url}/readyz`)).status, 200)
+    // Refusals are not counted: once the second of those let through has passed, a request is served again.
+    await waitFor('a GET /me served again', async () => {
+      const answer = await fetch(`${front.url}/api/v1/me`, me)
+      await answer.body?.cancel()
+      return answer.status === 200
+    }, { timeoutMs: 30_000, intervalMs: 250 })
   })
 
   it('refuses a capped request that waited past `timeout queue` with the same answer', async () => {

@@ -48,7 +48,7 @@ export interface HaproxyLimits {
 export const recommendedHaproxyLimits: Readonly<HaproxyLimits> = { maxConnPerReplica: 32, queuePerReplica: 32, queueTimeoutMs: 1000 }
 
 /** The POST routes with an admission of their own (the hash queue refuses at the door): never capped by HAProxy. */
-export const ownAdmissionPaths: readonly string[] = ['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password']
+export const ownAdmissionPaths: readonly string[] = ['/api/v1/auth/login', '/api/v1/auth/register', '/api/v1/auth/password/reset', '/api/v1/me/password', '/api/v1/me/factors/recovery-codes']
 
 /** tollbooth's own overload answer (its in-flight cap's), as HAProxy writes it: same status, headers and body. */
 export function haproxyOverloadAnswer (retryAfterSeconds = 1): string {

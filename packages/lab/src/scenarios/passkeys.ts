@@ -20,8 +20,9 @@ function refusal (response: LabResponse): string {
 
 /**
  * The page origins the lab's authenticator reports, tried in turn at the first registration: a
- * page on the relying party's own host, over https, then http (a service the lab starts has
- * http://127.0.0.1). A service that allows neither refuses them (PASSKEY_ORIGIN_MISMATCH).
+ * page on the relying party's own host, over https, then http (a service the lab starts has the
+ * public URL http://127.0.0.1, whose relying party is localhost and page origin http://localhost).
+ * A service that allows neither refuses them (PASSKEY_ORIGIN_MISMATCH).
  */
 function candidateOrigins (rpId: string): string[] {
   return [`https://${rpId}`, `http://${rpId}`]

@@ -3,6 +3,7 @@
  * settings or, unset, from TOLLBOOTH_PUBLIC_URL. Checked at start: a wrong one would refuse
  * every passkey at its first use.
  */
+import net from 'node:net'
 import { createError } from '../errors.js'
 import type { FlatConfig } from './settings.js'
 
@@ -19,6 +20,19 @@ function isSecureContextOrigin (url: URL): boolean {
   return url.protocol === 'https:' || (url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname.endsWith('.localhost')))
 }
 
+/**
+ * A public URL on a loopback address (development: http://127.0.0.1:3000) as browsers reach it by
+ * name: WebAuthn takes no IP address as a relying party id, so passkeys work at http://localhost:<port>.
+ */
+function byLoopbackName (url: URL): URL {
+  const address = url.hostname.replace(/^\[(.*)\]$/, '$1')
+  const loopback = net.isIPv4(address) ? address.startsWith('127.') : address === '::1'
+  if (!loopback) return url
+  const named = new URL(url)
+  named.hostname = 'localhost'
+  return named
+}
+
 function invalid (field: string, message: string): never {
   throw createError('CONFIG_INVALID', message, { field })
 }
@@ -26,11 +40,12 @@ function invalid (field: string, message: string): never {
 export function passkeyRelyingParty (c: RelyingPartySettings): RelyingParty {
   const origins = (c.passkeyOrigins ?? '').split(',').map((origin) => origin.trim()).filter((origin) => origin.length > 0)
   // Set explicitly, an origin must be one a browser offers passkeys on; derived from the public URL
-  // (an http: address of a development machine, say), it is taken as it is and the browser decides.
+  // (an http: address of a development machine, say), it is taken as it is (a loopback address by
+  // its name) and the browser decides.
   const explicit = origins.length > 0
   if (!explicit) {
     if (c.publicUrl === undefined) invalid('TOLLBOOTH_PASSKEY_ORIGINS', 'TOLLBOOTH_PASSKEY_ORIGINS (or TOLLBOOTH_PUBLIC_URL) is required for passkeys')
-    origins.push(new URL(c.publicUrl).origin)
+    origins.push(byLoopbackName(new URL(c.publicUrl)).origin)
   }
   const hosts = origins.map((origin) => {
     let url: URL

@@ -42,13 +42,17 @@ describe('the account page in headless Chromium', () => {
   const clock = movableWallClock()
   let service: TestService
   let browser: Browser
+  /** The service's port, set before it starts: the public URL names it. */
+  let port: number
   /** The page's origin: localhost (a secure context over http, and a valid relying party id), the service's port. */
   let origin: string
 
   before(async () => {
-    const port = await freePort()
+    port = await freePort()
     origin = `http://localhost:${port}`
-    service = await startTestService({ port, now: clock.now, config: { accountPage: true, passkeyRpId: 'localhost', passkeyOrigins: origin } })
+    // The development defaults, as `npm start` has them: the public URL on the loopback address, the
+    // relying party derived from it (localhost), no passkey setting.
+    service = await startTestService({ port, now: clock.now, config: { accountPage: true, publicUrl: `http://127.0.0.1:${port}` } })
     browser = await launchChromium()
   })
   after(async () => {
@@ -59,13 +63,13 @@ describe('the account page in headless Chromium', () => {
   /** What went wrong in a page: uncaught errors, and console errors (a policy violation is one). */
   const pageFaults: string[] = []
 
-  async function openPage (): Promise<Page> {
+  async function openPage (url = `${origin}/account`): Promise<Page> {
     const context = await browser.newContext()
     const page = await context.newPage()
     page.on('pageerror', (error) => { pageFaults.push(`uncaught: ${error.message}`) })
     page.on('console', (message) => { if (message.type() === 'error') pageFaults.push(`console: ${message.text()}`) })
     page.setDefaultTimeout(stepTimeoutMs)
-    await page.goto(`${origin}/account`)
+    await page.goto(url)
     await page.waitForSelector('body[data-ready]')
     return page
   }
@@ -87,13 +91,19 @@ describe('the account page in headless Chromium', () => {
     const signIn = page.getByRole('region', { name: 'Sign in', exact: true })
     await signIn.getByLabel('Email', { exact: true }).fill(email)
     await signIn.getByLabel('Password', { exact: true }).fill(password)
-    return await act(page, async () => { await signIn.getByRole('button', { name: 'Sign in', exact: true }).click() })
+    // By keyboard: Enter in the password field submits its form.
+    return await act(page, async () => { await signIn.getByLabel('Password', { exact: true }).press('Enter') })
+  }
+
+  /** The id of the element that has the focus: where a keyboard or screen reader user is after an action. */
+  async function focused (page: Page): Promise<string> {
+    return await page.evaluate('document.activeElement?.id ?? ""')
   }
 
   async function secondStep (page: Page, method: 'a code from your authenticator app' | 'a recovery code', code: string): Promise<Outcome> {
     await page.getByLabel(method).check()
     await page.getByLabel('Code', { exact: true }).fill(code)
-    return await act(page, async () => { await page.getByRole('button', { name: 'Finish signing in' }).click() })
+    return await act(page, async () => { await page.getByLabel('Code', { exact: true }).press('Enter') })
   }
 
   it('registers, adds a passkey, signs out, and signs in with the passkey with no email typed', async () => {
@@ -153,8 +163,10 @@ describe('the account page in headless Chromium', () => {
     clock.advance(stepMs)
     const asked = await passwordStep(page, email, password)
     assertDone(asked, 'second-step', 'the password step')
+    assert.equal(await focused(page), 'second-step-heading', 'the focus moves to the second step')
     const withCode = await secondStep(page, 'a code from your authenticator app', totp.generate({ timestamp: clock.now() }))
     assertDone(withCode, 'signed-in', 'password and TOTP code')
+    assert.equal(await focused(page), 'account-heading', 'the focus moves to the account')
     assert.equal(await page.locator('#account-amr').textContent(), 'pwd, otp, mfa')
     await signOut(page)
 
@@ -167,6 +179,7 @@ describe('the account page in headless Chromium', () => {
     assertDone(await passwordStep(page, email, password), 'second-step', 'the password step')
     const again = await secondStep(page, 'a recovery code', recoveryCode)
     assert.deepEqual([again.kind, again.code, again.state], ['error', 'SECOND_FACTOR_INVALID', 'second-step'], again.text)
+    assert.equal(await focused(page), 'second-step-code', 'the refused code is selected, for typing another')
     assert.match(again.text, /SECOND_FACTOR_INVALID/, 'the refusal\'s code is shown on the page')
     assert.ok(await page.getByRole('status').filter({ hasText: 'SECOND_FACTOR_INVALID' }).isVisible(), 'in the live region')
     const other = await secondStep(page, 'a recovery code', anotherCode)
@@ -174,5 +187,40 @@ describe('the account page in headless Chromium', () => {
     await page.context().close()
     // The refused code's 401 is the one console error a page gets (Chromium logs failed fetches).
     assert.deepEqual(pageFaults.splice(0).filter((fault) => !/status of 401/.test(fault)), [], 'no script error, no policy violation')
+  })
+
+  it('with TOLLBOOTH_SECOND_FACTOR=required, a password sign-in without a factor enrols TOTP on the way and shows the recovery codes', async () => {
+    const requiredPort = await freePort()
+    const required = await startTestService({ port: requiredPort, now: clock.now, config: { accountPage: true, publicUrl: `http://127.0.0.1:${requiredPort}`, secondFactor: 'required' } })
+    try {
+      const page = await openPage(`http://localhost:${requiredPort}/account`)
+      const email = uniqueEmail('page-required')
+      const password = 'correct horse battery staple'
+      await register(page, email, password)
+      await signOut(page)
+      const asked = await passwordStep(page, email, password)
+      assertDone(asked, 'enrolment', 'the password step')
+      assert.equal(await focused(page), 'totp-enrolment-heading', 'the focus moves to the enrolment')
+      const totp = URI.parse(await page.locator('#totp-uri').getAttribute('href') ?? '')
+      await page.getByLabel('Code from the app').fill(totp.generate({ timestamp: clock.now() }))
+      const done = await act(page, async () => { await page.getByRole('button', { name: 'Confirm' }).click() })
+      assertDone(done, 'signed-in', 'the first code completes the sign-in')
+      assert.equal(await page.locator('#account-amr').textContent(), 'pwd, otp, mfa')
+      assert.equal(await page.locator('#recovery-code-list li').count(), 10, 'the recovery codes, shown once')
+      assert.equal(await focused(page), 'recovery-codes-heading')
+      await page.context().close()
+      assert.deepEqual(pageFaults.splice(0), [], 'no script error, no policy violation')
+    } finally {
+      await required.close()
+    }
+  })
+
+  it('opened at the loopback address, points to the page by name, where passkeys work', async () => {
+    const page = await openPage(`http://127.0.0.1:${port}/account`)
+    const link = page.getByRole('link', { name: `${origin}/account` })
+    assert.ok(await link.isVisible(), 'the note and its link are shown')
+    assert.equal(await link.getAttribute('href'), `${origin}/account`)
+    await page.context().close()
+    assert.deepEqual(pageFaults.splice(0), [], 'no script error, no policy violation')
   })
 })

@@ -110,6 +110,7 @@ export function renderAccountPage (options: AccountPageOptions): string {
 <p>A page to try tollbooth: it calls the service's API from this tab, and keeps the tokens in this
 tab's memory only, so reloading the page signs you out.</p>
 <noscript><p>This page needs JavaScript: it calls the API from the browser.</p></noscript>
+<p id="origin-note" hidden>Passkeys need this page by a name, not an address: open <a id="origin-note-link" href="#"></a>.</p>
 <p id="status" class="status" role="status" aria-live="polite" aria-atomic="true"></p>
 ${signIn}
 ${register}

@@ -322,5 +322,16 @@ signOut.addEventListener('click', action(signOut, async () => {
   }
 }))
 
+// Opened at a loopback address (http://127.0.0.1:3000): browsers take no address as a passkey's
+// relying party, and tollbooth's development default names it localhost. Point there.
+if (/^(127(\.\d{1,3}){3}|\[::1\])$/.test(window.location.hostname)) {
+  const named = new URL(window.location.href)
+  named.hostname = 'localhost'
+  const link = byId('origin-note-link')
+  link.href = named.href
+  link.textContent = named.href
+  show('origin-note', true)
+}
+
 document.body.dataset.state = 'signed-out'
 document.body.dataset.ready = 'true'

@@ -33,3 +33,8 @@ export {
   deletePasskeyUnlessLast, findPasskeyByCredentialId, insertPasskey, insertPasskeyChallenge, listPasskeys, recordPasskeyUse, renamePasskey, spendPasskeyChallenge,
   type PasskeyChallengePurpose, type StoredPasskey,
 } from './passkeys.js'
+export {
+  consumeOidcPayload, deleteOidcGrant, deleteOidcPayload, findOidcPayload, findOidcPayloadByUid, upsertOidcPayload,
+  type OidcPayload, type OidcPayloadWrite,
+} from './oidc-payloads.js'
+export { deleteOidcClient, findOidcClient, insertOidcClient, listOidcClients, type StoredOidcClient } from './oidc-clients.js'

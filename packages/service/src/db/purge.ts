@@ -45,6 +45,8 @@ export const purgeTargets: readonly PurgeTarget[] = [
   // Passkey ceremonies' challenges never answered (an answered one is deleted as it is spent).
   { name: 'passkey_challenges', table: 'passkey_challenges', key: 'challenge_hash', dead: 'expires_at <= now()' },
   // Registration counts whose window has ended (TOLLBOOTH_REGISTER_THROTTLE_WINDOW_SECONDS is at most 7 days).
+  // The OpenID Connect provider's codes, tokens, grants, sessions and interactions past their expiry.
+  { name: 'oidc_payloads', table: 'oidc_payloads', key: 'ctid', dead: 'expires_at <= now()' },
   { name: 'registration_requests', table: 'registration_requests', key: 'ctid', dead: "window_started_at <= now() - interval '7 days'" },
 ]
 

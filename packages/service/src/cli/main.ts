@@ -5,6 +5,7 @@
 import { configHelp } from '../config/index.js'
 import { isTollboothError } from '../errors.js'
 import { runCalibrateCommand } from './calibrate-command.js'
+import { runClientsCommand } from './clients-command.js'
 import { packageVersion } from '../paths.js'
 import { runKeysCommand } from './keys-command.js'
 import { runLabCommand } from './lab-command.js'
@@ -20,6 +21,7 @@ Usage:
                                 (or --runtime-role) the rows, then exit (a deployment's migration step)
   tollbooth keys list | rotate [--now] | retire KID   the access-token signing keys (tollbooth keys --help)
   tollbooth calibrate [--algorithm A] [--target-ms MS] [--write]   the hash parameters for this machine (tollbooth calibrate --help)
+  tollbooth clients add | list | remove   the OpenID Connect provider's relying parties (tollbooth clients --help)
   tollbooth users import FILE [--dry-run]   create accounts from another system's export, their password hashes kept (tollbooth users --help)
   tollbooth lab ...             the load lab, when @tollbooth/lab is installed: run, knee, compare, scale, report, scenarios (tollbooth lab --help)
   tollbooth --help | --version
@@ -53,6 +55,10 @@ async function main (argv: string[]): Promise<void> {
   }
   if (command === 'calibrate') {
     process.exitCode = await runCalibrateCommand(rest)
+    return
+  }
+  if (command === 'clients') {
+    process.exitCode = await runClientsCommand(rest)
     return
   }
   if (command === 'users') {

@@ -203,6 +203,10 @@ function checkTokenSettings (c: FlatConfig): void {
   if (c.jwtAlgorithm === 'HS256' && c.signingKeyFile !== undefined) {
     throw createError('CONFIG_INVALID', 'TOLLBOOTH_SIGNING_KEY_FILE needs TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256, not HS256', { field: 'TOLLBOOTH_SIGNING_KEY_FILE' })
   }
+  if (c.oidc && c.jwtAlgorithm === 'HS256') {
+    // An ID token is verified by parties that must not hold the secret that signs it.
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_OIDC needs TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256: ID tokens are never signed with the shared HS256 secret', { field: 'TOLLBOOTH_OIDC' })
+  }
   if (c.verificationKeyFiles !== undefined && c.signingKeyFile === undefined) {
     throw createError('CONFIG_INVALID', 'TOLLBOOTH_VERIFICATION_KEY_FILES needs TOLLBOOTH_SIGNING_KEY_FILE', { field: 'TOLLBOOTH_VERIFICATION_KEY_FILES' })
   }

@@ -1,0 +1,199 @@
+/**
+ * The OpenID Connect provider (oidc-provider, panva's certified implementation), configured for
+ * tollbooth: the authorization code flow with PKCE (S256) only, no implicit or hybrid flow, no
+ * password grant, no dynamic registration; refresh tokens rotated, a rotated one presented again
+ * revoking its grant; ID tokens signed by the key ring's signing key (EdDSA or ES256, never
+ * HS256); everything kept in PostgreSQL (adapter.ts); the pages rendered by the caller.
+ */
+import { createPrivateKey } from 'node:crypto'
+import { Provider, type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
+import type pg from 'pg'
+import type { SigningAlgorithm } from '../keys/index.js'
+import { postgresAdapter } from './adapter.js'
+import { clientSecretMatches, firstPartyMember } from './client-metadata.js'
+import { sessionOfAccountId, type SignedInSession } from './account-id.js'
+
+/** The provider is mounted here, under the public URL: the issuer is `<public URL>/oidc`. */
+export const oidcMountPath = '/oidc'
+
+/** The claims a signed-in user has, by the provider's scope names. */
+export interface OidcClaims {
+  email: string
+  emailVerified: boolean
+  name: string | undefined
+}
+
+/** What the provider needs of the accounts: a session's user's claims, and ending a session. */
+export interface OidcAccounts {
+  /** The user's claims while the session is live; undefined once it has ended (its tokens are then refused). */
+  claimsOf (session: SignedInSession): Promise<OidcClaims | undefined>
+  /** RP-initiated logout: the tollbooth session ends with the provider's. */
+  endSession (session: SignedInSession): Promise<void>
+}
+
+/** The pages the provider renders itself: its errors and RP-initiated logout's two pages. */
+export interface OidcPages {
+  error (error: { code: string, description: string | undefined }): string
+  logoutConfirm (form: string, clientName: string | undefined): string
+  loggedOut (clientName: string | undefined): string
+}
+
+export interface SigningJwk {
+  kid: string
+  alg: SigningAlgorithm
+  privatePem: string
+}
+
+export interface OidcProviderOptions {
+  /** `<public URL>/oidc`. */
+  issuer: string
+  db: pg.Pool
+  signing: SigningJwk
+  /** Keys that sign the provider's cookies, first one signing; the same on every replica. */
+  cookieKeys: string[]
+  accounts: OidcAccounts
+  pages: OidcPages
+  accessTokenTtlSeconds: number
+  refreshTokenTtlSeconds: number
+  sessionTtlSeconds: number
+  /** Behind a proxy that sets X-Forwarded-Proto (TOLLBOOTH_TRUST_PROXY). */
+  proxy: boolean
+}
+
+/** An authorization code is exchanged at once by its client: a minute is plenty. */
+const authorizationCodeTtlSeconds = 60
+/** Time to sign in (and give a second factor) before the flow must start again. */
+export const interactionTtlSeconds = 600
+/** Algorithms a client may sign its own assertions with (private_key_jwt): asymmetric only. */
+const clientAssertionAlgs = ['EdDSA', 'ES256', 'PS256', 'RS256'] as const
+
+function privateJwk (signing: SigningJwk): Record<string, unknown> {
+  const jwk = createPrivateKey(signing.privatePem).export({ format: 'jwk' })
+  return { ...jwk, kid: signing.kid, alg: signing.alg, use: 'sig' }
+}
+
+function clientName (ctx: KoaContextWithOIDC): string | undefined {
+  const client = ctx.oidc.client
+  return client === undefined ? undefined : (client.clientName ?? client.clientId)
+}
+
+function configuration (options: OidcProviderOptions): Configuration {
+  const { accounts, pages } = options
+  return {
+    adapter: postgresAdapter(options.db),
+    clients: [],
+    jwks: { keys: [privateJwk(options.signing)] as never },
+    cookies: { keys: options.cookieKeys },
+    async findAccount (_ctx, accountId) {
+      const session = sessionOfAccountId(accountId)
+      if (session === undefined) return undefined
+      const claims = await accounts.claimsOf(session)
+      if (claims === undefined) return undefined
+      return {
+        accountId,
+        claims: () => ({ sub: session.userId, email: claims.email, email_verified: claims.emailVerified, ...(claims.name === undefined ? {} : { name: claims.name }) }),
+      }
+    },
+    // oidc-provider makes the account id the subject; its pairwise hook is where a subject can differ
+    // from it: here the user id alone, the same for every client (account-id.ts says why the session is in the id).
+    subjectTypes: ['pairwise'],
+    pairwiseIdentifier: (_ctx, accountId) => sessionOfAccountId(accountId)?.userId ?? accountId,
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+    scopes: ['openid', 'offline_access', 'email', 'profile'],
+    responseTypes: ['code'],
+    pkce: { required: () => true },
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    enabledJWA: {
+      idTokenSigningAlgValues: [options.signing.alg],
+      userinfoSigningAlgValues: [options.signing.alg],
+      introspectionSigningAlgValues: [options.signing.alg],
+      authorizationSigningAlgValues: [options.signing.alg],
+      clientAuthSigningAlgValues: [...clientAssertionAlgs],
+      requestObjectSigningAlgValues: [...clientAssertionAlgs],
+    },
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      id_token_signed_response_alg: options.signing.alg,
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
+    extraClientMetadata: {
+      properties: [firstPartyMember],
+      validator (_ctx, key, value) {
+        if (key === firstPartyMember && value !== undefined && typeof value !== 'boolean') throw new TypeError(`${firstPartyMember} must be a boolean`)
+      },
+    },
+    features: {
+      devInteractions: { enabled: false },
+      registration: { enabled: false },
+      revocation: { enabled: true },
+      introspection: { enabled: true },
+      userinfo: { enabled: true },
+      clientCredentials: { enabled: false },
+      deviceFlow: { enabled: false },
+      requestObjects: { enabled: true, requireSignedRequestObject: false },
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource (ctx, form) {
+          ctx.type = 'html'
+          ctx.body = pages.logoutConfirm(form, clientName(ctx))
+        },
+        postLogoutSuccessSource (ctx) {
+          ctx.type = 'html'
+          ctx.body = pages.loggedOut(clientName(ctx))
+        },
+      },
+    },
+    // Refresh tokens for every client allowed the grant; they end with the sign-in's session unless offline_access was granted.
+    issueRefreshToken: (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    ttl: {
+      AccessToken: options.accessTokenTtlSeconds,
+      IdToken: options.accessTokenTtlSeconds,
+      AuthorizationCode: authorizationCodeTtlSeconds,
+      Interaction: interactionTtlSeconds,
+      RefreshToken: options.refreshTokenTtlSeconds,
+      Grant: options.refreshTokenTtlSeconds,
+      Session: options.sessionTtlSeconds,
+    },
+    interactions: { url: (_ctx, interaction) => `${oidcMountPath}/interaction/${interaction.uid}` },
+    // A first-party client's grant is given without asking; another's is the user's consent.
+    async loadExistingGrant (ctx) {
+      const client = ctx.oidc.client
+      const session = ctx.oidc.session
+      if (client === undefined || session === undefined || session.accountId === undefined) return undefined
+      const grantId = ctx.oidc.result?.consent?.grantId ?? session.grantIdFor(client.clientId)
+      if (grantId !== undefined) return await ctx.oidc.provider.Grant.find(grantId)
+      if ((client as unknown as Record<string, unknown>)[camelFirstParty] !== true) return undefined
+      const grant = new ctx.oidc.provider.Grant({ clientId: client.clientId, accountId: session.accountId })
+      grant.addOIDCScope(ctx.oidc.requestParamScopes.size === 0 ? 'openid' : [...ctx.oidc.requestParamScopes].join(' '))
+      await grant.save()
+      return grant
+    },
+    async renderError (ctx, out) {
+      ctx.type = 'html'
+      ctx.body = pages.error({ code: String(out.error), description: out.error_description === undefined ? undefined : String(out.error_description) })
+    },
+  }
+}
+
+/** oidc-provider exposes extra client metadata under its camel-cased name. */
+const camelFirstParty = firstPartyMember.replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase())
+
+export function createOidcProvider (options: OidcProviderOptions): Provider {
+  const provider = new Provider(options.issuer, configuration(options))
+  provider.proxy = options.proxy
+  // The stored secret is its SHA-256 (client-metadata.ts): the presented one is hashed to compare.
+  provider.Client.prototype.compareClientSecret = function compareHashedSecret (this: { clientSecret?: string }, presented: string) {
+    return clientSecretMatches(this.clientSecret, presented)
+  } as never
+  // RP-initiated logout that ends the provider's session ends the tollbooth session it stood for.
+  provider.use(async (ctx, next) => {
+    await next()
+    if (ctx.oidc?.route !== 'end_session_confirm' || ctx.oidc.params?.logout === undefined) return
+    const accountId = ctx.oidc.session?.accountId
+    const session = accountId === undefined ? undefined : sessionOfAccountId(accountId)
+    if (session !== undefined) await options.accounts.endSession(session)
+  })
+  return provider
+}

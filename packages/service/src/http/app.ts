@@ -1,4 +1,5 @@
 /** buildApp(): the Fastify app with every route, no listen (Fastify's testing guide); the caller owns the pool and the engine. */
+import { createHmac } from 'node:crypto'
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
 import type pg from 'pg'
@@ -17,11 +18,13 @@ import { lazyChildLogger, loggerOptions } from './logger.js'
 import { createMetrics, type Metrics } from '../metrics/index.js'
 import { AuthResponse, ErrorResponse, MailAccepted, Post, RecoveryCodes, SecondFactorChallenge, Session, TotpEnrolment, User } from './schemas.js'
 import type { KeyRing } from '../keys/index.js'
-import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes, secondFactorRoutes, passkeyRoutes, accountPageRoutes } from './routes/index.js'
+import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes, secondFactorRoutes, passkeyRoutes, accountPageRoutes, oidcRoutes } from './routes/index.js'
 import { Passkey, PasskeyCreationOptions, PasskeyRequestOptions } from './passkey-schemas.js'
 import { MailDispatcher, smtpTransport } from '../mail/index.js'
 import { installSecurityHeaders, installNoStoreHeaders, securityHeaders, noStoreHeaders } from './security-headers.js'
 import { purgeTargets } from '../db/index.js'
+import { CurrentOidcProvider, SessionAccounts } from '../oidc/index.js'
+import { loggedOutPage, logoutConfirmPage, providerErrorPage } from './pages/index.js'
 
 export interface AppOptions {
   config: Config
@@ -125,6 +128,11 @@ function mailDispatcher (config: Config, db: pg.Pool, log: FastifyBaseLogger): M
     retryDelayMs: config.mailRetryDelayMs,
     pollIntervalMs: config.mailPollIntervalMs,
   })
+}
+
+/** The provider's cookie key, the same on every replica: derived from the key-encryption key (or the signing key file's key), never the key itself. */
+function oidcCookieKey (secret: Buffer): string {
+  return createHmac('sha256', secret).update('tollbooth oidc cookies').digest('base64url')
 }
 
 /** Bounds each SMTP step (connect, greeting, each command): well inside the dispatcher's claim lease. */
@@ -298,6 +306,22 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   if (!adminPortServes) await app.register(metricsRoute, { metrics })
   await app.register(jwksRoutes, { keyRing, maxAgeSeconds: config.jwksMaxAgeSeconds })
   if (config.accountPage) await app.register(accountPageRoutes, { secondFactor: config.secondFactor })
+  if (config.oidc) {
+    // loadConfig refuses TOLLBOOTH_OIDC with HS256: the ring is there.
+    if (keyRing === undefined) throw createError('CONFIG_INVALID', 'TOLLBOOTH_OIDC needs the key ring (TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256)')
+    const providers = new CurrentOidcProvider(() => keyRing.signing, {
+      issuer: `${(config.publicUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '')}/oidc`,
+      db,
+      cookieKeys: [oidcCookieKey(keyEncryptionKey() ?? Buffer.from(keyRing.signing.privatePem ?? ''))],
+      accounts: new SessionAccounts(db, sessions),
+      pages: { error: providerErrorPage, logoutConfirm: logoutConfirmPage, loggedOut: loggedOutPage },
+      accessTokenTtlSeconds: config.oidcAccessTokenTtlSeconds,
+      refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+      sessionTtlSeconds: config.sessionMaxLifetimeSeconds,
+      proxy: config.trustProxy !== false && config.trustProxy !== 0,
+    })
+    await app.register(oidcRoutes, { providers, keyRing, jwksMaxAgeSeconds: config.jwksMaxAgeSeconds, auth, accessTokens, engine, pacer, loginDeadlineMs: config.loginDeadlineMs })
+  }
   metrics.readInFlight(() => ({ capped: shedding.state.inFlight, ownAdmission: shedding.state.inFlightOwnAdmission }))
   // Secure cookies but in development on the embedded database (plain http://localhost).
   const deviceCookie = { secure: config.databaseUrl !== undefined, maxAgeSeconds: config.deviceTtlDays * 86_400 }

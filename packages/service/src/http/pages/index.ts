@@ -2,3 +2,4 @@
 export { escapeHtml, html } from './html.js'
 export { renderPage, sendPage, sendScript } from './layout.js'
 export { readAccountPageScript, renderAccountPage, type AccountPageOptions } from './account-page.js'
+export { busyPage, consentPage, errorPage, loggedOutPage, logoutConfirmPage, providerErrorPage, secondFactorPage, signInPage } from './oidc.js'

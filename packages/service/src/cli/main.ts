@@ -5,7 +5,6 @@
 import { configHelp } from '../config/index.js'
 import { isTollboothError } from '../errors.js'
 import { runCalibrateCommand } from './calibrate-command.js'
-import { runClientsCommand } from './clients-command.js'
 import { packageVersion } from '../paths.js'
 import { runKeysCommand } from './keys-command.js'
 import { runLabCommand } from './lab-command.js'
@@ -58,6 +57,8 @@ async function main (argv: string[]): Promise<void> {
     return
   }
   if (command === 'clients') {
+    // Loaded on demand: the provider library is for this command and a service with TOLLBOOTH_OIDC only.
+    const { runClientsCommand } = await import('./clients-command.js')
     process.exitCode = await runClientsCommand(rest)
     return
   }

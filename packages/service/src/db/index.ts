@@ -35,6 +35,5 @@ export {
 } from './passkeys.js'
 export {
   consumeOidcPayload, deleteOidcGrant, deleteOidcPayload, findOidcPayload, findOidcPayloadByUid, upsertOidcPayload,
-  type OidcPayload, type OidcPayloadWrite,
 } from './oidc-payloads.js'
 export { deleteOidcClient, findOidcClient, insertOidcClient, listOidcClients, type StoredOidcClient } from './oidc-clients.js'

@@ -18,12 +18,11 @@ import { lazyChildLogger, loggerOptions } from './logger.js'
 import { createMetrics, type Metrics } from '../metrics/index.js'
 import { AuthResponse, ErrorResponse, MailAccepted, Post, RecoveryCodes, SecondFactorChallenge, Session, TotpEnrolment, User } from './schemas.js'
 import type { KeyRing } from '../keys/index.js'
-import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes, secondFactorRoutes, passkeyRoutes, accountPageRoutes, oidcRoutes } from './routes/index.js'
+import { authRoutes, accountMailRoutes, healthRoutes, metricsRoute, jwksRoutes, postRoutes, accountRoutes, secondFactorRoutes, passkeyRoutes, accountPageRoutes, loadOidcRoutes } from './routes/index.js'
 import { Passkey, PasskeyCreationOptions, PasskeyRequestOptions } from './passkey-schemas.js'
 import { MailDispatcher, smtpTransport } from '../mail/index.js'
 import { installSecurityHeaders, installNoStoreHeaders, securityHeaders, noStoreHeaders } from './security-headers.js'
 import { purgeTargets } from '../db/index.js'
-import { CurrentOidcProvider, SessionAccounts } from '../oidc/index.js'
 import { loggedOutPage, logoutConfirmPage, providerErrorPage } from './pages/index.js'
 
 export interface AppOptions {
@@ -309,6 +308,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   if (config.oidc) {
     // loadConfig refuses TOLLBOOTH_OIDC with HS256: the ring is there.
     if (keyRing === undefined) throw createError('CONFIG_INVALID', 'TOLLBOOTH_OIDC needs the key ring (TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256)')
+    // Loaded only when on: a service without the provider never loads oidc-provider.
+    const [{ CurrentOidcProvider, SessionAccounts }, oidcRoutes] = await Promise.all([import('../oidc/index.js'), loadOidcRoutes()])
     const providers = new CurrentOidcProvider(() => keyRing.signing, {
       issuer: `${(config.publicUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '')}/oidc`,
       db,

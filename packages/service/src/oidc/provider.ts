@@ -32,13 +32,13 @@ export interface OidcAccounts {
 }
 
 /** The pages the provider renders itself: its errors and RP-initiated logout's two pages. */
-export interface OidcPages {
+interface OidcPages {
   error (error: { code: string, description: string | undefined }): string
   logoutConfirm (form: string, clientName: string | undefined): string
   loggedOut (clientName: string | undefined): string
 }
 
-export interface SigningJwk {
+interface SigningJwk {
   kid: string
   alg: SigningAlgorithm
   privatePem: string
@@ -63,7 +63,7 @@ export interface OidcProviderOptions {
 /** An authorization code is exchanged at once by its client: a minute is plenty. */
 const authorizationCodeTtlSeconds = 60
 /** Time to sign in (and give a second factor) before the flow must start again. */
-export const interactionTtlSeconds = 600
+const interactionTtlSeconds = 600
 /** Algorithms a client may sign its own assertions with (private_key_jwt): asymmetric only. */
 const clientAssertionAlgs = ['EdDSA', 'ES256', 'PS256', 'RS256'] as const
 
@@ -164,7 +164,7 @@ function configuration (options: OidcProviderOptions): Configuration {
       if (client === undefined || session === undefined || session.accountId === undefined) return undefined
       const grantId = ctx.oidc.result?.consent?.grantId ?? session.grantIdFor(client.clientId)
       if (grantId !== undefined) return await ctx.oidc.provider.Grant.find(grantId)
-      if ((client as unknown as Record<string, unknown>)[camelFirstParty] !== true) return undefined
+      if (client.metadata()[firstPartyMember] !== true) return undefined
       const grant = new ctx.oidc.provider.Grant({ clientId: client.clientId, accountId: session.accountId })
       grant.addOIDCScope(ctx.oidc.requestParamScopes.size === 0 ? 'openid' : [...ctx.oidc.requestParamScopes].join(' '))
       await grant.save()
@@ -176,9 +176,6 @@ function configuration (options: OidcProviderOptions): Configuration {
     },
   }
 }
-
-/** oidc-provider exposes extra client metadata under its camel-cased name. */
-const camelFirstParty = firstPartyMember.replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase())
 
 export function createOidcProvider (options: OidcProviderOptions): Provider {
   const provider = new Provider(options.issuer, configuration(options))

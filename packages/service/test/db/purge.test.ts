@@ -88,11 +88,16 @@ describe('the purge job', () => {
     // Passkey challenges: one past its expiry (never answered), one live.
     await db.pool.query(`INSERT INTO passkey_challenges (challenge_hash, purpose, expires_at) VALUES
       ($1, 'authenticate', now() - interval '1 second'), ($2, 'authenticate', now() + interval '5 minutes')`, [newRefreshToken().tokenHash, newRefreshToken().tokenHash])
+    // The OpenID Connect provider's rows: one expired, one live, one kept until destroyed.
+    await db.pool.query(`INSERT INTO oidc_payloads (model, id, payload, expires_at) VALUES
+      ('AuthorizationCode', 'expired', '{}', now() - interval '1 second'), ('AuthorizationCode', 'live', '{}', now() + interval '1 minute'), ('Grant', 'kept', '{}', NULL)`)
     const purge = job(db.pool, 1000)
     const counts = await purge.runOnce()
     await purge.close()
     // Tokens: expired, revoked, rotated-expired, and the idle session's; then the three ended sessions (their live tokens go with them).
-    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3, account_tokens: 2, mail_outbox: 1, mail_requests: 2, login_failures: 2, devices: 1, login_challenges: 1, registration_requests: 1, passkey_challenges: 1 })
+    assert.deepEqual(counts, { refresh_tokens: 4, sessions: 3, account_tokens: 2, mail_outbox: 1, mail_requests: 2, login_failures: 2, devices: 1, login_challenges: 1, registration_requests: 1, passkey_challenges: 1, oidc_payloads: 1 })
+    const { rows: oidcRows } = await db.pool.query<{ id: string }>('SELECT id FROM oidc_payloads ORDER BY id')
+    assert.deepEqual(oidcRows.map((row) => row.id), ['kept', 'live'])
     const { rows: challenges } = await db.pool.query<{ live: boolean }>('SELECT expires_at > now() AS live FROM login_challenges')
     assert.deepEqual(challenges.map((row) => row.live), [true])
     const { rows: links } = await db.pool.query<{ live: boolean }>('SELECT used_at IS NULL AND expires_at > now() AS live FROM account_tokens')
@@ -120,10 +125,10 @@ describe('the purge job', () => {
     const watch = watchQueries(db.pool)
     try {
       // The revoked tokens; the live ones go with their revoked sessions.
-      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5, account_tokens: 0, mail_outbox: 0, mail_requests: 0, login_failures: 0, devices: 0, login_challenges: 0, registration_requests: 0, passkey_challenges: 0 })
+      assert.deepEqual(await job(db.pool, 2).runOnce(), { refresh_tokens: 5, sessions: 5, account_tokens: 0, mail_outbox: 0, mail_requests: 0, login_failures: 0, devices: 0, login_challenges: 0, registration_requests: 0, passkey_challenges: 0, oidc_payloads: 0 })
       const deletes = watch.texts.filter((text) => text.includes('DELETE FROM'))
       // 5 tokens: 2 full batches and a short one; the same for 5 sessions; one empty batch for each other table.
-      assert.equal(deletes.length, 3 + 3 + 8)
+      assert.equal(deletes.length, 3 + 3 + 9)
     } finally {
       watch.stop()
     }

@@ -7,7 +7,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import * as client from 'openid-client'
 
-export interface Callback {
+interface Callback {
   url: URL
   state: string
   nonce: string

@@ -95,7 +95,7 @@ describe('the OpenID Connect code flow in a browser', () => {
     // The sign-in is a tollbooth session: it is listed beside the registration's.
     const sessions = await request(service, 'GET', '/api/v1/me/sessions', { token: user.body.accessToken })
     assert.equal(sessions.status, 200)
-    assert.equal(sessions.body.sessions.length, 2)
+    assert.equal(sessions.body.items.length, 2)
 
     // Refresh rotates; the spent refresh token presented again revokes the grant.
     assert.ok(tokens.refresh_token !== undefined)
@@ -110,7 +110,7 @@ describe('the OpenID Connect code flow in a browser', () => {
     await page.getByRole('button', { name: 'Sign out' }).click()
     await loggedOut
     const after = await request(service, 'GET', '/api/v1/me/sessions', { token: user.body.accessToken })
-    assert.equal(after.body.sessions.length, 1, 'the OIDC sign-in\'s session ended')
+    assert.equal(after.body.items.length, 1, 'the OIDC sign-in\'s session ended')
     await assert.rejects(client.fetchUserInfo(rp.config, refreshed.access_token, user.body.user.id), 'its access token no longer works')
     await context.close()
   })

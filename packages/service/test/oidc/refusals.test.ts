@@ -52,8 +52,9 @@ describe('the OpenID Connect provider refuses', () => {
       assert.equal(posted.status, 303, posted.text.slice(0, 300))
       walked = await follow(jar, posted.location ?? '', service.url)
     }
-    assert.ok(walked.arrivedAt?.href.startsWith(redirectUri), `arrived at the client: ${String(walked.arrivedAt ?? walked.page?.text.slice(0, 300))}`)
-    return { callback: walked.arrivedAt, verifier: started.verifier, state: started.state, nonce: started.nonce }
+    const callback = walked.arrivedAt
+    if (callback === undefined || !callback.href.startsWith(redirectUri)) throw new Error(`did not arrive at the client: ${String(callback ?? walked.page?.text.slice(0, 300))}`)
+    return { callback, verifier: started.verifier, state: started.state, nonce: started.nonce }
   }
 
   async function exchange (signedIn: Awaited<ReturnType<typeof signIn>>, verifier = signedIn.verifier): Promise<client.TokenEndpointResponse & client.TokenEndpointResponseHelpers> {
@@ -148,8 +149,8 @@ describe('the OpenID Connect provider refuses', () => {
     const before = await request(service, 'GET', '/api/v1/me/sessions', { token: user.body.accessToken })
     const tokens = await exchange(await signIn())
     const during = await request(service, 'GET', '/api/v1/me/sessions', { token: user.body.accessToken })
-    const known = new Set((before.body.sessions as Array<{ id: string }>).map((session) => session.id))
-    const opened = (during.body.sessions as Array<{ id: string }>).filter((session) => !known.has(session.id))
+    const known = new Set((before.body.items as Array<{ id: string }>).map((session) => session.id))
+    const opened = (during.body.items as Array<{ id: string }>).filter((session) => !known.has(session.id))
     assert.equal(opened.length, 1, 'the sign-in opened one session')
     const ended = await request(service, 'DELETE', `/api/v1/me/sessions/${opened[0]?.id ?? ''}`, { token: user.body.accessToken })
     assert.equal(ended.status, 204)

@@ -8,4 +8,7 @@ export { accountRoutes } from './account.js'
 export { secondFactorRoutes } from './second-factor.js'
 export { passkeyRoutes } from './passkeys.js'
 export { accountPageRoutes } from './account-page.js'
-export { oidcRoutes } from './oidc.js'
+/** The OpenID Connect routes, loaded only by a service with TOLLBOOTH_OIDC (they bring oidc-provider). */
+export async function loadOidcRoutes (): Promise<typeof import('./oidc.js')['oidcRoutes']> {
+  return (await import('./oidc.js')).oidcRoutes
+}

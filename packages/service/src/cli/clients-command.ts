@@ -5,11 +5,10 @@
  * Exit codes: 0 done, 1 refused or failed (an unknown client, the database), 2 a usage or configuration fault.
  */
 import fs from 'node:fs'
-import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig, type Config } from '../config/index.js'
 import { isTollboothError } from '../errors.js'
-import { createDatabasePool, isConnectionFailure, runningEmbeddedPostgresUrl } from '../db/index.js'
+import { CommandRefusal, withCommandPool } from './command-database.js'
 import { addClient, clientAuthMethods, listClients, removeClient, type ClientAuthMethod } from '../oidc/index.js'
 
 const clientsUsage = `Usage:
@@ -34,12 +33,6 @@ export interface ClientsCommandOptions {
   writeError?: Write
 }
 
-class Refusal extends Error {
-  constructor (message: string, readonly exitCode: 1 | 2) {
-    super(message)
-  }
-}
-
 const optionSpec = {
   'redirect-uri': { type: 'string', multiple: true },
   'post-logout-redirect-uri': { type: 'string', multiple: true },
@@ -55,20 +48,13 @@ function parseCommand (argv: string[]): ReturnType<typeof parseArgs<{ options: t
   try {
     return parseArgs({ args: argv, options: optionSpec, strict: true, allowPositionals: true })
   } catch (err) {
-    throw new Refusal(`${(err as Error).message}\n\n${clientsUsage}`, 2)
+    throw new CommandRefusal(`${(err as Error).message}\n\n${clientsUsage}`, 2)
   }
-}
-
-function databaseUrl (config: Config): string {
-  if (config.databaseUrl !== undefined) return config.databaseUrl
-  const url = runningEmbeddedPostgresUrl(path.join(config.dataDir, 'pg'))
-  if (url === undefined) throw new Refusal(`no DATABASE_URL, and no embedded PostgreSQL is running from ${config.dataDir} (TOLLBOOTH_DATA_DIR): start the service from that folder (npm start) and run this while it runs, or set DATABASE_URL`, 1)
-  return url
 }
 
 function authMethod (value: string | undefined): ClientAuthMethod {
   if (value === undefined) return 'client_secret_basic'
-  if (!(clientAuthMethods as readonly string[]).includes(value)) throw new Refusal(`--auth must be one of ${clientAuthMethods.join(', ')}`, 2)
+  if (!(clientAuthMethods as readonly string[]).includes(value)) throw new CommandRefusal(`--auth must be one of ${clientAuthMethods.join(', ')}`, 2)
   return value as ClientAuthMethod
 }
 
@@ -78,9 +64,9 @@ function readJwks (file: string | undefined): { keys: unknown[] } | undefined {
   try {
     parsed = JSON.parse(fs.readFileSync(file, 'utf8'))
   } catch (err) {
-    throw new Refusal(`cannot read the JWK Set ${file}: ${(err as Error).message}`, 2)
+    throw new CommandRefusal(`cannot read the JWK Set ${file}: ${(err as Error).message}`, 2)
   }
-  if (typeof parsed !== 'object' || parsed === null || !Array.isArray((parsed as { keys?: unknown }).keys)) throw new Refusal(`${file} is not a JWK Set ({ "keys": [...] })`, 2)
+  if (typeof parsed !== 'object' || parsed === null || !Array.isArray((parsed as { keys?: unknown }).keys)) throw new CommandRefusal(`${file} is not a JWK Set ({ "keys": [...] })`, 2)
   return parsed as { keys: unknown[] }
 }
 
@@ -88,9 +74,9 @@ async function run (parsed: ReturnType<typeof parseCommand>, config: Config, out
   const [action, id, ...extra] = parsed.positionals
   const values = parsed.values
   const json = values.json === true
-  if (action !== 'add' && action !== 'list' && action !== 'remove') throw new Refusal(`${action === undefined ? 'name a command' : `unknown command "${action}"`}\n\n${clientsUsage}`, 2)
-  if (action === 'remove' && id === undefined) throw new Refusal(`remove needs the client id\n\n${clientsUsage}`, 2)
-  if ((action !== 'remove' && id !== undefined) || extra.length > 0) throw new Refusal(`unexpected argument "${String(action === 'remove' ? extra[0] : id)}"\n\n${clientsUsage}`, 2)
+  if (action !== 'add' && action !== 'list' && action !== 'remove') throw new CommandRefusal(`${action === undefined ? 'name a command' : `unknown command "${action}"`}\n\n${clientsUsage}`, 2)
+  if (action === 'remove' && id === undefined) throw new CommandRefusal(`remove needs the client id\n\n${clientsUsage}`, 2)
+  if ((action !== 'remove' && id !== undefined) || extra.length > 0) throw new CommandRefusal(`unexpected argument "${String(action === 'remove' ? extra[0] : id)}"\n\n${clientsUsage}`, 2)
   const registration = action === 'add'
     ? {
         clientId: values.id,
@@ -102,8 +88,7 @@ async function run (parsed: ReturnType<typeof parseCommand>, config: Config, out
         firstParty: values['first-party'] === true,
       }
     : undefined
-  const pool = createDatabasePool(databaseUrl(config), 1, { acquireTimeoutMs: 10_000, log: { warn: () => {} } })
-  try {
+  return await withCommandPool(config, async (pool) => {
     if (registration !== undefined) {
       const added = await addClient(pool, registration)
       if (json) out(`${JSON.stringify({ clientId: added.clientId, clientSecret: added.secret ?? null })}\n`)
@@ -117,15 +102,10 @@ async function run (parsed: ReturnType<typeof parseCommand>, config: Config, out
       else out(clients.length === 0 ? 'no client registered\n' : clients.map((client) => `${client.clientId}  ${String(client.metadata.token_endpoint_auth_method)}${client.firstParty ? '  first-party' : ''}  ${(client.metadata.redirect_uris as string[]).join(' ')}`).join('\n') + '\n')
       return 0
     }
-    if (!await removeClient(pool, id ?? '')) throw new Refusal(`no client has the id "${id ?? ''}"`, 1)
+    if (!await removeClient(pool, id ?? '')) throw new CommandRefusal(`no client has the id "${id ?? ''}"`, 1)
     out(json ? `${JSON.stringify({ removed: id })}\n` : `removed client ${id ?? ''}\n`)
     return 0
-  } catch (err) {
-    if (!isTollboothError(err, 'DATABASE_UNAVAILABLE') && !isConnectionFailure(err)) throw err
-    throw new Refusal(`cannot reach the database: ${(err as Error).message}`, 1)
-  } finally {
-    await pool.end()
-  }
+  })
 }
 
 export async function runClientsCommand (argv: string[], options: ClientsCommandOptions = {}): Promise<number> {
@@ -140,7 +120,7 @@ export async function runClientsCommand (argv: string[], options: ClientsCommand
     const config = loadConfig({ env: options.env ?? process.env })
     return await run(parsed, config, out)
   } catch (err) {
-    if (err instanceof Refusal) {
+    if (err instanceof CommandRefusal) {
       error(`tollbooth clients: ${err.message}\n`)
       return err.exitCode
     }

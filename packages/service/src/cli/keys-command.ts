@@ -6,11 +6,10 @@
  * change is notified to the replicas with its transaction: they reload the keys within a second.
  * Exit codes: 0 done, 1 refused or failed (an unknown kid, the database), 2 a usage or configuration fault.
  */
-import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig, type Config } from '../config/index.js'
 import { isTollboothError } from '../errors.js'
-import { createDatabasePool, isConnectionFailure, runningEmbeddedPostgresUrl } from '../db/index.js'
+import { CommandRefusal, withCommandPool } from './command-database.js'
 import { listKeys, parseKeyEncryptionKey, readPersistedKeyEncryptionKey, retireKey, rotateKey, type KeyAdminOptions, type KeyCreation, type ListedKey, type SigningAlgorithm } from '../keys/index.js'
 
 const keysUsage = `Usage:
@@ -31,13 +30,6 @@ export interface KeysCommandOptions {
   env?: NodeJS.ProcessEnv
   writeOut?: Write
   writeError?: Write
-}
-
-/** A refusal the operator can act on, with the exit code it ends with. */
-class Refusal extends Error {
-  constructor (message: string, readonly exitCode: 1 | 2) {
-    super(message)
-  }
 }
 
 interface Command {
@@ -66,31 +58,23 @@ function parseCommand (argv: string[]): Command {
   try {
     parsed = parseArgs({ args: withKidsAsPositionals(argv), options: { now: { type: 'boolean' }, json: { type: 'boolean' } }, strict: true, allowPositionals: true })
   } catch (err) {
-    throw new Refusal(`${(err as Error).message}\n\n${keysUsage}`, 2)
+    throw new CommandRefusal(`${(err as Error).message}\n\n${keysUsage}`, 2)
   }
   const [action, kid, ...extra] = parsed.positionals
   const now = parsed.values.now === true
   const json = parsed.values.json === true
-  if (action !== 'list' && action !== 'rotate' && action !== 'retire') throw new Refusal(`${action === undefined ? 'name a command' : `unknown command "${action}"`}\n\n${keysUsage}`, 2)
-  if (action === 'retire' && kid === undefined) throw new Refusal(`retire needs the kid of the key to retire (tollbooth keys list shows them)\n\n${keysUsage}`, 2)
-  if ((action !== 'retire' && kid !== undefined) || extra.length > 0) throw new Refusal(`unexpected argument "${action === 'retire' ? String(extra[0]) : String(kid)}"\n\n${keysUsage}`, 2)
-  if (now && action !== 'rotate') throw new Refusal(`--now belongs to rotate\n\n${keysUsage}`, 2)
+  if (action !== 'list' && action !== 'rotate' && action !== 'retire') throw new CommandRefusal(`${action === undefined ? 'name a command' : `unknown command "${action}"`}\n\n${keysUsage}`, 2)
+  if (action === 'retire' && kid === undefined) throw new CommandRefusal(`retire needs the kid of the key to retire (tollbooth keys list shows them)\n\n${keysUsage}`, 2)
+  if ((action !== 'retire' && kid !== undefined) || extra.length > 0) throw new CommandRefusal(`unexpected argument "${action === 'retire' ? String(extra[0]) : String(kid)}"\n\n${keysUsage}`, 2)
+  if (now && action !== 'rotate') throw new CommandRefusal(`--now belongs to rotate\n\n${keysUsage}`, 2)
   return { action, kid, now, json }
 }
 
 /** The signing algorithm of the config, or a refusal when the keys are not in the database. */
 function storedKeysAlgorithm (config: Config): SigningAlgorithm {
-  if (config.jwtAlgorithm === 'HS256') throw new Refusal('TOLLBOOTH_JWT_ALGORITHM is HS256: access tokens are signed with the shared secret TOLLBOOTH_JWT_SECRET, and no key is stored. Change the secret on every replica to rotate it (every token in flight is then refused).', 2)
-  if (config.signingKeyFile !== undefined) throw new Refusal(`the signing key is the file TOLLBOOTH_SIGNING_KEY_FILE (${config.signingKeyFile}), not a stored key: rotate it by a rolling restart, the new file as TOLLBOOTH_SIGNING_KEY_FILE and the old one in TOLLBOOTH_VERIFICATION_KEY_FILES until its tokens have expired (docs/how-to/verify-tokens.md)`, 2)
+  if (config.jwtAlgorithm === 'HS256') throw new CommandRefusal('TOLLBOOTH_JWT_ALGORITHM is HS256: access tokens are signed with the shared secret TOLLBOOTH_JWT_SECRET, and no key is stored. Change the secret on every replica to rotate it (every token in flight is then refused).', 2)
+  if (config.signingKeyFile !== undefined) throw new CommandRefusal(`the signing key is the file TOLLBOOTH_SIGNING_KEY_FILE (${config.signingKeyFile}), not a stored key: rotate it by a rolling restart, the new file as TOLLBOOTH_SIGNING_KEY_FILE and the old one in TOLLBOOTH_VERIFICATION_KEY_FILES until its tokens have expired (docs/how-to/verify-tokens.md)`, 2)
   return config.jwtAlgorithm
-}
-
-/** DATABASE_URL, or the embedded PostgreSQL a service runs from the data folder now. */
-function databaseUrl (config: Config): string {
-  if (config.databaseUrl !== undefined) return config.databaseUrl
-  const url = runningEmbeddedPostgresUrl(path.join(config.dataDir, 'pg'))
-  if (url === undefined) throw new Refusal(`no DATABASE_URL, and no embedded PostgreSQL is running from ${config.dataDir} (TOLLBOOTH_DATA_DIR): start the service from that folder (npm start) and run this while it runs, or set DATABASE_URL`, 1)
-  return url
 }
 
 /** TOLLBOOTH_KEY_ENCRYPTION_KEY (or its _FILE), or the one a service on the embedded database keeps in its data folder. */
@@ -100,7 +84,7 @@ function keyEncryptionKey (config: Config): Buffer {
     const persisted = readPersistedKeyEncryptionKey(config.dataDir)
     if (persisted !== undefined) return persisted.key
   }
-  throw new Refusal('set TOLLBOOTH_KEY_ENCRYPTION_KEY (or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE), the one the replicas seal their keys with: a new key is sealed under it', 2)
+  throw new CommandRefusal('set TOLLBOOTH_KEY_ENCRYPTION_KEY (or TOLLBOOTH_KEY_ENCRYPTION_KEY_FILE), the one the replicas seal their keys with: a new key is sealed under it', 2)
 }
 
 const iso = (ms: number | undefined): string => (ms === undefined ? '-' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'))
@@ -126,9 +110,8 @@ async function run (command: Command, config: Config, out: Write): Promise<numbe
   const creation = (): KeyCreation => ({ keyEncryptionKey: keyEncryptionKey(config), alg })
   // Before connecting: a missing key-encryption key is a configuration fault, whatever the database.
   const forChange = command.action === 'list' ? undefined : creation()
-  const pool = createDatabasePool(databaseUrl(config), 1, { acquireTimeoutMs: 10_000, log: { warn: () => {} } })
-  const options: KeyAdminOptions = { db: pool, accessTokenTtlMs: config.accessTokenTtlSeconds * 1000, now: Date.now }
-  try {
+  return await withCommandPool(config, async (pool) => {
+    const options: KeyAdminOptions = { db: pool, accessTokenTtlMs: config.accessTokenTtlSeconds * 1000, now: Date.now }
     if (command.action === 'list') {
       const keys = await listKeys(options)
       out(command.json ? `${JSON.stringify({ keys: keys.map(keyJson) })}\n` : keyTable(keys))
@@ -144,7 +127,7 @@ async function run (command: Command, config: Config, out: Write): Promise<numbe
     }
     const kid = command.kid ?? ''
     const retirement = await retireKey(options, forChange, kid)
-    if (retirement.outcome === 'unknown') throw new Refusal(`no signing key has the kid "${kid}" (tollbooth keys list shows them)`, 1)
+    if (retirement.outcome === 'unknown') throw new CommandRefusal(`no signing key has the kid "${kid}" (tollbooth keys list shows them)`, 1)
     if (command.json) {
       const replacement = retirement.outcome === 'retired' && retirement.replacement !== undefined ? keyJson(retirement.replacement) : null
       out(`${JSON.stringify({ retired: keyJson(retirement.key), alreadyRetired: retirement.outcome === 'already-retired', created: replacement })}\n`)
@@ -155,13 +138,7 @@ async function run (command: Command, config: Config, out: Write): Promise<numbe
       if (retirement.replacement !== undefined) out(`created key ${retirement.replacement.kid} (${retirement.replacement.alg}) in its place, as it was the key that signed: it signs now\n`)
     }
     return 0
-  } catch (err) {
-    if (!isTollboothError(err, 'DATABASE_UNAVAILABLE') && !isConnectionFailure(err)) throw err
-    const where = config.databaseUrl === undefined ? `the embedded PostgreSQL of ${config.dataDir} (has the service stopped?)` : 'the database at DATABASE_URL'
-    throw new Refusal(`cannot reach ${where}: ${(err as Error).message}`, 1)
-  } finally {
-    await pool.end()
-  }
+  })
 }
 
 export async function runKeysCommand (argv: string[], options: KeysCommandOptions = {}): Promise<number> {
@@ -177,7 +154,7 @@ export async function runKeysCommand (argv: string[], options: KeysCommandOption
     const config = loadConfig({ env: options.env ?? process.env })
     return await run(command, config, out)
   } catch (err) {
-    if (err instanceof Refusal) {
+    if (err instanceof CommandRefusal) {
       error(`tollbooth keys: ${err.message}\n`)
       return err.exitCode
     }

@@ -47,7 +47,7 @@ const timingLane: readonly string[] = [
   'lab/load/load-generation.test', // open and closed model latency bounds
   'lab/load/healthz-probe.test', // probe latency while the main thread is blocked on purpose
   'service/overload/login-admission.test', // refusals faster than the queued work
-  'service/accounts/login.test', // unknown email vs wrong password time ratio
+  'service/accounts/sign-in/login.test', // unknown email vs wrong password time ratio
   'service/overload/overload.test', // event loop and /healthz latency in a storm
   'service/overload/pacing.test', // held refusals measured in ms
   'service/http/protocol-errors.test', // a login held in the queue by a cost-12 hash, inside its 2 s deadline, while the service closes

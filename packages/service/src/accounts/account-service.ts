@@ -4,14 +4,32 @@
  * (password-check.ts): admitted at the door, the same throttle (a wrong password is a failed
  * login of the account and the address), the verify through the pool under the request's ticket.
  */
+import type pg from 'pg'
+import type { FastifyBaseLogger } from 'fastify'
 import { createError } from '../errors.js'
+import type { PasswordEngine } from '../hashing/index.js'
 import { withTransaction, spendAllAccountTokens, findUserById, replacePasswordHash, type UserWithHash, listLiveSessions, revokeAllSessionIds, revokeSession, deleteAccount, readFailures, resetDeviceFailures, type FailureCounts, type ThrottleKeys } from '../db/index.js'
 import { hashAcceptedPassword, laterHashOptions, passwordCheckRules, recordFailedCheck, startPasswordCheck, verifyPasswordForms, type HashedRequest } from './password-check.js'
-import type { AuthServiceDeps } from './auth-service.js'
 import { acceptNewPassword, passwordForms } from './password-policy.js'
+import type { LoginThrottlePolicy } from './login-throttle.js'
+import type { ChecksUnderWay } from './checks-under-way.js'
+import type { SessionCheck } from './session-check.js'
 
-/** The auth service's own (a new password is hashed with registration's deadline, from the request's arrival). */
-export type AccountServiceDeps = Pick<AuthServiceDeps, 'db' | 'engine' | 'sessions' | 'registerDeadlineMs' | 'loginThrottle' | 'checksUnderWay' | 'log' | 'now'>
+/** What the account's rules need; the sign-in's rules need these and more (sign-in/auth-service.ts). */
+export interface AccountServiceDeps {
+  db: pg.Pool
+  engine: PasswordEngine
+  /** Told of every session this service revokes, so their access tokens are refused at once. */
+  sessions: SessionCheck
+  /** A new password is hashed with registration's deadline, from the request's arrival. */
+  registerDeadlineMs: number
+  loginThrottle: LoginThrottlePolicy
+  /** Password checks under way in this process, by throttle key (shared with the sign-in). */
+  checksUnderWay: ChecksUnderWay
+  log: FastifyBaseLogger
+  /** Wall-clock time in epoch ms for login throttling (tests pass their own); default Date.now. */
+  now?: () => number
+}
 
 /** Who is asking: the user and session of the access token. */
 export interface Caller {
@@ -76,7 +94,7 @@ export class AccountService {
     const ended = await withTransaction(this.deps.db, async (client) => {
       // Only over the hash just verified: a password changed meanwhile (another session) wins.
       if (!await replacePasswordHash(client, user.id, user.passwordHash, newHash)) throw createError('CURRENT_PASSWORD_INCORRECT')
-      // The lock order of db/accounts.ts: the user row (the UPDATE above), the sessions, the account's links.
+      // The lock order of db/accounts/accounts.ts: the user row (the UPDATE above), the sessions, the account's links.
       const revoked = await revokeAllSessionIds(client, user.id, { except: caller.sessionId, reason: 'password_changed' })
       await spendAllAccountTokens(client, user.id, 'password_reset')
       return revoked

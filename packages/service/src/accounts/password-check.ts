@@ -21,7 +21,7 @@ export interface HashedRequest {
   receivedAt: number
   /** The User-Agent a new session records. */
   userAgent?: string | undefined
-  /** The device token the client presented (a cookie or a header: devices.ts), if it has the shape of one. */
+  /** The device token the client presented (a cookie or a header: sign-in/devices.ts), if it has the shape of one. */
   deviceToken?: string | undefined
 }
 
@@ -179,7 +179,7 @@ export interface PasswordCheckDeps {
 const leaseMarginMs = 10_000
 
 /**
- * An account's check under way as every process sees it: a lease in PostgreSQL (db/login-throttle.ts
+ * An account's check under way as every process sees it: a lease in PostgreSQL (db/accounts/login-throttle.ts
  * `claimCheck`) that the check's outcome gives back, and that runs out on its own if the process
  * dies first. Checks sent to several replicas at once are bounded as checks sent to one are.
  */

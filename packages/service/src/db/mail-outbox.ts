@@ -2,7 +2,7 @@
  * The transactional outbox (table mail_outbox): a message is inserted in the transaction of the
  * change that causes it and sent later (mail/dispatcher.ts). Rows are claimed with FOR UPDATE SKIP
  * LOCKED and leased, so replicas never send one twice; and the mail requests' counts. No row holds
- * a live link: a link's token is made at the send (account-tokens.ts mintMailLinkToken).
+ * a live link: a link's token is made at the send (accounts/account-tokens.ts mintMailLinkToken).
  */
 import type { Queryable } from './pool.js'
 

@@ -20,7 +20,7 @@ import type {
   HashFaultLog, HashOptions, HashPolicy, HashPoolMemory, HashPoolStats, HashRequest, HashTaskEvent, HashTaskKind, HashTicket, PasswordEngine, PasswordEngineOptions, VerifyResult,
 } from './types.js'
 import { abortSignalSchema, admissionTicketSchema, firstFault } from './validate.js'
-import { nextMeanRunMs } from './wait-calibration.js'
+import { nextMeanRunMs } from './queue/index.js'
 
 const maxThreads = 256
 const maxQueueLimit = 1_000_000

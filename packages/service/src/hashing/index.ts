@@ -15,7 +15,7 @@ export { detectCpuBudget, detectMemoryBudget, hashShareOf, type CpuBudget, type 
 export type { ExecutorFactory, ExecutorSettings, HashExecutor, HashReply, HashTask, HashWork, TimedValue } from './executor.js'
 export { AdmissionTicket, type AdmissionRequest } from './ticket.js'
 export { errorFields, processWarningLog, TaskCounters } from './task-counters.js'
-export { nextMeanRunMs } from './wait-calibration.js'
+export { nextMeanRunMs } from './queue/index.js'
 export { runHashTask } from './run-task.js'
 export { hasherFor } from './hashers/index.js'
 export { bcryptMaxPasswordBytes, bcryptPasswordTooLong } from './hashers/index.js'

@@ -1,6 +1,6 @@
 /**
  * The tollbooth executor: a fixed Piscina pool with one thread per CPU of the budget, fed from
- * our own queue (scheduler.ts) one task per thread. Our own queue because admission, deadlines
+ * our own queue (queue/scheduler.ts) one task per thread. Our own queue because admission, deadlines
  * and fairness must know exactly what waits and what runs, and because Piscina aborts a running
  * task by terminating its thread; here a running task finishes and its result is discarded.
  * `admit` hands the caller a ticket holding a place; `run` queues the ticket's task without
@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
 import { createError, errorRegistry, type ErrorCode, type TollboothError } from '../errors.js'
 import type { HashExecutor, HashReply, HashTask, HashWork, HashWorkerData, TimedValue } from './executor.js'
-import { HashScheduler, type QueuePlace, type Refusal, type Ticket } from './scheduler.js'
+import { HashScheduler, type QueuePlace, type Refusal, type Ticket } from './queue/index.js'
 import { errorFields, processWarningLog, TaskCounters } from './task-counters.js'
 import { AdmissionTicket, type AdmissionRequest } from './ticket.js'
 import type { HashFaultLog, HashPoolStats, HashTaskEvent, HashTaskKind, HashTaskOutcome } from './types.js'

@@ -1,7 +1,7 @@
 /**
  * The admission ticket (`HashTicket` in types.ts) and when a request's hash is due.
  */
-import type { QueuePlace } from './scheduler.js'
+import type { QueuePlace } from './queue/index.js'
 import type { HashTaskKind, HashTicket } from './types.js'
 
 /** A hash request as admission decides it: the engine fills it once from `HashRequest`. */

@@ -1,5 +1,5 @@
 /**
- * The device token on the wire (accounts/devices.ts): a browser keeps it as a cookie scoped to
+ * The device token on the wire (accounts/sign-in/devices.ts): a browser keeps it as a cookie scoped to
  * the API (HttpOnly, SameSite=Strict, Secure outside local development), an API client as the
  * `Tollbooth-Device` header, sent back on its next sign-in.
  */

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import { deleteAccount } from '../../src/db/accounts.js'
+import { deleteAccount } from '../../src/db/accounts/accounts.js'
 import { registerUser, request, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
 
 interface Signed { accessToken: string, refreshToken: string }

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import { lookUpLogin, readFailures, recordFailure, type ThrottleKeys } from '../../src/db/login-throttle.js'
-import { insertSessionWithToken } from '../../src/db/sessions.js'
-import { findUserByEmail, insertUser } from '../../src/db/users.js'
+import { lookUpLogin, readFailures, recordFailure, type ThrottleKeys } from '../../src/db/accounts/login-throttle.js'
+import { insertSessionWithToken } from '../../src/db/accounts/sessions.js'
+import { findUserByEmail, insertUser } from '../../src/db/accounts/users.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 
 describe('lookUpLogin: the user and the failure counts in one statement', () => {

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks'
 import { after, before, describe, it } from 'node:test'
 import { createDatabasePool } from '../../src/db/pool.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
-import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { startTcpProxy } from '../helpers/net/tcp-proxy.js'
 
 describe('DatabasePool.end()', () => {
   let database: TestDatabase

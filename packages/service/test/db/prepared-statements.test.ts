@@ -9,7 +9,7 @@ import type pg from 'pg'
 import { loadConfig } from '../../src/config/index.js'
 import { createDatabasePool, withTransaction, type DatabasePool } from '../../src/db/pool.js'
 import { maxNamedStatements, statementName } from '../../src/db/prepared-client.js'
-import { findUserById, insertUser } from '../../src/db/users.js'
+import { findUserById, insertUser } from '../../src/db/accounts/users.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 
 /** The statements this connection has prepared, by their text. */

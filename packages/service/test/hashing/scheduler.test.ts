@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it, mock } from 'node:test'
-import * as scheduler from '../../src/hashing/scheduler.js'
-import { HashScheduler, type Ticket } from '../../src/hashing/scheduler.js'
+import * as scheduler from '../../src/hashing/queue/scheduler.js'
+import { HashScheduler, type Ticket } from '../../src/hashing/queue/scheduler.js'
 import type { HashTaskKind } from '../../src/hashing/types.js'
 
 interface TestTicket extends Ticket {

@@ -1,6 +1,6 @@
 /**
  * A bare sessions row, without the refresh token the service always opens it with
- * (insertSessionWithToken, src/db/sessions.ts): the states the session and purge tests build by hand.
+ * (insertSessionWithToken, src/db/accounts/sessions.ts): the states the session and purge tests build by hand.
  */
 import type { Queryable } from '../../src/db/pool.js'
 

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test'
 import { TOTP, URI } from 'otpauth'
 import type { Browser, Page } from 'playwright-core'
 import { freePort, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
-import { movableWallClock, stepMs } from '../helpers/second-factor.js'
+import { movableWallClock, stepMs } from '../helpers/factors/second-factor.js'
 import { addVirtualAuthenticator, launchChromium } from '../helpers/chromium.js'
 
 /** What the page shows once an action has ended: its status line and its state. */

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import { slowBcryptHash } from '../helpers/policies.js'
-import { nodeRequest, parseResponses, rawConnection, rawExchange, type NodeResponse, type RawResponse } from '../helpers/raw-http.js'
+import { nodeRequest, parseResponses, rawConnection, rawExchange, type NodeResponse, type RawResponse } from '../helpers/net/raw-http.js'
 import { registerUser, request, startTestService, type TestService } from '../helpers/service.js'
 import { waitFor } from '../helpers/wait.js'
 

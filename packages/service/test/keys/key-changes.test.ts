@@ -10,7 +10,7 @@ import { DatabaseKeySource, KeyRing, type RingLog } from '../../src/keys/key-rin
 import { parseKeyEncryptionKey } from '../../src/keys/sealing.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { testKeyEncryptionKey } from '../helpers/service.js'
-import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { startTcpProxy } from '../helpers/net/tcp-proxy.js'
 import { waitFor } from '../helpers/wait.js'
 
 const keyEncryptionKey = parseKeyEncryptionKey(testKeyEncryptionKey, 'test')

@@ -12,7 +12,7 @@ import Fastify, { type FastifyHttpOptions, type FastifyServerOptions } from 'fas
 import { createError } from '../../src/errors.js'
 import { gatedServerFactory, InFlightGate } from '../../src/overload/in-flight-gate.js'
 import { holdQueries } from '../helpers/database.js'
-import { nodeRequest, parseResponses, rawConnection, type RawConnection } from '../helpers/raw-http.js'
+import { nodeRequest, parseResponses, rawConnection, type RawConnection } from '../helpers/net/raw-http.js'
 import { registerUser, request, startTestService, type TestService } from '../helpers/service.js'
 import { nextTurn, waitFor } from '../helpers/wait.js'
 

@@ -6,7 +6,7 @@ import { TollboothError } from '../../src/errors.js'
 import { answerReserveMs, hashDeadlineAt, type PasswordEngine } from '../../src/hashing/index.js'
 import { slowBcryptHash } from '../helpers/policies.js'
 import { watchQueries } from '../helpers/database.js'
-import { parseResponses, rawConnection } from '../helpers/raw-http.js'
+import { parseResponses, rawConnection } from '../helpers/net/raw-http.js'
 import { nextTurn, waitFor } from '../helpers/wait.js'
 import { registerUser, request, seedPolicy, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
 

@@ -12,7 +12,7 @@ import { createError, isTollboothError, type TollboothError } from '../../src/er
 import { connectionKeys } from '../../src/overload/hash-admission.js'
 import { RefusalPacer } from '../../src/overload/pacing.js'
 import { slowBcryptHash } from '../helpers/policies.js'
-import { parseResponses, rawConnection } from '../helpers/raw-http.js'
+import { parseResponses, rawConnection } from '../helpers/net/raw-http.js'
 import { movableClock, registerUser, request, seedPolicy, startTestService, type TestService } from '../helpers/service.js'
 import type { FlatConfig } from '../../src/config/index.js'
 import { waitFor } from '../helpers/wait.js'

@@ -12,7 +12,7 @@ import { toTollboothError } from '../../src/http/error-handler.js'
 import { createAccessTokens } from '../../src/accounts/tokens.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { capturingLogger, registerUser, request, startTestService, testJwtSecret, uniqueEmail, type JsonResponse, type TestService } from '../helpers/service.js'
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js'
+import { startTcpProxy, type TcpProxy } from '../helpers/net/tcp-proxy.js'
 import { waitFor } from '../helpers/wait.js'
 
 /** Driver and socket wording that must never reach a client. */

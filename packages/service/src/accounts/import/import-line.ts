@@ -8,7 +8,7 @@
 import { fullFormats } from 'ajv-formats/dist/formats.js'
 import type { FirebaseHashParams, StoredMemoryBound } from '../../hashing/index.js'
 import type { ImportedUser } from '../../db/index.js'
-import { normaliseEmail } from '../auth-service.js'
+import { normaliseEmail } from '../email.js'
 import { LineRejected } from './rejection.js'
 import { storedFormOf, type SourceHashFormat } from './source-hash.js'
 

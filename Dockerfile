@@ -65,7 +65,7 @@ COPY packages/service/package.json packages/service/package.json
 COPY packages/service/bin packages/service/bin
 COPY packages/service/src/db/migrations packages/service/src/db/migrations
 COPY packages/service/src/accounts/common-passwords.txt packages/service/src/accounts/common-passwords.txt
-COPY packages/service/src/http/pages/account.browser.js packages/service/src/http/pages/account.browser.js
+COPY packages/service/src/http/pages/*.browser.js packages/service/src/http/pages/
 COPY --from=build /src/packages/service/dist/src packages/service/dist/src
 # Root owns the files; the service runs as the image's `node` user and writes nothing but its
 # output. Numeric, so Kubernetes' runAsNonRoot can verify it (a name it cannot).

@@ -25,7 +25,7 @@ export default [
     files: ['packages/service/src/http/pages/*.browser.js'],
     languageOptions: {
       sourceType: 'module',
-      globals: { window: 'readonly', URL: 'readonly', document: 'readonly', fetch: 'readonly', navigator: 'readonly', atob: 'readonly', PublicKeyCredential: 'readonly', DOMException: 'readonly', HTMLFormElement: 'readonly' },
+      globals: { window: 'readonly', URL: 'readonly', document: 'readonly', fetch: 'readonly', navigator: 'readonly', atob: 'readonly', PublicKeyCredential: 'readonly', DOMException: 'readonly', HTMLFormElement: 'readonly', history: 'readonly', location: 'readonly', URLSearchParams: 'readonly' },
     },
   },
   {

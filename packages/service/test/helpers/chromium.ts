@@ -31,6 +31,26 @@ interface VirtualCredential {
   signCount: number
 }
 
+/** What one of tollbooth's pages shows once an action has ended: its status line and its state. */
+export interface PageOutcome { kind: string, code: string | null, text: string, state: string }
+
+/**
+ * Triggers one of a tollbooth page's actions and waits for it to end (the pages count ended actions
+ * in `data-actions-done`), then reads the status line and the page's state.
+ */
+export async function pageAction (page: Page, trigger: () => Promise<void>, timeoutMs = 30_000): Promise<PageOutcome> {
+  const before = Number(await page.evaluate('document.body.dataset.actionsDone ?? "0"'))
+  await trigger()
+  // A selector, not a function: the pages' policy allows no eval, and the tests run under it.
+  await page.waitForSelector(`body[data-actions-done="${before + 1}"]`, { state: 'attached', timeout: timeoutMs })
+  return await page.evaluate(`({
+    kind: document.getElementById('status').dataset.kind,
+    code: document.getElementById('status').dataset.code ?? null,
+    text: document.getElementById('status').textContent,
+    state: document.body.dataset.state,
+  })`)
+}
+
 export interface VirtualAuthenticator {
   cdp: CDPSession
   authenticatorId: string

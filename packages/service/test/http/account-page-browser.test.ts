@@ -11,29 +11,17 @@ import { TOTP, URI } from 'otpauth'
 import type { Browser, Page } from 'playwright-core'
 import { freePort, startTestService, uniqueEmail, type TestService } from '../helpers/service.js'
 import { movableWallClock, stepMs } from '../helpers/factors/second-factor.js'
-import { addVirtualAuthenticator, launchChromium } from '../helpers/chromium.js'
-
-/** What the page shows once an action has ended: its status line and its state. */
-interface Outcome { kind: string, code: string | null, text: string, state: string }
+import { addVirtualAuthenticator, launchChromium, pageAction, type PageOutcome } from '../helpers/chromium.js'
 
 /** Generous: the machine is shared, and a browser's first navigation may wait for a core. */
 const stepTimeoutMs = 30_000
 
-/** Triggers one of the page's actions and waits for it to end (the page counts them), then reads the status line. */
-async function act (page: Page, trigger: () => Promise<void>): Promise<Outcome> {
-  const before = Number(await page.evaluate('document.body.dataset.actionsDone ?? "0"'))
-  await trigger()
-  // A selector, not a function: the page's policy allows no eval, and the test runs under it.
-  await page.waitForSelector(`body[data-actions-done="${before + 1}"]`, { state: 'attached', timeout: stepTimeoutMs })
-  return await page.evaluate(`({
-    kind: document.getElementById('status').dataset.kind,
-    code: document.getElementById('status').dataset.code ?? null,
-    text: document.getElementById('status').textContent,
-    state: document.body.dataset.state,
-  })`)
+/** Triggers one of the page's actions and waits for it to end. */
+async function act (page: Page, trigger: () => Promise<void>): Promise<PageOutcome> {
+  return await pageAction(page, trigger, stepTimeoutMs)
 }
 
-function assertDone (outcome: Outcome, state: string, what: string): void {
+function assertDone (outcome: PageOutcome, state: string, what: string): void {
   assert.equal(outcome.kind, 'info', `${what}: ${outcome.text}`)
   assert.equal(outcome.state, state, `${what}: the page's state`)
 }
@@ -87,7 +75,7 @@ describe('the account page in headless Chromium', () => {
     assert.equal(await page.evaluate('localStorage.length + sessionStorage.length'), 0, 'the tab stored nothing')
   }
 
-  async function passwordStep (page: Page, email: string, password: string): Promise<Outcome> {
+  async function passwordStep (page: Page, email: string, password: string): Promise<PageOutcome> {
     const signIn = page.getByRole('region', { name: 'Sign in', exact: true })
     await signIn.getByLabel('Email', { exact: true }).fill(email)
     await signIn.getByLabel('Password', { exact: true }).fill(password)
@@ -100,7 +88,7 @@ describe('the account page in headless Chromium', () => {
     return await page.evaluate('document.activeElement?.id ?? ""')
   }
 
-  async function secondStep (page: Page, method: 'a code from your authenticator app' | 'a recovery code', code: string): Promise<Outcome> {
+  async function secondStep (page: Page, method: 'a code from your authenticator app' | 'a recovery code', code: string): Promise<PageOutcome> {
     await page.getByLabel(method).check()
     await page.getByLabel('Code', { exact: true }).fill(code)
     return await act(page, async () => { await page.getByLabel('Code', { exact: true }).press('Enter') })

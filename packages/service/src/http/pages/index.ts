@@ -2,4 +2,5 @@
 export { escapeHtml, html } from './html.js'
 export { renderPage, sendPage, sendScript } from './layout.js'
 export { readAccountPageScript, renderAccountPage, type AccountPageOptions } from './account-page.js'
+export { readMailLinkScript, renderResetPasswordPage, renderVerifyEmailPage } from './mail-link-pages.js'
 export { busyPage, consentPage, errorPage, loggedOutPage, logoutConfirmPage, providerErrorPage, secondFactorPage, signInPage } from './oidc.js'

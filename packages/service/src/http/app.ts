@@ -305,6 +305,8 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   if (!adminPortServes) await app.register(metricsRoute, { metrics })
   await app.register(jwksRoutes, { keyRing, maxAgeSeconds: config.jwksMaxAgeSeconds })
   if (config.accountPage) await app.register(accountPageRoutes, { secondFactor: config.secondFactor })
+  // Secure cookies but in development on the embedded database (plain http://localhost).
+  const deviceCookie = { secure: config.databaseUrl !== undefined, maxAgeSeconds: config.deviceTtlDays * 86_400 }
   if (config.oidc) {
     // loadConfig refuses TOLLBOOTH_OIDC with HS256: the ring is there.
     if (keyRing === undefined) throw createError('CONFIG_INVALID', 'TOLLBOOTH_OIDC needs the key ring (TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256)')
@@ -321,11 +323,9 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       sessionTtlSeconds: config.sessionMaxLifetimeSeconds,
       proxy: config.trustProxy !== false && config.trustProxy !== 0,
     })
-    await app.register(oidcRoutes, { providers, keyRing, jwksMaxAgeSeconds: config.jwksMaxAgeSeconds, auth, accessTokens, engine, pacer, loginDeadlineMs: config.loginDeadlineMs })
+    await app.register(oidcRoutes, { providers, keyRing, jwksMaxAgeSeconds: config.jwksMaxAgeSeconds, auth, accessTokens, engine, pacer, loginDeadlineMs: config.loginDeadlineMs, deviceCookie })
   }
   metrics.readInFlight(() => ({ capped: shedding.state.inFlight, ownAdmission: shedding.state.inFlightOwnAdmission }))
-  // Secure cookies but in development on the embedded database (plain http://localhost).
-  const deviceCookie = { secure: config.databaseUrl !== undefined, maxAgeSeconds: config.deviceTtlDays * 86_400 }
   // The API in a context of its own: the event-loop check never applies to the routes outside it.
   await app.register(async (api) => {
     await shedding.installEventLoopCheck(api)

@@ -1,7 +1,8 @@
 /**
  * The device token on the wire (accounts/sign-in/devices.ts): a browser keeps it as a cookie scoped to
- * the API (HttpOnly, SameSite=Strict, Secure outside local development), an API client as the
- * `Tollbooth-Device` header, sent back on its next sign-in.
+ * the API, or to the OpenID Connect provider's sign-in pages (HttpOnly, SameSite=Strict, Secure
+ * outside local development), an API client as the `Tollbooth-Device` header, sent back on its
+ * next sign-in.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { deviceCookieName, deviceHeaderName, presentedDeviceToken } from '../accounts/index.js'
@@ -10,6 +11,8 @@ export interface DeviceCookieOptions {
   /** Secure (HTTPS only): everywhere but local development on the embedded database. */
   secure: boolean
   maxAgeSeconds: number
+  /** Where the browser sends it back: the API's sign-ins (default `/api/v1`), or the OpenID Connect provider's (`/oidc`). */
+  path?: string
 }
 
 /** The token the client presented: the header first (an API client's), else the cookie. */
@@ -21,8 +24,12 @@ export function presentedDevice (request: FastifyRequest): string | undefined {
 
 /** Hands the client its device token: as a cookie and in the header, for whichever it keeps. */
 export function sendDevice (reply: FastifyReply, token: string, options: DeviceCookieOptions): void {
-  const attributes = [`${deviceCookieName}=${token}`, 'Path=/api/v1', `Max-Age=${options.maxAgeSeconds}`, 'HttpOnly', 'SameSite=Strict', ...(options.secure ? ['Secure'] : [])]
-  void reply.header('set-cookie', attributes.join('; ')).header(deviceHeaderName, token)
+  void reply.header('set-cookie', deviceCookie(token, options)).header(deviceHeaderName, token)
+}
+
+/** The device token's Set-Cookie line. */
+export function deviceCookie (token: string, options: DeviceCookieOptions): string {
+  return [`${deviceCookieName}=${token}`, `Path=${options.path ?? '/api/v1'}`, `Max-Age=${options.maxAgeSeconds}`, 'HttpOnly', 'SameSite=Strict', ...(options.secure ? ['Secure'] : [])].join('; ')
 }
 
 /** One cookie's value from a Cookie header (RFC 6265 section 5.4: `name=value` pairs joined by `; `). */

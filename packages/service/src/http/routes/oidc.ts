@@ -15,6 +15,7 @@ import type { KeyRing } from '../../keys/index.js'
 import { accountIdOf, oidcMountPath, type CurrentOidcProvider } from '../../oidc/index.js'
 import { connectionKeys, hashAdmission, type HashAdmissionOptions, type RefusalPacer } from '../../overload/index.js'
 import { admittedRequest, userAgent } from '../request-context.js'
+import { deviceCookie, presentedDevice, type DeviceCookieOptions } from '../device-cookie.js'
 import { toTollboothError } from '../error-handler.js'
 import { busyPage, consentPage, errorPage, secondFactorPage, sendPage, signInPage } from '../pages/index.js'
 
@@ -27,6 +28,8 @@ export interface OidcRoutesOptions {
   engine: PasswordEngine
   pacer: RefusalPacer
   loginDeadlineMs: number
+  /** The device cookie's attributes (device-cookie.ts); scoped here to the provider's path. */
+  deviceCookie: DeviceCookieOptions
 }
 
 /** Each provider's request handler, made once. */
@@ -103,6 +106,7 @@ function secondFactorRefusal (err: unknown): string | undefined {
 
 async function interactionPages (app: FastifyInstance, options: OidcRoutesOptions): Promise<void> {
   const { providers, auth, accessTokens, engine, pacer, loginDeadlineMs } = options
+  const deviceCookieOptions: DeviceCookieOptions = { ...options.deviceCookie, path: oidcMountPath }
   const loginAdmission: HashAdmissionOptions = { engine, pacer, kind: 'verify', deadlineMs: loginDeadlineMs }
   formParser(app)
   pageErrors(app, pacer)
@@ -130,15 +134,23 @@ async function interactionPages (app: FastifyInstance, options: OidcRoutesOption
   }
 
   /** The interaction's result, then back to the provider (303: the browser GETs it). */
-  async function finish (provider: Provider, request: FastifyRequest, reply: FastifyReply, result: Parameters<Provider['interactionResult']>[2], merge: boolean): Promise<FastifyReply> {
+  async function finish (provider: Provider, request: FastifyRequest, reply: FastifyReply, result: Parameters<Provider['interactionResult']>[2], merge: boolean, device?: string): Promise<FastifyReply> {
     const returnTo = await provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: merge })
+    if (device !== undefined) {
+      // Beside the provider's own cookies, set on the raw response: one Set-Cookie list, none replaced.
+      const set = reply.raw.getHeader('set-cookie')
+      reply.raw.setHeader('set-cookie', [...(set === undefined ? [] : Array.isArray(set) ? set : [String(set)]), deviceCookie(device, deviceCookieOptions)])
+    }
     return await reply.redirect(returnTo, 303)
   }
 
-  /** A tollbooth sign-in done: its session becomes the provider's login. */
-  async function signedIn (provider: Provider, request: FastifyRequest, reply: FastifyReply, accessToken: string): Promise<FastifyReply> {
-    const claims = await accessTokens.verify(accessToken)
-    return await finish(provider, request, reply, { login: { accountId: accountIdOf(claims), amr: claims.amr, remember: false } }, false)
+  /**
+   * A tollbooth sign-in done: its session becomes the provider's login, and the browser keeps its
+   * device token (a cookie on the provider's path), so its next sign-in is judged by its own failures.
+   */
+  async function signedIn (provider: Provider, request: FastifyRequest, reply: FastifyReply, signed: { result: { accessToken: string }, deviceToken: string }): Promise<FastifyReply> {
+    const claims = await accessTokens.verify(signed.result.accessToken)
+    return await finish(provider, request, reply, { login: { accountId: accountIdOf(claims), amr: claims.amr, remember: false } }, false, signed.deviceToken)
   }
 
   app.get<{ Params: UidParams }>(base, { schema: { hide: true } }, async (request, reply) => {
@@ -159,7 +171,7 @@ async function interactionPages (app: FastifyInstance, options: OidcRoutesOption
     const context = await admittedRequest(loginAdmission, request, reply, [`account:${normaliseEmail(email)}`])
     let outcome
     try {
-      outcome = await auth.login({ email, password }, context)
+      outcome = await auth.login({ email, password }, { ...context, deviceToken: presentedDevice(request) })
     } catch (err) {
       if (isTollboothError(err, 'AUTH_INVALID_CREDENTIALS') || isTollboothError(err, 'PASSWORD_MALFORMED')) return await again(401, 'Email or password is incorrect.')
       throw err
@@ -168,7 +180,7 @@ async function interactionPages (app: FastifyInstance, options: OidcRoutesOption
       if (outcome.challenge.enrolmentRequired === true) throw createError('SECOND_FACTOR_NOT_FOUND', 'This account must set up a second factor first: sign in to your account page and add one.')
       return await formPage(reply, 200, details, secondFactorPage({ action: action(details.uid, 'second-factor'), challenge: outcome.challenge.challenge }))
     }
-    return await signedIn(provider, request, reply, outcome.result.accessToken)
+    return await signedIn(provider, request, reply, outcome)
   })
 
   app.post<{ Params: UidParams, Body: SecondFactorForm }>(`${base}/second-factor`, { schema: { hide: true }, config: { noStore: true } }, async (request, reply) => {
@@ -177,8 +189,8 @@ async function interactionPages (app: FastifyInstance, options: OidcRoutesOption
     const code = field(request.body?.code).replace(/\s+/g, '')
     const method = request.body?.method === 'recovery_code' ? 'recovery_code' : 'totp'
     try {
-      const signed = await auth.completeWithCode({ challenge, method, code }, { userAgent: userAgent(request), client: request.ip })
-      return await signedIn(provider, request, reply, signed.result.accessToken)
+      const signed = await auth.completeWithCode({ challenge, method, code }, { userAgent: userAgent(request), client: request.ip, deviceToken: presentedDevice(request) })
+      return await signedIn(provider, request, reply, signed)
     } catch (err) {
       const refusal = secondFactorRefusal(err)
       if (refusal === undefined) throw err

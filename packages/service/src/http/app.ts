@@ -323,7 +323,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       sessionTtlSeconds: config.sessionMaxLifetimeSeconds,
       proxy: config.trustProxy !== false && config.trustProxy !== 0,
     })
-    await app.register(oidcRoutes, { providers, keyRing, jwksMaxAgeSeconds: config.jwksMaxAgeSeconds, auth, accessTokens, engine, pacer, loginDeadlineMs: config.loginDeadlineMs, deviceCookie })
+    await app.register(oidcRoutes, { providers, keyRing, jwksMaxAgeSeconds: config.jwksMaxAgeSeconds, auth, accessTokens, engine, pacer, loginDeadlineMs: config.loginDeadlineMs, deviceCookie, passkeys })
   }
   metrics.readInFlight(() => ({ capped: shedding.state.inFlight, ownAdmission: shedding.state.inFlightOwnAdmission }))
   // The API in a context of its own: the event-loop check never applies to the routes outside it.

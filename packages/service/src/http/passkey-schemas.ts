@@ -56,7 +56,7 @@ const PasskeyRegistrationResponse = Type.Object({
   }, { additionalProperties: true }),
 }, { additionalProperties: true, description: 'RegistrationResponseJSON: what navigator.credentials.create() gives, as JSON (PublicKeyCredential.toJSON())' })
 
-const PasskeyAuthenticationResponse = Type.Object({
+export const PasskeyAuthenticationResponse = Type.Object({
   ...credentialFields,
   response: Type.Object({
     clientDataJSON: Base64Url(8192),

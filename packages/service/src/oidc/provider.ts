@@ -98,7 +98,8 @@ function configuration (options: OidcProviderOptions): Configuration {
     // from it: here the user id alone, the same for every client (account-id.ts says why the session is in the id).
     subjectTypes: ['pairwise'],
     pairwiseIdentifier: (_ctx, accountId) => sessionOfAccountId(accountId)?.userId ?? accountId,
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+    // amr (RFC 8176) and auth_time with openid: every ID token says how and when its sign-in was made.
+    claims: { openid: ['sub', 'amr', 'auth_time'], email: ['email', 'email_verified'], profile: ['name'] },
     scopes: ['openid', 'offline_access', 'email', 'profile'],
     responseTypes: ['code'],
     pkce: { required: () => true },

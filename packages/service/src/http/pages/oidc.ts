@@ -1,4 +1,11 @@
-/** The OpenID Connect provider's pages: sign-in, second factor, consent, busy, errors, logout. No script. */
+/**
+ * The OpenID Connect provider's pages: sign-in, second factor, consent, busy, errors, logout. One
+ * script only, the sign-in page's passkey button (oidc-passkey.browser.js); without it the page
+ * works as plain forms.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import { packageRoot } from '../../paths.js'
 import { html, SafeHtml, type HtmlValue } from './html.js'
 import { renderPage } from './layout.js'
 
@@ -9,23 +16,49 @@ const scopeMeanings: Readonly<Record<string, string>> = {
   offline_access: 'Stay signed in when you are away',
 }
 
-function page (title: string, content: HtmlValue): string {
-  return renderPage({ title, main: html`<h1>${title}</h1>\n${content}` })
+function page (title: string, content: HtmlValue, scripts?: readonly string[]): string {
+  return renderPage({ title, main: html`<h1>${title}</h1>\n${content}`, ...(scripts === undefined ? {} : { scripts }) })
+}
+
+/** The sign-in page's passkey: where its script is served, and where the assertion is posted. */
+export interface PasskeySignIn {
+  scriptPath: string
+  action: string
+}
+
+/** A button the script shows where the browser has passkeys, and the form it posts the assertion with. */
+function passkeySection (passkey: PasskeySignIn | undefined): HtmlValue {
+  if (passkey === undefined) return undefined
+  return html`<section id="passkey" aria-labelledby="passkey-heading">
+<h2 id="passkey-heading">With a passkey</h2>
+<p>No email needed: your browser offers the passkeys it holds for this site.</p>
+<button type="button" id="passkey-sign-in" hidden>Use a passkey</button>
+<p id="passkey-status" class="status" role="status" aria-live="polite"></p>
+<form id="passkey-form" method="post" action="${passkey.action}"><input type="hidden" name="response"></form>
+</section>
+<h2>With your password</h2>
+`
+}
+
+/** The passkey button's script, read once at start. */
+export function readOidcPasskeyScript (): string {
+  return fs.readFileSync(path.join(packageRoot, 'src', 'http', 'pages', 'oidc-passkey.browser.js'), 'utf8')
 }
 
 function errorLine (error: string | undefined): HtmlValue {
   return error === undefined ? undefined : html`<p class="status" data-kind="error" role="alert">${error}</p>\n`
 }
 
-export function signInPage (input: { action: string, clientName: string, email?: string, error?: string }): string {
+/** The sign-in form, and the passkey button where `passkey` is given. */
+export function signInPage (input: { action: string, clientName: string, email?: string, error?: string, passkey?: PasskeySignIn | undefined }): string {
   return page('Sign in', html`<p>to continue to <strong>${input.clientName}</strong></p>
-${errorLine(input.error)}<form method="post" action="${input.action}">
+${errorLine(input.error)}${passkeySection(input.passkey)}<form method="post" action="${input.action}">
 <label for="email">Email</label>
 <input id="email" name="email" type="email" autocomplete="username" required value="${input.email ?? ''}">
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
-</form>`)
+</form>`, input.passkey === undefined ? undefined : [input.passkey.scriptPath])
 }
 
 export function secondFactorPage (input: { action: string, challenge: string, error?: string }): string {

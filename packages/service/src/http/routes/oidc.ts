@@ -9,7 +9,7 @@ import type http from 'node:http'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { Provider } from 'oidc-provider'
 import { createError, isTollboothError, type TollboothError } from '../../errors.js'
-import { normaliseEmail, type AccessTokens, type AuthService } from '../../accounts/index.js'
+import { normaliseEmail, type AccessTokens, type AuthService, type PasskeyService } from '../../accounts/index.js'
 import type { PasswordEngine } from '../../hashing/index.js'
 import type { KeyRing } from '../../keys/index.js'
 import { accountIdOf, oidcMountPath, type CurrentOidcProvider } from '../../oidc/index.js'
@@ -17,7 +17,10 @@ import { connectionKeys, hashAdmission, type HashAdmissionOptions, type RefusalP
 import { admittedRequest, userAgent } from '../request-context.js'
 import { deviceCookie, presentedDevice, type DeviceCookieOptions } from '../device-cookie.js'
 import { toTollboothError } from '../error-handler.js'
-import { busyPage, consentPage, errorPage, secondFactorPage, sendPage, signInPage } from '../pages/index.js'
+import { busyPage, consentPage, errorPage, readOidcPasskeyScript, secondFactorPage, sendPage, sendScript, signInPage, type PasskeySignIn } from '../pages/index.js'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server'
+import { PasskeyAuthenticationResponse } from '../passkey-schemas.js'
 
 export interface OidcRoutesOptions {
   providers: CurrentOidcProvider
@@ -30,7 +33,12 @@ export interface OidcRoutesOptions {
   loginDeadlineMs: number
   /** The device cookie's attributes (device-cookie.ts); scoped here to the provider's path. */
   deviceCookie: DeviceCookieOptions
+  /** The sign-in page offers a passkey (verified as POST /api/v1/auth/passkey/verify does). */
+  passkeys: PasskeyService
 }
+
+/** What a passkey's assertion must look like before it is verified (the API's own schema). */
+const assertionShape = TypeCompiler.Compile(PasskeyAuthenticationResponse)
 
 /** Each provider's request handler, made once. */
 const handlers = new WeakMap<Provider, (req: http.IncomingMessage, res: http.ServerResponse) => void>()
@@ -64,6 +72,7 @@ async function providerPaths (app: FastifyInstance, providers: CurrentOidcProvid
 interface UidParams { uid: string }
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>
 interface SignInForm { email?: string, password?: string }
+interface PasskeyForm { response?: string }
 interface SecondFactorForm { challenge?: string, code?: string, method?: string }
 
 function formParser (app: FastifyInstance): void {
@@ -112,6 +121,9 @@ async function interactionPages (app: FastifyInstance, options: OidcRoutesOption
   pageErrors(app, pacer)
   const base = `${oidcMountPath}/interaction/:uid`
   const action = (uid: string, step: string): string => `${oidcMountPath}/interaction/${encodeURIComponent(uid)}/${step}`
+  const passkeyScriptPath = `${oidcMountPath}/interaction/passkey.js`
+  const passkeyOf = (uid: string): PasskeySignIn => ({ scriptPath: passkeyScriptPath, action: action(uid, 'passkey') })
+  const passkeyScript = readOidcPasskeyScript()
 
   /** The interaction this browser is in; it must be the one the path names. */
   async function interaction (request: FastifyRequest<{ Params: UidParams }>, reply: FastifyReply): Promise<{ provider: Provider, details: Details }> {
@@ -156,7 +168,7 @@ async function interactionPages (app: FastifyInstance, options: OidcRoutesOption
   app.get<{ Params: UidParams }>(base, { schema: { hide: true } }, async (request, reply) => {
     const { provider, details } = await interaction(request, reply)
     const name = await clientName(provider, details.params.client_id)
-    if (details.prompt.name === 'login') return await formPage(reply, 200, details, signInPage({ action: action(details.uid, 'login'), clientName: name }))
+    if (details.prompt.name === 'login') return await formPage(reply, 200, details, signInPage({ action: action(details.uid, 'login'), clientName: name, passkey: passkeyOf(details.uid) }))
     const scopes = String(details.params.scope ?? 'openid').split(' ').filter((scope) => scope.length > 0)
     return await formPage(reply, 200, details, consentPage({ action: action(details.uid, 'consent'), abortAction: action(details.uid, 'abort'), clientName: name, scopes }))
   })
@@ -166,7 +178,7 @@ async function interactionPages (app: FastifyInstance, options: OidcRoutesOption
     const email = field(request.body?.email).trim()
     const password = field(request.body?.password)
     const name = await clientName(provider, details.params.client_id)
-    const again = async (status: number, error: string): Promise<FastifyReply> => await formPage(reply, status, details, signInPage({ action: action(details.uid, 'login'), clientName: name, email, error }))
+    const again = async (status: number, error: string): Promise<FastifyReply> => await formPage(reply, status, details, signInPage({ action: action(details.uid, 'login'), clientName: name, email, error, passkey: passkeyOf(details.uid) }))
     if (email.length === 0 || password.length === 0) return await again(400, 'Enter your email and password.')
     const context = await admittedRequest(loginAdmission, request, reply, [`account:${normaliseEmail(email)}`])
     let outcome
@@ -181,6 +193,31 @@ async function interactionPages (app: FastifyInstance, options: OidcRoutesOption
       return await formPage(reply, 200, details, secondFactorPage({ action: action(details.uid, 'second-factor'), challenge: outcome.challenge.challenge }))
     }
     return await signedIn(provider, request, reply, outcome)
+  })
+
+  app.get(passkeyScriptPath, { schema: { hide: true } }, async (_request, reply) => await sendScript(reply, passkeyScript))
+
+  // A passkey counts as two factors: no password, no hash, no second step.
+  app.post<{ Params: UidParams, Body: PasskeyForm }>(`${base}/passkey`, { schema: { hide: true }, config: { noStore: true } }, async (request, reply) => {
+    const { provider, details } = await interaction(request, reply)
+    const name = await clientName(provider, details.params.client_id)
+    const again = async (status: number, error: string): Promise<FastifyReply> => await formPage(reply, status, details, signInPage({ action: action(details.uid, 'login'), clientName: name, error, passkey: passkeyOf(details.uid) }))
+    let response: unknown
+    try {
+      response = JSON.parse(field(request.body?.response))
+    } catch {
+      return await again(400, 'The passkey\'s answer could not be read. Try again.')
+    }
+    if (!assertionShape.Check(response)) return await again(400, 'The passkey\'s answer could not be read. Try again.')
+    try {
+      const verified = await options.passkeys.verifyAssertion(response as AuthenticationResponseJSON)
+      const signed = await auth.signInVerified(verified.userId, { userAgent: userAgent(request), client: request.ip, deviceToken: presentedDevice(request) }, verified.amr)
+      return await signedIn(provider, request, reply, signed)
+    } catch (err) {
+      const known = toTollboothError(err as Error)
+      if (known.statusCode >= 500 || known.retryAfterSeconds !== undefined) throw err
+      return await again(known.statusCode, known.message)
+    }
   })
 
   app.post<{ Params: UidParams, Body: SecondFactorForm }>(`${base}/second-factor`, { schema: { hide: true }, config: { noStore: true } }, async (request, reply) => {

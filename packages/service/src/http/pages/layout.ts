@@ -61,6 +61,20 @@ function pageSecurityPolicy (options: PagePolicyOptions = {}): string {
 
 const defaultPolicy = pageSecurityPolicy()
 
+/**
+ * For the pages oidc-provider renders itself (its auto-submitting forms) and the ones it renders with
+ * ours (errors, logout): nothing loads but scripts and styles the page names, no frame, no base.
+ * oidc-provider adds each inline script's hash to `script-src`. Forms are not restricted: the
+ * provider's post to the client's redirect URI, whose origin is not known here.
+ */
+export const providerPagePolicy = [
+  "default-src 'none'",
+  "script-src 'self'",
+  `style-src 'sha256-${styleHash}'`,
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ')
+
 /** The whole document. */
 export function renderPage (options: PageOptions): string {
   const scripts = (options.scripts ?? []).map((src) => html`<script type="module" src="${src}"></script>`)

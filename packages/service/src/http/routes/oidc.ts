@@ -17,7 +17,7 @@ import { connectionKeys, hashAdmission, type HashAdmissionOptions, type RefusalP
 import { admittedRequest, userAgent } from '../request-context.js'
 import { deviceCookie, presentedDevice, type DeviceCookieOptions } from '../device-cookie.js'
 import { toTollboothError } from '../error-handler.js'
-import { busyPage, consentPage, errorPage, readOidcPasskeyScript, secondFactorPage, sendPage, sendScript, signInPage, type PasskeySignIn } from '../pages/index.js'
+import { busyPage, consentPage, errorPage, providerPagePolicy, readOidcPasskeyScript, secondFactorPage, sendPage, sendScript, signInPage, type PasskeySignIn } from '../pages/index.js'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server'
 import { PasskeyAuthenticationResponse } from '../passkey-schemas.js'
@@ -63,6 +63,8 @@ async function providerPaths (app: FastifyInstance, providers: CurrentOidcProvid
     const rest = (raw.url ?? '').slice(oidcMountPath.length)
     raw.url = rest.startsWith('/') ? rest : `/${rest}`
     reply.hijack()
+    // Every page the provider renders has a policy; it adds its inline scripts' hashes to it.
+    reply.raw.setHeader('content-security-policy', providerPagePolicy)
     handlerOf(providers.get())(raw, reply.raw)
   }
   app.route({ method: ['GET', 'POST', 'OPTIONS'], url: oidcMountPath, schema: { hide: true }, handler: pass })

@@ -14,7 +14,7 @@ import { defaultKneeCriteria, errorTotal, HealthzProbe, kneeOf, runLoad, searchK
 import { checkChoices, clientKinds, positive, prepare, type ClientKind, type Command, type CompareOptions, type KneeOptions, type LabOptions } from './options.js'
 import type { KneeCriteria, KneeResult, KneeStep, LabResult, LatencySummary, LoadSpec } from './result.js'
 import { runScenarioSetup } from './scenarios/index.js'
-import { serviceSource, type ReplicaOptions } from './services/index.js'
+import { adminCommandEnv, serviceSource, type ReplicaOptions } from './services/index.js'
 import { nowEpochMs } from './time.js'
 
 export { clientKinds, resolveLoad, type ClientKind, type CompareOptions, type KneeOptions, type LabOptions, type LoadOptions } from './options.js'
@@ -60,8 +60,11 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
   const runId = randomBytes(6).toString('hex')
   checkSourceAddresses(options, planned)
   if (options.setupTarget !== undefined && options.target === undefined) throw new LabError('a setup target goes with a target: the services the lab starts run their own setup', 'setupTarget')
-  const needsLabDiagnostics = planned.some((plan) => (plan.scenario?.scenario ?? scenario).needsLabDiagnostics === true)
-  const source = await serviceSource(options, needsLabDiagnostics, result.warnings)
+  const scenarios = planned.map((plan) => plan.scenario?.scenario ?? scenario)
+  const needsLabDiagnostics = scenarios.some((each) => each.needsLabDiagnostics === true)
+  // Every service of the command with every scenario's settings: a compare's runs differ by scenario alone.
+  const scenarioEnv = Object.assign({}, ...scenarios.map((each) => each.serviceEnv)) as Record<string, string>
+  const source = await serviceSource({ ...options, serviceEnv: { ...scenarioEnv, ...options.serviceEnv } }, needsLabDiagnostics, result.warnings)
   try {
     for (const [index, plan] of planned.entries()) {
       if (options.signal?.aborted === true) break
@@ -75,7 +78,7 @@ async function series (command: Command, options: LabOptions, planned: PlannedRu
       const { load } = plan
       const { scenario: planScenario, ref } = plan.scenario ?? command
       try {
-        const data = await runScenarioSetup(planScenario, options.setupTarget ?? service.url, load.accounts, options.log ?? (() => {}), load.requestTimeoutMs, load.passkeyShare)
+        const data = await runScenarioSetup(planScenario, { url: options.setupTarget ?? service.url, accounts: load.accounts, log: options.log ?? (() => {}), timeoutMs: load.requestTimeoutMs, passkeyShare: load.passkeyShare, adminEnv: source.databaseUrl === undefined ? undefined : adminCommandEnv(source.databaseUrl) })
         // Without `segments` (the knee's steps), the whole load once per phase.
         const measured = await runLoad({
           label,

@@ -11,7 +11,7 @@
 import net from 'node:net'
 import type { RawEndpoint } from './raw-request.js'
 import { ProtocolError, ResponseReader } from './raw-response.js'
-import { classifyFailure, failedResponse } from './response.js'
+import { classifyFailure, failedResponse, type ReadingWishes } from './response.js'
 import type { LabResponse } from './types.js'
 
 /** How long a connection waits for its TCP connection at most, as undici's connect timeout (a connection failure past it). */
@@ -27,7 +27,7 @@ export class RawConnection {
   private socket: net.Socket | undefined
   private readonly reader = new ResponseReader()
   private resolve: Resolve | undefined
-  private readText = false
+  private wishes: ReadingWishes = { readText: false, redirectIsOk: false }
   /** The request under way, as written: written again, once, on a fresh connection (see `write`). */
   private text = ''
   private retried = false
@@ -38,18 +38,18 @@ export class RawConnection {
   /** performance.now() past which the idle connection is not reused. */
   private idleUntil = 0
   /** Requests sent while one was under way (an owner's requests at once): written in turn. */
-  private readonly queue: Array<{ text: string, readText: boolean, resolve: Resolve }> = []
+  private readonly queue: Array<{ text: string, wishes: ReadingWishes, resolve: Resolve }> = []
 
   constructor (private readonly endpoint: RawEndpoint, private readonly timeoutMs: number) {}
 
   /** Writes `text` once the requests before it are answered, and resolves with its answer or failure; never rejects. */
-  send (text: string, readText: boolean, resolve: Resolve): void {
+  send (text: string, wishes: ReadingWishes, resolve: Resolve): void {
     if (this.resolve !== undefined) {
-      this.queue.push({ text, readText, resolve })
+      this.queue.push({ text, wishes, resolve })
       return
     }
     this.resolve = resolve
-    this.readText = readText
+    this.wishes = wishes
     this.text = text
     this.retried = false
     this.write()
@@ -70,7 +70,7 @@ export class RawConnection {
    * the request went out, and never read it (browsers resend so too).
    */
   private write (): void {
-    this.reader.begin(this.readText)
+    this.reader.begin(this.wishes)
     this.answered = false
     if (this.socket !== undefined && (!this.socket.writable || performance.now() > this.idleUntil)) this.drop()
     this.reused = this.socket !== undefined
@@ -155,6 +155,6 @@ export class RawConnection {
     this.resolve = undefined
     resolve(response)
     const next = this.queue.shift()
-    if (next !== undefined) this.send(next.text, next.readText, next.resolve)
+    if (next !== undefined) this.send(next.text, next.wishes, next.resolve)
   }
 }

@@ -16,7 +16,7 @@
  */
 import { RawConnection } from './raw-connection.js'
 import { requestText, type RawEndpoint } from './raw-request.js'
-import { failedResponse } from './response.js'
+import { failedResponse, readingWishes } from './response.js'
 import type { LabRequest, LabResponse, Transport } from './types.js'
 
 /**
@@ -51,7 +51,7 @@ export class RawHttpPool implements Transport {
   }
 
   private async sendOn (connection: RawConnection, text: string, request: LabRequest): Promise<LabResponse> {
-    return await new Promise<LabResponse>((resolve) => { connection.send(text, request.readText === true, resolve) })
+    return await new Promise<LabResponse>((resolve) => { connection.send(text, readingWishes(request), resolve) })
   }
 
   private async sendPooled (text: string, request: LabRequest): Promise<LabResponse> {

@@ -3,6 +3,7 @@
  * head and body, or the reason it cannot be written as given (a header that would smuggle a line,
  * a framing header the client writes itself).
  */
+import { requestPayload } from './response.js'
 import type { LabRequest } from './types.js'
 
 const headerNamePattern = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
@@ -31,14 +32,15 @@ export function rawEndpoint (url: string): RawEndpoint | undefined {
 export function requestText (request: LabRequest, hostHeader: string): { text: string } | { invalid: string } {
   if (!headerNamePattern.test(request.method)) return { invalid: `invalid method: ${JSON.stringify(request.method)}` }
   if (!request.path.startsWith('/') || /[\s]/.test(request.path)) return { invalid: `invalid request path: ${JSON.stringify(request.path)}` }
+  const payload = requestPayload(request)
   let text = `${request.method} ${request.path} HTTP/1.1\r\nhost: ${hostHeader}\r\n`
   if (request.headers !== undefined) {
     for (const [name, value] of Object.entries(request.headers)) {
       const lower = name.toLowerCase()
       if (!headerNamePattern.test(name) || badValuePattern.test(value)) return { invalid: `invalid header: ${JSON.stringify(name)}` }
       if (framingHeaders.has(lower)) return { invalid: `the client writes the ${lower} header itself` }
-      // The token and a JSON body set these two below, as undici's client was given them.
-      if ((lower === 'authorization' && request.token !== undefined) || (lower === 'content-type' && request.body !== undefined)) continue
+      // The token and a body set these two below, as undici's client was given them.
+      if ((lower === 'authorization' && request.token !== undefined) || (lower === 'content-type' && payload !== undefined)) continue
       text += `${name}: ${value}\r\n`
     }
   }
@@ -46,9 +48,6 @@ export function requestText (request: LabRequest, hostHeader: string): { text: s
     if (badValuePattern.test(request.token)) return { invalid: 'invalid token: it has a line break' }
     text += `authorization: Bearer ${request.token}\r\n`
   }
-  if (request.body !== undefined) {
-    const json = JSON.stringify(request.body)
-    return { text: `${text}content-type: application/json\r\ncontent-length: ${Buffer.byteLength(json)}\r\n\r\n${json}` }
-  }
+  if (payload !== undefined) return { text: `${text}content-type: ${payload.contentType}\r\ncontent-length: ${Buffer.byteLength(payload.text)}\r\n\r\n${payload.text}` }
   return { text: methodsWithPayload.has(request.method) ? `${text}content-length: 0\r\n\r\n` : `${text}\r\n` }
 }

@@ -3,7 +3,7 @@
  * reads, and a body by length, in chunks, or to the connection's end. No socket here: the
  * connection (raw-connection.ts) hands over what it reads and gets the answer once it is whole.
  */
-import { bodyText, keepsBody, toLabResponse } from './response.js'
+import { bodyText, keepsBody, toLabResponse, type ReadingWishes } from './response.js'
 import type { LabResponse } from './types.js'
 
 const headEnd = Buffer.from('\r\n\r\n')
@@ -37,13 +37,15 @@ function endOf (buffer: Buffer, delimiter: Buffer, maxBytes: number, what: strin
 
 /** One connection's answers, read one after the other. */
 export class ResponseReader {
-  private readText = false
+  private wishes: ReadingWishes = { readText: false, redirectIsOk: false }
   private buffered: Buffer | undefined
   private state: ReadState = 'head'
   private remaining = 0
   private status = 0
   private contentType = ''
   private retryAfter: string | undefined
+  private location: string | undefined
+  private setCookies: string[] | undefined
   private keepAlive = true
   private keepBody = false
   private chunks: Buffer[] = []
@@ -54,9 +56,9 @@ export class ResponseReader {
   /** Of the last whole answer: the server's `Keep-Alive: timeout=`, in ms, when it gave one. */
   keepAliveHintMs: number | undefined
 
-  /** Starts on the answer to the next request; `readText`: keep a body that is not JSON. */
-  begin (readText: boolean): void {
-    this.readText = readText
+  /** Starts on the answer to the next request; `wishes.readText`: keep a body that is not JSON. */
+  begin (wishes: ReadingWishes): void {
+    this.wishes = wishes
     this.startHead()
   }
 
@@ -86,6 +88,8 @@ export class ResponseReader {
     this.status = 0
     this.contentType = ''
     this.retryAfter = undefined
+    this.location = undefined
+    this.setCookies = undefined
     this.keepAlive = true
     this.keepBody = false
     this.chunks = []
@@ -176,6 +180,8 @@ export class ResponseReader {
     let chunked = false
     let contentType = ''
     let retryAfter: string | undefined
+    let location: string | undefined
+    let setCookies: string[] | undefined
     if (firstLineEnd !== -1) {
       for (const line of head.slice(firstLineEnd + 2).split('\r\n')) {
         const colon = line.indexOf(':')
@@ -208,6 +214,12 @@ export class ResponseReader {
           case 'retry-after':
             retryAfter ??= value
             break
+          case 'location':
+            location ??= value
+            break
+          case 'set-cookie':
+            (setCookies ??= []).push(value)
+            break
           case 'keep-alive': {
             const timeout = /(?:^|,)\s*timeout=(\d+)/i.exec(value)
             if (timeout !== null) this.timeoutHintMs = Number(timeout[1]) * 1000
@@ -225,7 +237,9 @@ export class ResponseReader {
     this.status = status
     this.contentType = contentType
     this.retryAfter = retryAfter
-    this.keepBody = keepsBody(contentType, this.readText)
+    this.location = location
+    this.setCookies = setCookies
+    this.keepBody = keepsBody(contentType, this.wishes.readText)
     this.keepAlive = keepAlive
     if (status === 204 || status === 304) return true
     if (chunked) {
@@ -243,7 +257,7 @@ export class ResponseReader {
   }
 
   private complete (): LabResponse {
-    const response = toLabResponse(this.status, this.contentType, this.retryAfter, this.keepBody ? bodyText(this.chunks) : undefined, this.readText)
+    const response = toLabResponse(this.status, this.contentType, { retryAfter: this.retryAfter, location: this.location, setCookies: this.setCookies }, this.keepBody ? bodyText(this.chunks) : undefined, this.wishes)
     // Bytes past the answer were never asked for: the connection can no longer be trusted.
     this.reusable = this.keepAlive && this.buffered === undefined
     this.keepAliveHintMs = this.timeoutHintMs

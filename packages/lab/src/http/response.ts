@@ -1,9 +1,10 @@
 /**
  * What the lab makes of an answer, whichever client read it (undici.ts, raw-response.ts): the
- * status, Retry-After in seconds, and the body parsed as JSON when it is JSON (or kept as text
- * when the request asked); and of a request that got none, the kind of failure.
+ * status, Retry-After in seconds, Location and Set-Cookie, and the body parsed as JSON when it is
+ * JSON (or kept as text when the request asked); of a request that got none, the kind of failure;
+ * and a request's body as either client sends it.
  */
-import type { LabResponse, TransportFailure } from './types.js'
+import type { LabRequest, LabResponse, TransportFailure } from './types.js'
 
 const connectionErrorCodes = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
@@ -43,20 +44,48 @@ export function bodyText (chunks: readonly Buffer[]): string {
   return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')
 }
 
+/** The headers of an answer the lab reads, beside its status and content type. */
+export interface AnswerHeaders {
+  retryAfter?: string | undefined
+  location?: string | undefined
+  setCookies?: string[] | undefined
+}
+
+/** What the request asked of its answer's reading. */
+export interface ReadingWishes {
+  readText: boolean
+  redirectIsOk: boolean
+}
+
+export function readingWishes (request: LabRequest): ReadingWishes {
+  return { readText: request.readText === true, redirectIsOk: request.redirectIsOk === true }
+}
+
 /**
  * The lab's response: `raw`, the body as text, only when it was kept (a JSON content type, or
  * `readText`). A JSON body that does not parse makes the request a failure, with the reason.
  */
-export function toLabResponse (status: number, contentType: string, retryAfter: string | undefined, raw: string | undefined, readText: boolean): LabResponse {
-  const retryAfterSeconds = parseRetryAfter(retryAfter)
-  const ok = status >= 200 && status < 300
-  if (raw === undefined) return { status, failure: null, ok, body: undefined, retryAfterSeconds, detail: null }
-  if (!contentType.includes('application/json')) return { status, failure: null, ok, body: undefined, ...(readText ? { text: raw } : {}), retryAfterSeconds, detail: null }
+export function toLabResponse (status: number, contentType: string, headers: AnswerHeaders, raw: string | undefined, wishes: ReadingWishes): LabResponse {
+  const retryAfterSeconds = parseRetryAfter(headers.retryAfter)
+  const ok = (status >= 200 && status < 300) || (wishes.redirectIsOk && status >= 300 && status < 400)
+  const kept = {
+    ...(headers.location === undefined ? {} : { location: headers.location }),
+    ...(headers.setCookies === undefined ? {} : { setCookies: headers.setCookies }),
+  }
+  if (raw === undefined) return { status, failure: null, ok, body: undefined, retryAfterSeconds, detail: null, ...kept }
+  if (!contentType.includes('application/json')) return { status, failure: null, ok, body: undefined, ...(wishes.readText ? { text: raw } : {}), retryAfterSeconds, detail: null, ...kept }
   let body: unknown
   try {
     body = raw === '' ? undefined : JSON.parse(raw)
   } catch {
     return { status, failure: null, ok: false, body: undefined, retryAfterSeconds: null, detail: 'invalid JSON body' }
   }
-  return { status, failure: null, ok, body, retryAfterSeconds, detail: null }
+  return { status, failure: null, ok, body, retryAfterSeconds, detail: null, ...kept }
+}
+
+/** A request's body as sent, with its content type: JSON, a form, or none. */
+export function requestPayload (request: LabRequest): { contentType: string, text: string } | undefined {
+  if (request.body !== undefined) return { contentType: 'application/json', text: JSON.stringify(request.body) }
+  if (request.form !== undefined) return { contentType: 'application/x-www-form-urlencoded', text: new URLSearchParams(request.form).toString() }
+  return undefined
 }

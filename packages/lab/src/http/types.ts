@@ -14,11 +14,15 @@ export interface LabRequest {
   path: string
   /** Sent as JSON. */
   body?: unknown
+  /** Sent as a form (application/x-www-form-urlencoded), as a page's form posts; not with `body`. */
+  form?: Record<string, string>
   /** Sent as `Authorization: Bearer <token>`. */
   token?: string
   headers?: Record<string, string>
   /** Keep a body that is not JSON as text (e.g. /metrics); otherwise it is read and dropped. */
   readText?: boolean
+  /** A 3xx answer is ok: a step of a browser's walk that succeeds by redirecting (never followed: see `location`). */
+  redirectIsOk?: boolean
 }
 
 /** Why a request got no answer: counted apart in the report. */
@@ -38,6 +42,10 @@ export interface LabResponse {
   retryAfterSeconds: number | null
   /** The error's code or message, for transport failures. */
   detail: string | null
+  /** The Location header, when there was one (as sent: it may be relative). */
+  location?: string
+  /** Each Set-Cookie header, when there were any. */
+  setCookies?: string[]
 }
 
 /** What a target sends through: undici (undici.ts) or the lab's own client (raw-pool.ts). */

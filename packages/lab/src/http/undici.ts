@@ -3,11 +3,11 @@
  * each owner, and each answer collected by a low-level dispatch handler.
  */
 import { Client, Pool, type Dispatcher } from 'undici'
-import { bodyText, classifyFailure, failedResponse, keepsBody, toLabResponse } from './response.js'
+import { bodyText, classifyFailure, failedResponse, keepsBody, readingWishes, requestPayload, toLabResponse, type ReadingWishes } from './response.js'
 import type { LabRequest, LabResponse, Transport } from './types.js'
 
 /**
- * One response, collected by undici's low-level dispatch handler: the status, the two headers the
+ * One response, collected by undici's low-level dispatch handler: the status, the headers the
  * lab reads (found in the raw header list, no header object built) and the body's chunks when it
  * is kept. `undici.request()` costs more per request for what the lab does not use: a Readable
  * body stream, an async resource, and every header parsed into an object (in `node --cpu-prof` of
@@ -17,11 +17,13 @@ import type { LabRequest, LabResponse, Transport } from './types.js'
 class ResponseCollector implements Dispatcher.DispatchHandler {
   private status = 0
   private retryAfter: string | undefined
+  private location: string | undefined
+  private setCookies: string[] | undefined
   private readonly chunks: Buffer[] = []
   private contentType = ''
   private keepBody = false
 
-  constructor (private readonly readText: boolean, private readonly resolve: (response: LabResponse) => void) {}
+  constructor (private readonly wishes: ReadingWishes, private readonly resolve: (response: LabResponse) => void) {}
 
   onConnect (): void {}
 
@@ -35,9 +37,11 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
       // Only names of the right length are decoded and compared.
       if (name.length === 12 && name.toString('latin1').toLowerCase() === 'content-type') contentType = value.toString('latin1')
       else if (name.length === 11 && name.toString('latin1').toLowerCase() === 'retry-after') this.retryAfter ??= value.toString('latin1')
+      else if (name.length === 8 && name.toString('latin1').toLowerCase() === 'location') this.location ??= value.toString('latin1')
+      else if (name.length === 10 && name.toString('latin1').toLowerCase() === 'set-cookie') (this.setCookies ??= []).push(value.toString('latin1'))
     }
     this.contentType = contentType
-    this.keepBody = keepsBody(contentType, this.readText)
+    this.keepBody = keepsBody(contentType, this.wishes.readText)
     return true
   }
 
@@ -47,7 +51,7 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
   }
 
   onComplete (): void {
-    this.resolve(toLabResponse(this.status, this.contentType, this.retryAfter, this.keepBody ? bodyText(this.chunks) : undefined, this.readText))
+    this.resolve(toLabResponse(this.status, this.contentType, { retryAfter: this.retryAfter, location: this.location, setCookies: this.setCookies }, this.keepBody ? bodyText(this.chunks) : undefined, this.wishes))
   }
 
   onError (err: Error): void {
@@ -79,17 +83,18 @@ export class UndiciTransport implements Transport {
 
   async send (request: LabRequest, owner?: number): Promise<LabResponse> {
     const headers: Record<string, string> = request.headers === undefined ? {} : { ...request.headers }
-    if (request.body !== undefined) headers['content-type'] = 'application/json'
+    const payload = requestPayload(request)
+    if (payload !== undefined) headers['content-type'] = payload.contentType
     if (request.token !== undefined) headers.authorization = `Bearer ${request.token}`
     const options: Dispatcher.DispatchOptions = {
       method: request.method,
       path: request.path,
       headers,
-      ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
+      ...(payload === undefined ? {} : { body: payload.text }),
     }
     return await new Promise<LabResponse>((resolve) => {
       // dispatch() reports its own synchronous failures (a closed pool, bad options) to onError.
-      this.dispatcher(owner).dispatch(options, new ResponseCollector(request.readText === true, resolve))
+      this.dispatcher(owner).dispatch(options, new ResponseCollector(readingWishes(request), resolve))
     })
   }
 

@@ -174,7 +174,7 @@ export class LoadGenerator {
     this.inFlightRequests++
     const response = await this.target.send(request, owner).finally(() => { this.inFlightRequests-- })
     const endedAt = nowEpochMs()
-    const outcome: RequestOutcome = { endpoint, status: response.status, failure: response.failure, retryAfter: response.retryAfterSeconds !== null, latencyMs: endedAt - fromEpochMs }
+    const outcome: RequestOutcome = { endpoint, status: response.status, ok: response.ok, failure: response.failure, retryAfter: response.retryAfterSeconds !== null, latencyMs: endedAt - fromEpochMs }
     this.second(endedAt).endpoints.get(endpoint).record(outcome)
     this.segment?.tally.endpoints.get(endpoint).record(outcome)
     return response

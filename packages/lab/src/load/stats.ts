@@ -37,6 +37,8 @@ export interface RequestOutcome {
   endpoint: string
   /** The response's status; null when none came (see `failure`). */
   status: number | null
+  /** The answer is the request's success: a 2xx, or a 3xx for a step that succeeds by redirecting (LabRequest.redirectIsOk). */
+  ok: boolean
   failure: TransportFailure | null
   /** The response carried a Retry-After header. */
   retryAfter: boolean
@@ -63,7 +65,7 @@ export class EndpointAccumulator {
   ok = 0
   readonly errors: ErrorCounts = { byStatus: {}, overloaded: 0, timeouts: 0, connectionErrors: 0, other: 0 }
   readonly histogram = createHistogram()
-  /** The 2xx responses alone. */
+  /** The successful responses alone (2xx; 3xx for a step that succeeds by redirecting). */
   readonly okHistogram = createHistogram()
   /** The 503s with Retry-After alone: how fast a refusal came. */
   readonly refusedHistogram = createHistogram()
@@ -72,7 +74,7 @@ export class EndpointAccumulator {
     this.requests++
     if (outcome.status !== null) {
       recordMs(this.histogram, outcome.latencyMs)
-      if (outcome.status >= 200 && outcome.status < 300) {
+      if (outcome.ok) {
         this.ok++
         recordMs(this.okHistogram, outcome.latencyMs)
       } else {

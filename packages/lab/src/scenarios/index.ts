@@ -16,6 +16,7 @@ import { loginBurst } from './login-burst.js'
 import { loginStorm } from './login-storm.js'
 import { meCrowd } from './me-crowd.js'
 import { mixedStorm } from './mixed-storm.js'
+import { oidcStorm } from './oidc/index.js'
 import { passkeyStorm } from './passkey-storm.js'
 import { registration } from './registration.js'
 import { stress } from './stress.js'
@@ -34,6 +35,7 @@ export const builtInScenarios: Readonly<Record<string, Scenario<any>>> = {
   'login-burst': loginBurst,
   'passkey-storm': passkeyStorm,
   'mixed-storm': mixedStorm,
+  'oidc-storm': oidcStorm,
 }
 
 /** A name of a built-in scenario, or a path to a .json / .js / .mjs file. */

@@ -10,6 +10,14 @@ export interface Account {
   password: string
 }
 
+/** The lab's relying party at the service's OpenID Connect provider (a first-party confidential client). */
+export interface LabOidcClient {
+  clientId: string
+  clientSecret: string
+  /** Registered for the client; the walk stops at the redirect to it. */
+  redirectUri: string
+}
+
 export interface SetupContext {
   /** A request that is not counted in the results; 503s are retried after their Retry-After. */
   send (request: LabRequest): Promise<LabResponse>
@@ -20,6 +28,11 @@ export interface SetupContext {
   registerAccounts (count: number, label: string): Promise<Account[]>
   /** Logs each account in; returns their access tokens, in order. */
   loginAccounts (accounts: readonly Account[]): Promise<string[]>
+  /**
+   * Registers the lab's OpenID Connect client `tollbooth-lab-<label>` afresh with `tollbooth clients
+   * add` on the service's database: known for services the lab starts, else `--database-url`.
+   */
+  registerOidcClient (label: string): Promise<LabOidcClient>
   /** Accounts the user asked for (`--accounts`), else the scenario's default. */
   readonly accounts: number
   /** mixed-storm: the share of users signing in with a passkey (`--passkey-share`), else the scenario's default; unset for the others. */
@@ -40,8 +53,8 @@ export interface VirtualUser {
   unique (): string
   /**
    * Sends a request and counts it under `endpoint`. Never throws for HTTP or
-   * network failures: look at `ok`, `status` and `failure`. A request that does
-   * not answer 2xx marks the iteration as not achieved.
+   * network failures: look at `ok`, `status` and `failure`. A request that is not
+   * ok (2xx; or 3xx, with `redirectIsOk`) marks the iteration as not achieved.
    */
   request (endpoint: string, request: LabRequest): Promise<LabResponse>
 }
@@ -74,6 +87,12 @@ export interface Scenario<Data = unknown> {
   phases?: string[]
   /** The lab starts its own service with the lab diagnostic routes on for this scenario. */
   needsLabDiagnostics?: boolean
+  /**
+   * Settings the services the lab starts need for this scenario (the OpenID Connect provider on);
+   * in a compare, every service of the command is started with them, so its runs differ only by
+   * scenario. `--service-env` overrides them.
+   */
+  serviceEnv?: Readonly<Record<string, string>>
   defaults: ScenarioDefaults
   /** Runs once before the load; what it returns (structured-clone friendly) reaches every iteration. */
   setup?: (context: SetupContext) => Promise<Data>

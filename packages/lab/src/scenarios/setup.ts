@@ -3,7 +3,8 @@
  * same database reuses them (docs/how-to/run-the-lab.md, "Scenarios").
  */
 import { HttpTarget, type LabRequest, type LabResponse } from '../http/index.js'
-import type { Account, Scenario, SetupContext } from './scenario.js'
+import { registerLabOidcClient } from './oidc/index.js'
+import type { Account, LabOidcClient, Scenario, SetupContext } from './scenario.js'
 
 const setupConcurrency = 4
 const maxAttempts = 20
@@ -28,8 +29,17 @@ function describe (response: LabResponse): string {
 class LabSetup implements SetupContext {
   readonly target: HttpTarget
 
-  constructor (url: string, readonly accounts: number, readonly log: (message: string) => void, timeoutMs: number, readonly passkeyShare: number | undefined) {
-    this.target = new HttpTarget(url, { connections: setupConcurrency + 1, timeoutMs })
+  readonly accounts: number
+  readonly log: (message: string) => void
+  readonly passkeyShare: number | undefined
+  private readonly adminEnv: Record<string, string> | undefined
+
+  constructor (options: ScenarioSetupOptions) {
+    this.target = new HttpTarget(options.url, { connections: setupConcurrency + 1, timeoutMs: options.timeoutMs })
+    this.accounts = options.accounts
+    this.log = options.log
+    this.passkeyShare = options.passkeyShare
+    this.adminEnv = options.adminEnv
   }
 
   async send (request: LabRequest): Promise<LabResponse> {
@@ -70,12 +80,30 @@ class LabSetup implements SetupContext {
     this.log(`setup: ${tokens.length} accounts logged in`)
     return tokens
   }
+
+  async registerOidcClient (label: string): Promise<LabOidcClient> {
+    if (this.adminEnv === undefined) throw new Error('setup: the lab registers its OpenID Connect client in the service\'s database with `tollbooth clients add`: with --target, give that database as --database-url')
+    const client = await registerLabOidcClient(this.adminEnv, label)
+    this.log(`setup: OpenID Connect client ${client.clientId} registered (first-party, client_secret_basic)`)
+    return client
+  }
 }
 
-/** Runs the scenario's setup (if any) against `url`; what it returns goes to every iteration. */
-export async function runScenarioSetup (scenario: Scenario<unknown>, url: string, accounts: number, log: (message: string) => void, timeoutMs: number, passkeyShare?: number): Promise<unknown> {
+export interface ScenarioSetupOptions {
+  /** The service the setup talks to. */
+  url: string
+  accounts: number
+  log: (message: string) => void
+  timeoutMs: number
+  passkeyShare?: number | undefined
+  /** The settings of `tollbooth clients` on the service's database, when the lab knows it (its own services, or --database-url). */
+  adminEnv?: Record<string, string> | undefined
+}
+
+/** Runs the scenario's setup (if any) against `options.url`; what it returns goes to every iteration. */
+export async function runScenarioSetup (scenario: Scenario<unknown>, options: ScenarioSetupOptions): Promise<unknown> {
   if (scenario.setup === undefined) return undefined
-  const setup = new LabSetup(url, accounts, log, timeoutMs, passkeyShare)
+  const setup = new LabSetup(options)
   try {
     return await scenario.setup(setup)
   } finally {

@@ -3,7 +3,7 @@
  * launcher or named by the user (source.ts), and read once a second from /metrics and /proc
  * (scraper.ts); the CPU of a process tree, such as PostgreSQL's (process-tree.ts).
  */
-export { type ReplicaOptions } from './local-service.js'
+export { adminCommandEnv, type ReplicaOptions } from './local-service.js'
 export { parentPid, processTreeUsage } from './process-tree.js'
 export { MetricsScraper } from './scraper.js'
 export { seedServiceEnv, serviceSource } from './source.js'

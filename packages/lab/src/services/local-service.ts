@@ -17,6 +17,18 @@ const labJwtSecret = randomBytes(32).toString('base64url')
  */
 const labKeyEncryptionKey = process.env.TOLLBOOTH_KEY_ENCRYPTION_KEY ?? createHash('sha256').update('tollbooth lab: not a secret').digest('base64')
 
+/**
+ * The settings an administration command (`tollbooth clients`) needs to work on the database of
+ * the lab's services, or of a target given with --database-url: that database, and what its
+ * configuration is checked for as the service's is (a public URL, the key that seals the keys).
+ */
+export function adminCommandEnv (databaseUrl: string): Record<string, string> {
+  return { TOLLBOOTH_PUBLIC_URL: labPublicUrl, DATABASE_URL: databaseUrl, TOLLBOOTH_KEY_ENCRYPTION_KEY: labKeyEncryptionKey }
+}
+
+/** The lab's services' public URL unless the service env says another: no mail is read, no page visited from it. */
+const labPublicUrl = 'http://127.0.0.1'
+
 /** N services behind HAProxy, each under a CPU quota (the launcher's startReplicas), instead of one. */
 export interface ReplicaOptions { count: number, cpusPerReplica?: number | undefined }
 
@@ -45,7 +57,7 @@ export async function startLocalService (options: { databaseUrl: string, env: Re
   // No drain on stop: the lab stops a service after its load has ended, and no load balancer
   // needs time to take it out of rotation (the default drain cost 5 s per service stopped).
   const env = {
-    ...inherited, TOLLBOOTH_LOG_LEVEL: 'info', TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0', TOLLBOOTH_PUBLIC_URL: 'http://127.0.0.1', ...options.env, HOST: '127.0.0.1', PORT: '0', DATABASE_URL: options.databaseUrl, TOLLBOOTH_JWT_SECRET: labJwtSecret, TOLLBOOTH_KEY_ENCRYPTION_KEY: labKeyEncryptionKey,
+    ...inherited, TOLLBOOTH_LOG_LEVEL: 'info', TOLLBOOTH_SHUTDOWN_DRAIN_MS: '0', TOLLBOOTH_PUBLIC_URL: labPublicUrl, ...options.env, HOST: '127.0.0.1', PORT: '0', DATABASE_URL: options.databaseUrl, TOLLBOOTH_JWT_SECRET: labJwtSecret, TOLLBOOTH_KEY_ENCRYPTION_KEY: labKeyEncryptionKey,
   }
   try {
     if (options.replicas !== undefined) {

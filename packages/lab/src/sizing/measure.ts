@@ -131,7 +131,7 @@ export async function measureFlow (flow: SizingFlowName, target: FlowTarget, set
   const { scenario: scenarioName, endpoint, estimateVus } = sizingFlows[flow]
   const ref: ScenarioRef = { builtin: scenarioName }
   const scenario = await loadScenario(ref)
-  const data = await runScenarioSetup(scenario, target.url, settings.accounts, target.log, target.load.requestTimeoutMs)
+  const data = await runScenarioSetup(scenario, { url: target.url, accounts: settings.accounts, log: target.log, timeoutMs: target.load.requestTimeoutMs })
   const database = await DatabaseCounter.open(target.databaseUrl)
   const stepSeconds = settings.stepDurationMs / 1000
   let estimate: SizingFlow['estimate'] = { vus: estimateVus, durationMs: settings.estimateDurationMs, achievedPerSecond: 0 }

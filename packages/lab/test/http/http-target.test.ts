@@ -1,6 +1,6 @@
 /**
  * HttpTarget (the lab's HTTP client), with each of its clients (undici, and the lab's own raw
- * one): what it reads from a response (status, JSON or text body, Retry-After), what it sends,
+ * one): what it reads from a response (status, JSON or text body, Retry-After, Location, Set-Cookie), what it sends (JSON, a form),
  * and that a server that does not answer, or stops in the middle of a body, is counted as a
  * timeout after the request timeout, not waited for.
  */
@@ -84,6 +84,11 @@ for (const client of httpClients) {
               response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' })
               response.end('metric_total 42\n')
               break
+            case '/form':
+              // A page's form posted: the browser is sent on, with two cookies.
+              response.writeHead(303, { location: '/next?step=2', 'set-cookie': ['_session=abc; path=/; httponly', '_session.sig=xyz; path=/'] })
+              response.end()
+              break
             case '/broken-json':
               response.writeHead(200, { 'content-type': 'application/json' })
               response.end('{"oops"')
@@ -147,6 +152,25 @@ for (const client of httpClients) {
       assert.equal(kept.body, undefined)
       assert.equal(dropped.text, undefined)
       assert.equal(dropped.ok, true)
+    })
+
+    it('posts a form, and keeps an answer\'s Location and each Set-Cookie; a 3xx is ok only for a step that asks', async () => {
+      const target = new HttpTarget(url, { connections: 1, timeoutMs: 5_000, client })
+      const walked = await target.send({ method: 'POST', path: '/form', form: { email: 'a+b@example.com', password: 'p w&d' }, headers: { cookie: 'seen=1' }, redirectIsOk: true })
+      const sent = seen
+      const unasked = await target.send({ method: 'POST', path: '/form', form: {} })
+      const plain = await target.send({ method: 'GET', path: '/json' })
+      await target.close()
+      assert.equal(sent.headers['content-type'], 'application/x-www-form-urlencoded')
+      assert.equal(sent.headers.cookie, 'seen=1')
+      assert.deepEqual(Object.fromEntries(new URLSearchParams(sent.body)), { email: 'a+b@example.com', password: 'p w&d' })
+      assert.equal(walked.status, 303)
+      assert.equal(walked.ok, true)
+      assert.equal(walked.location, '/next?step=2')
+      assert.deepEqual(walked.setCookies, ['_session=abc; path=/; httponly', '_session.sig=xyz; path=/'])
+      assert.equal(unasked.ok, false)
+      assert.equal(plain.location, undefined, 'no Location, no field')
+      assert.equal(plain.setCookies, undefined)
     })
 
     it('counts a JSON body that does not parse as a failed request, with the reason', async () => {

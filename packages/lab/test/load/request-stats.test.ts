@@ -5,7 +5,7 @@ import { scheduledSeconds } from '../../src/load/runner.js'
 import { EndpointAccumulator, EndpointMap, errorTotal, type RequestOutcome } from '../../src/load/stats.js'
 
 const outcome = (status: number | null, latencyMs: number, extra: Partial<RequestOutcome> = {}): RequestOutcome =>
-  ({ endpoint: 'POST /auth/login', status, failure: null, retryAfter: false, latencyMs, ...extra })
+  ({ endpoint: 'POST /auth/login', status, ok: status !== null && status >= 200 && status < 300, failure: null, retryAfter: false, latencyMs, ...extra })
 
 describe('counting requests', () => {
   it('sorts every ending into its kind, and keeps the 2xx latency apart', () => {

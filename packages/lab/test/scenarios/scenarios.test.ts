@@ -30,11 +30,12 @@ function scriptedUser (answers: (request: LabRequest) => Partial<LabResponse>): 
 }
 
 describe('scenarios', () => {
-  it('has the nine built-ins, each naming its endpoints', () => {
-    assert.deepEqual(Object.keys(builtInScenarios), ['login-storm', 'devnest', 'registration', 'stress', 'auth-path', 'me-crowd', 'login-burst', 'passkey-storm', 'mixed-storm'])
+  it('has the ten built-ins, each naming its endpoints', () => {
+    assert.deepEqual(Object.keys(builtInScenarios), ['login-storm', 'devnest', 'registration', 'stress', 'auth-path', 'me-crowd', 'login-burst', 'passkey-storm', 'mixed-storm', 'oidc-storm'])
     for (const scenario of Object.values(builtInScenarios)) assert.ok(scenario.endpoints.length > 0, scenario.name)
     assert.deepEqual(builtInScenarios['auth-path']?.phases, ['noop', 'jwt-only', 'full'])
     assert.equal(builtInScenarios['auth-path']?.needsLabDiagnostics, true)
+    assert.deepEqual(builtInScenarios['oidc-storm']?.serviceEnv, { TOLLBOOTH_OIDC: 'true' }, 'the services the lab starts serve the provider')
   })
 
   it('refuses an unknown scenario name with the list of built-ins', () => {

@@ -40,10 +40,13 @@ function pathOf (location: string): string {
   return `${url.pathname}${url.search}`
 }
 
-/** The action of a page's first form, its entities undone. */
-function formAction (html: string | undefined): string | undefined {
-  const action = html === undefined ? undefined : /<form method="post" action="([^"]+)"/.exec(html)?.[1]
-  return action?.replaceAll('&amp;', '&')
+/** The action of the page's first form that holds `field` (any form when unset), its entities undone. */
+function formAction (html: string | undefined, field?: string): string | undefined {
+  for (const form of html?.matchAll(/<form\b([^>]*)>([\s\S]*?)<\/form>/g) ?? []) {
+    const action = /\baction="([^"]+)"/.exec(form[1] ?? '')?.[1]
+    if (action !== undefined && (field === undefined || (form[2] ?? '').includes(`name="${field}"`))) return action.replaceAll('&amp;', '&')
+  }
+  return undefined
 }
 
 /** A request of the walk, its cookies sent and the ones it set kept. */
@@ -71,7 +74,8 @@ export async function openSignIn (vu: VirtualUser, client: LabOidcClient): Promi
   const authorized = await step(vu, jar, oidcEndpoints.authorize, { method: 'GET', path: `/oidc/auth?${query.toString()}` })
   if (!authorized.ok || authorized.location === undefined) return undefined
   const page = await step(vu, jar, oidcEndpoints.page, { method: 'GET', path: pathOf(authorized.location), readText: true })
-  const action = page.status === 200 ? formAction(page.text) : undefined
+  // The password form: the page may offer a passkey's form too.
+  const action = page.status === 200 ? formAction(page.text, 'password') : undefined
   return action === undefined ? undefined : { jar, action, verifier, state }
 }
 

@@ -6,7 +6,7 @@
  * HS256); everything kept in PostgreSQL (adapter.ts); the pages rendered by the caller.
  */
 import { createPrivateKey } from 'node:crypto'
-import { Provider, type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
+import { Provider, type Client, type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
 import type pg from 'pg'
 import type { SigningAlgorithm } from '../keys/index.js'
 import { postgresAdapter } from './adapter.js'
@@ -77,6 +77,17 @@ function clientName (ctx: KoaContextWithOIDC): string | undefined {
   return client === undefined ? undefined : (client.clientName ?? client.clientId)
 }
 
+/**
+ * Which pages may call the provider from a browser (CORS): a public client's token and revocation
+ * endpoints and any client's userinfo, from the origin of one of that client's redirect URIs, as
+ * a single-page app does. A confidential client keeps its secret on a server, which needs no CORS.
+ */
+function browserOriginAllowed (ctx: KoaContextWithOIDC, origin: string, client: Client): boolean {
+  if (origin === 'null') return false
+  if (ctx.oidc.route !== 'userinfo' && client.clientAuthMethod !== 'none') return false
+  return (client.redirectUris ?? []).some((uri) => URL.canParse(uri) && new URL(uri).origin === origin)
+}
+
 function configuration (options: OidcProviderOptions): Configuration {
   const { accounts, pages } = options
   return {
@@ -84,6 +95,7 @@ function configuration (options: OidcProviderOptions): Configuration {
     clients: [],
     jwks: { keys: [privateJwk(options.signing)] as never },
     cookies: { keys: options.cookieKeys },
+    clientBasedCORS: browserOriginAllowed,
     async findAccount (_ctx, accountId) {
       const session = sessionOfAccountId(accountId)
       if (session === undefined) return undefined

@@ -6,7 +6,7 @@
  * HS256); everything kept in PostgreSQL (adapter.ts); the pages rendered by the caller.
  */
 import { createPrivateKey } from 'node:crypto'
-import { Provider, type Client, type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
+import { interactionPolicy, Provider, type Client, type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
 import type pg from 'pg'
 import type { SigningAlgorithm } from '../keys/index.js'
 import { postgresAdapter } from './adapter.js'
@@ -86,6 +86,20 @@ function browserOriginAllowed (ctx: KoaContextWithOIDC, origin: string, client: 
   if (origin === 'null') return false
   if (ctx.oidc.route !== 'userinfo' && client.clientAuthMethod !== 'none') return false
   return (client.redirectUris ?? []).some((uri) => URL.canParse(uri) && new URL(uri).origin === origin)
+}
+
+/**
+ * oidc-provider's prompts, and one more reason to ask for a sign-in: the provider's session
+ * still names an account, but the tollbooth session it stood for has ended (signed out
+ * elsewhere, a password change, the session deleted), so findAccount finds none. Without this
+ * the flow goes on without an account and fails; with it the browser gets the sign-in page, and
+ * signing in replaces the ended session's account (oidc-provider ends the old provider session).
+ */
+function signInPolicy (): interactionPolicy.Prompt[] {
+  const policy = interactionPolicy.base()
+  policy.get('login')?.checks.add(new interactionPolicy.Check('session_ended', 'the sign-in session has ended', (ctx) =>
+    ctx.oidc.session?.accountId !== undefined && ctx.oidc.account === undefined ? interactionPolicy.Check.REQUEST_PROMPT : interactionPolicy.Check.NO_NEED_TO_PROMPT))
+  return policy
 }
 
 function configuration (options: OidcProviderOptions): Configuration {
@@ -169,7 +183,7 @@ function configuration (options: OidcProviderOptions): Configuration {
       Grant: options.refreshTokenTtlSeconds,
       Session: options.sessionTtlSeconds,
     },
-    interactions: { url: (_ctx, interaction) => `${oidcMountPath}/interaction/${interaction.uid}` },
+    interactions: { policy: signInPolicy(), url: (_ctx, interaction) => `${oidcMountPath}/interaction/${interaction.uid}` },
     // A first-party client's grant is given without asking; another's is the user's consent.
     async loadExistingGrant (ctx) {
       const client = ctx.oidc.client

@@ -135,6 +135,12 @@ describe('oauth2-proxy in front of an application, tollbooth its OpenID Connect 
     assert.equal(refreshed.email, user.email)
     assert.equal(refreshed.path, '/next')
 
+    // The proxy's sign-out alone clears its cookie: the tollbooth session stays, and the next page signs in again without a password.
+    await page.goto(`${proxyUrl}/oauth2/sign_out`)
+    await page.goto(`${proxyUrl}/silent`)
+    await page.waitForURL(`${proxyUrl}/silent`)
+    assert.equal((JSON.parse(await page.textContent('body') ?? '{}') as Seen).email, user.email)
+
     // Signing out of the proxy, then of tollbooth: the tollbooth session ends, the next page asks to sign in.
     const sessions = await request(service, 'GET', '/api/v1/me/sessions', { token: user.body.accessToken })
     assert.equal(sessions.body.items.length, 2)
@@ -144,6 +150,27 @@ describe('oauth2-proxy in front of an application, tollbooth its OpenID Connect 
     await page.goto(`${proxyUrl}/again`)
     await page.getByRole('heading', { name: 'Sign in' }).waitFor()
     assert.notEqual(upstream.seen.at(-1)?.path, '/again')
+
+    // Signed in again, then that tollbooth session ended elsewhere: the proxy's next refresh is refused, and it asks to sign in.
+    await page.getByLabel('Email').fill(user.email)
+    await page.getByLabel('Password').fill(user.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(`${proxyUrl}/again`)
+    const live = await request(service, 'GET', '/api/v1/me/sessions', { token: user.body.accessToken })
+    const proxied = (live.body.items as Array<{ id: string, current: boolean }>).find((session) => !session.current)
+    assert.ok(proxied !== undefined)
+    assert.equal((await request(service, 'DELETE', `/api/v1/me/sessions/${proxied.id}`, { token: user.body.accessToken })).status, 204)
+    await pollUntil('oauth2-proxy to ask for a sign-in again', async () => {
+      await page.goto(`${proxyUrl}/after-revocation`)
+      return await page.getByRole('heading', { name: 'Sign in' }).count()
+    }, (headings) => headings === 1, { intervalMs: 500 })
+    assert.notEqual(upstream.seen.at(-1)?.path, '/after-revocation')
+    // The browser still holds the provider's session of the ended one: signing in replaces it.
+    await page.getByLabel('Email').fill(user.email)
+    await page.getByLabel('Password').fill(user.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(`${proxyUrl}/after-revocation`)
+    assert.equal((JSON.parse(await page.textContent('body') ?? '{}') as Seen).email, user.email)
     await context.close()
   })
 

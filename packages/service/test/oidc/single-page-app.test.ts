@@ -104,6 +104,32 @@ describe('a single-page app signs in with PKCE as a public client (examples/spa)
     await context.close()
   })
 
+  it('asks a browser whose tollbooth session ended elsewhere to sign in again, and signs it in', async () => {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    const signIn = async (): Promise<void> => {
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.getByRole('heading', { name: 'Sign in' }).waitFor()
+      await page.getByLabel('Email').fill(user.email)
+      await page.getByLabel('Password').fill(user.password)
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.getByText('Signed in.', { exact: true }).waitFor()
+    }
+    await page.goto(`${spaOrigin}/`)
+    await signIn()
+    // The session this sign-in opened is ended from the account's own list; the browser keeps the provider's cookie.
+    const sessions = await request(service, 'GET', '/api/v1/me/sessions', { token: user.body.accessToken })
+    const opened = (sessions.body.items as Array<{ id: string, current: boolean }>).filter((session) => !session.current)
+    assert.equal(opened.length, 1)
+    assert.equal((await request(service, 'DELETE', `/api/v1/me/sessions/${opened[0]?.id ?? ''}`, { token: user.body.accessToken })).status, 204)
+
+    await page.goto(`${spaOrigin}/`)
+    await signIn()
+    assert.equal(await page.textContent('#email'), user.email)
+    assert.equal(await page.isVisible('#error'), false)
+    await context.close()
+  })
+
   it('answers a public client\'s token requests from the origins of its redirect URIs only', async () => {
     const body = { grant_type: 'authorization_code', client_id: clientId, code: 'not-a-code', redirect_uri: `${spaOrigin}/`, code_verifier: 'v'.repeat(43) }
     const own = await tokenRequest(service, spaOrigin, body)

@@ -53,7 +53,6 @@ const timingLane: readonly string[] = [
   'service/http/protocol-errors.test', // a login held in the queue by a cost-12 hash, inside its 2 s deadline, while the service closes
   'service/overload/shedding.test', // a saturated event loop, on purpose
   'service/launcher/replicas.test', // replicas under 0.5-CPU quotas, and HAProxy's 1 s health checks against a 3.5 s drain
-  'service/oidc/busy-page.test', // sign-ins that must finish inside a 300 ms login deadline on one bcrypt thread, beside browsers
 ]
 
 /** packages/<name>/dist/test/<path>.js -> packages/<name>/test/<path>.ts, the file it was compiled from. */

@@ -46,7 +46,8 @@ describe('the OpenID Connect sign-in page under a login storm', () => {
     const signedIn = answers.filter((answer) => answer.status === 303)
     assert.equal(busy.length + signedIn.length, storm, `statuses: ${answers.map((answer) => answer.status).join(',')}`)
     assert.ok(signedIn.length >= 1, 'some sign-ins complete')
-    assert.ok(busy.length >= storm / 2, `most of ${storm} sign-ins against a 2 s deadline on one thread (about 3 s of hashes) are refused (got ${busy.length})`)
+    // About 3 s of hashes against a 2 s deadline: a quiet machine refuses a third or more, a busy one most.
+    assert.ok(busy.length >= storm / 4, `a good part of ${storm} sign-ins against a 2 s deadline on one thread are refused (got ${busy.length})`)
     for (const answer of busy) {
       const retryAfter = Number(answer.headers.get('retry-after'))
       assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1, `Retry-After ${String(answer.headers.get('retry-after'))}`)

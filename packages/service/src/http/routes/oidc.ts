@@ -179,8 +179,8 @@ async function interactionPages (app: FastifyInstance, options: OidcRoutesOption
     const { provider, details } = await interaction(request, reply)
     const email = field(request.body?.email).trim()
     const password = field(request.body?.password)
-    const name = await clientName(provider, details.params.client_id)
-    const again = async (status: number, error: string): Promise<FastifyReply> => await formPage(reply, status, details, signInPage({ action: action(details.uid, 'login'), clientName: name, email, error, passkey: passkeyOf(details.uid) }))
+    // The client's name only for the page shown again: a lookup here would hold the hash place the door gave.
+    const again = async (status: number, error: string): Promise<FastifyReply> => await formPage(reply, status, details, signInPage({ action: action(details.uid, 'login'), clientName: await clientName(provider, details.params.client_id), email, error, passkey: passkeyOf(details.uid) }))
     if (email.length === 0 || password.length === 0) return await again(400, 'Enter your email and password.')
     const context = await admittedRequest(loginAdmission, request, reply, [`account:${normaliseEmail(email)}`])
     let outcome

@@ -3,6 +3,7 @@
  * redirects by hand and posting its forms, until the browser would arrive at the client's redirect
  * URI. For the refusal tests, which need codes and pages, not rendering.
  */
+import * as client from 'openid-client'
 import { fetch as undiciFetch } from 'undici'
 
 export interface WalkResponse {
@@ -62,4 +63,32 @@ export function formAction (html: string, base: string): string {
   const match = /<form method="post" action="([^"]+)"/.exec(html)
   if (match?.[1] === undefined) throw new Error(`no form on the page: ${html.slice(0, 300)}`)
   return new URL(match[1].replaceAll('&amp;', '&'), base).href
+}
+
+/** An authorization request with PKCE (S256), a state and a nonce, as a relying party builds it. */
+export async function authorizationRequest (config: client.Configuration, redirectUri: string, extra: Record<string, string> = {}): Promise<{ url: URL, verifier: string, state: string, nonce: string }> {
+  const verifier = client.randomPKCECodeVerifier()
+  const state = client.randomState()
+  const nonce = client.randomNonce()
+  const url = client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid email', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, nonce, ...extra })
+  return { url, verifier, state: url.searchParams.get('state') ?? state, nonce }
+}
+
+/**
+ * A new browser (a new jar) signs in with a password from the authorization request to the
+ * client's redirect URI, where the callback with its code arrives. No consent page: for a
+ * first-party client.
+ */
+export async function walkSignIn (origin: string, config: client.Configuration, redirectUri: string, credentials: { email: string, password: string }, extra: Record<string, string> = {}): Promise<{ callback: URL, verifier: string, state: string, nonce: string }> {
+  const jar = new CookieJar()
+  const started = await authorizationRequest(config, redirectUri, extra)
+  let walked = await follow(jar, started.url.href, origin)
+  if (walked.page !== undefined) {
+    const posted = await step(jar, formAction(walked.page.text, origin), credentials)
+    if (posted.status !== 303) throw new Error(`the sign-in answered ${posted.status}: ${posted.text.slice(0, 300)}`)
+    walked = await follow(jar, posted.location ?? '', origin)
+  }
+  const callback = walked.arrivedAt
+  if (callback === undefined || !callback.href.startsWith(redirectUri)) throw new Error(`did not arrive at the client: ${String(callback ?? walked.page?.text.slice(0, 300))}`)
+  return { callback, verifier: started.verifier, state: started.state, nonce: started.nonce }
 }

@@ -12,7 +12,7 @@ import { SignJWT } from 'jose'
 import { fetch as undiciFetch } from 'undici'
 import { addClient } from '../../src/oidc/index.js'
 import { startOidcService, type OidcTestService } from '../helpers/oidc.js'
-import { CookieJar, follow, formAction, step } from '../helpers/oidc-walk.js'
+import { authorizationRequest, CookieJar, step, walkSignIn } from '../helpers/oidc-walk.js'
 import { registerUser, request } from '../helpers/service.js'
 
 const redirectUri = 'http://127.0.0.1:9/callback'
@@ -34,28 +34,9 @@ describe('the OpenID Connect provider refuses', () => {
   })
   after(async () => { await service?.close() })
 
-  async function authorizationUrl (extra: Record<string, string> = {}): Promise<{ url: URL, verifier: string, state: string, nonce: string }> {
-    const verifier = client.randomPKCECodeVerifier()
-    const state = client.randomState()
-    const nonce = client.randomNonce()
-    const url = client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid email', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, nonce, ...extra })
-    return { url, verifier, state, nonce }
-  }
-
+  const authorizationUrl = async (extra: Record<string, string> = {}): ReturnType<typeof authorizationRequest> => await authorizationRequest(config, redirectUri, extra)
   /** Signs in (a new jar: a new browser) and returns the callback with its code. */
-  async function signIn (): Promise<{ callback: URL, verifier: string, state: string, nonce: string }> {
-    const jar = new CookieJar()
-    const started = await authorizationUrl()
-    let walked = await follow(jar, started.url.href, service.url)
-    if (walked.page !== undefined) {
-      const posted = await step(jar, formAction(walked.page.text, service.url), { email: user.email, password: user.password })
-      assert.equal(posted.status, 303, posted.text.slice(0, 300))
-      walked = await follow(jar, posted.location ?? '', service.url)
-    }
-    const callback = walked.arrivedAt
-    if (callback === undefined || !callback.href.startsWith(redirectUri)) throw new Error(`did not arrive at the client: ${String(callback ?? walked.page?.text.slice(0, 300))}`)
-    return { callback, verifier: started.verifier, state: started.state, nonce: started.nonce }
-  }
+  const signIn = async (): ReturnType<typeof walkSignIn> => await walkSignIn(service.url, config, redirectUri, user)
 
   async function exchange (signedIn: Awaited<ReturnType<typeof signIn>>, verifier = signedIn.verifier): Promise<client.TokenEndpointResponse & client.TokenEndpointResponseHelpers> {
     return await client.authorizationCodeGrant(config, signedIn.callback, { pkceCodeVerifier: verifier, expectedState: signedIn.state, expectedNonce: signedIn.nonce })
@@ -133,9 +114,26 @@ describe('the OpenID Connect provider refuses', () => {
     }
   })
 
-  it('the client\'s check of the state: a callback with another state', async () => {
+  it('a tampered state: the provider echoes the state unchanged, on success and on refusal; the client refuses any other', async () => {
     const signedIn = await signIn()
-    await assert.rejects(client.authorizationCodeGrant(config, signedIn.callback, { pkceCodeVerifier: signedIn.verifier, expectedState: client.randomState(), expectedNonce: signedIn.nonce }))
+    assert.equal(signedIn.callback.searchParams.get('state'), signedIn.state, 'echoed unchanged')
+    for (const tampered of [client.randomState(), `${signedIn.state}x`, signedIn.state.slice(1)]) {
+      const callback = new URL(signedIn.callback)
+      callback.searchParams.set('state', tampered)
+      await assert.rejects(client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: signedIn.verifier, expectedState: signedIn.state, expectedNonce: signedIn.nonce }), (err: Error) => /"state"/.test(String((err.cause as Error | undefined)?.message)), tampered)
+    }
+    const stateless = new URL(signedIn.callback)
+    stateless.searchParams.delete('state')
+    await assert.rejects(client.authorizationCodeGrant(config, stateless, { pkceCodeVerifier: signedIn.verifier, expectedState: signedIn.state, expectedNonce: signedIn.nonce }), (err: Error) => /"state"/.test(String((err.cause as Error | undefined)?.message)))
+    // The untampered callback still works: the refusals above were the state's, not the code's.
+    assert.equal((await client.authorizationCodeGrant(config, signedIn.callback, { pkceCodeVerifier: signedIn.verifier, expectedState: signedIn.state, expectedNonce: signedIn.nonce })).claims()?.sub, user.body.user.id)
+    // An odd state (any characters, as an application may encode its own) comes back byte for byte, on an error redirect too.
+    const odd = 'a b+c/d=é&state=evil;%41'
+    assert.equal((await walkSignIn(service.url, config, redirectUri, user, { state: odd })).callback.searchParams.get('state'), odd)
+    const refused = await step(new CookieJar(), (await authorizationUrl({ state: odd, code_challenge_method: 'plain' })).url.href)
+    const errorCallback = new URL(refused.location ?? '')
+    assert.equal(errorCallback.searchParams.get('error'), 'invalid_request')
+    assert.equal(errorCallback.searchParams.get('state'), odd)
   })
 
   it('an unknown or expired interaction: a page saying so, 400', async () => {

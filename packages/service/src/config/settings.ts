@@ -138,6 +138,7 @@ export interface FlatConfig {
   /** The OpenID Connect provider at <publicUrl>/oidc (oidc/). */
   oidc: boolean
   oidcAccessTokenTtlSeconds: number
+  oidcInteractionTtlSeconds: number
   mailFrom: string
   mailMaxAttempts: number
   mailRetryDelayMs: number
@@ -234,6 +235,7 @@ export const settings: readonly Setting[] = [
   { key: 'accountPage', tier: 'tuning', env: 'TOLLBOOTH_ACCOUNT_PAGE', flag: 'account-page', kind: 'bool', defaultValue: undefined, description: 'Whether tollbooth serves its account page at GET /account: register, sign in with a passkey or a password and a second factor, add a passkey, enrol TOTP, sign out; the example of the API\'s calls. Unset: true with the embedded database (development), false with DATABASE_URL, where the sign-in pages are the application\'s own.' },
   { key: 'oidc', tier: 'tuning', env: 'TOLLBOOTH_OIDC', flag: 'oidc', kind: 'bool', defaultValue: 'false', description: 'Serve an OpenID Connect provider: issuer <TOLLBOOTH_PUBLIC_URL>/oidc, authorization code flow with PKCE, for the clients registered with `tollbooth clients add`. Its ID tokens are signed by the key ring (EdDSA or ES256): refused with TOLLBOOTH_JWT_ALGORITHM=HS256.' },
   { key: 'oidcAccessTokenTtlSeconds', tier: 'tuning', env: 'TOLLBOOTH_OIDC_ACCESS_TOKEN_TTL_SECONDS', flag: 'oidc-access-token-ttl-seconds', kind: 'int', defaultValue: '600', min: 60, max: 86400, description: 'Lifetime of the access and ID tokens the OpenID Connect provider issues; its refresh tokens live TOLLBOOTH_REFRESH_TOKEN_TTL_SECONDS, within the tollbooth session the sign-in opened.' },
+  { key: 'oidcInteractionTtlSeconds', tier: 'tuning', env: 'TOLLBOOTH_OIDC_INTERACTION_TTL_SECONDS', flag: 'oidc-interaction-ttl-seconds', kind: 'int', defaultValue: '600', min: 1, max: 3600, description: 'Time a user has on the OpenID Connect sign-in pages (password, second factor, consent) before the sign-in expires and must start again at the application.' },
   { key: 'mailFrom', tier: 'operator', env: 'TOLLBOOTH_MAIL_FROM', flag: 'mail-from', kind: 'string', defaultValue: 'tollbooth <no-reply@localhost>', description: 'Sender (From) of the mails.' },
   { key: 'mailMaxAttempts', tier: 'tuning', env: 'TOLLBOOTH_MAIL_MAX_ATTEMPTS', flag: 'mail-max-attempts', kind: 'int', defaultValue: '8', min: 1, max: 100, description: 'Send attempts of one mail before it is given up (logged at error, kept in the outbox as failed).' },
   { key: 'mailRetryDelayMs', tier: 'tuning', env: 'TOLLBOOTH_MAIL_RETRY_DELAY_MS', flag: 'mail-retry-delay-ms', kind: 'int', defaultValue: '30000', min: 10, max: 3600000, description: 'Wait before the first retry of a failed send, doubled per attempt, at most an hour.' },

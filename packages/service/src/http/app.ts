@@ -319,6 +319,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       accounts: new SessionAccounts(db, sessions),
       pages: { error: providerErrorPage, logoutConfirm: logoutConfirmPage, loggedOut: loggedOutPage },
       accessTokenTtlSeconds: config.oidcAccessTokenTtlSeconds,
+      interactionTtlSeconds: config.oidcInteractionTtlSeconds,
       refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
       sessionTtlSeconds: config.sessionMaxLifetimeSeconds,
       proxy: config.trustProxy !== false && config.trustProxy !== 0,

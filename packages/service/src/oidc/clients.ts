@@ -45,6 +45,7 @@ function validatingProvider (db: pg.Pool): ReturnType<typeof createOidcProvider>
     accounts: { claimsOf: async () => undefined, endSession: async () => {} },
     pages: { error: () => '', logoutConfirm: () => '', loggedOut: () => '' },
     accessTokenTtlSeconds: 600,
+    interactionTtlSeconds: 600,
     refreshTokenTtlSeconds: 600,
     sessionTtlSeconds: 600,
     proxy: false,

@@ -54,6 +54,8 @@ export interface OidcProviderOptions {
   accounts: OidcAccounts
   pages: OidcPages
   accessTokenTtlSeconds: number
+  /** Time to sign in (and give a second factor) before the flow must start again. */
+  interactionTtlSeconds: number
   refreshTokenTtlSeconds: number
   sessionTtlSeconds: number
   /** Behind a proxy that sets X-Forwarded-Proto (TOLLBOOTH_TRUST_PROXY). */
@@ -62,8 +64,6 @@ export interface OidcProviderOptions {
 
 /** An authorization code is exchanged at once by its client: a minute is plenty. */
 const authorizationCodeTtlSeconds = 60
-/** Time to sign in (and give a second factor) before the flow must start again. */
-const interactionTtlSeconds = 600
 /** Algorithms a client may sign its own assertions with (private_key_jwt): asymmetric only. */
 const clientAssertionAlgs = ['EdDSA', 'ES256', 'PS256', 'RS256'] as const
 
@@ -178,7 +178,7 @@ function configuration (options: OidcProviderOptions): Configuration {
       AccessToken: options.accessTokenTtlSeconds,
       IdToken: options.accessTokenTtlSeconds,
       AuthorizationCode: authorizationCodeTtlSeconds,
-      Interaction: interactionTtlSeconds,
+      Interaction: options.interactionTtlSeconds,
       RefreshToken: options.refreshTokenTtlSeconds,
       Grant: options.refreshTokenTtlSeconds,
       Session: options.sessionTtlSeconds,

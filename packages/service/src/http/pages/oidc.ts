@@ -90,6 +90,11 @@ export function busyPage (retryAfterSeconds: number): string {
 <p>Nothing was lost: go back and send the form again.</p>`)
 }
 
+export function throttledPage (retryAfterSeconds: number): string {
+  return page('Too many attempts', html`<p>Too many wrong attempts for this account. Please try again in ${retryAfterSeconds} s.</p>
+<p>Go back and send the form again then.</p>`)
+}
+
 export function errorPage (input: { title: string, message: string }): string {
   return page(input.title, html`<p>${input.message}</p>`)
 }

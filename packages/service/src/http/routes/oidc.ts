@@ -17,7 +17,7 @@ import { connectionKeys, hashAdmission, type HashAdmissionOptions, type RefusalP
 import { admittedRequest, userAgent } from '../request-context.js'
 import { deviceCookie, presentedDevice, type DeviceCookieOptions } from '../device-cookie.js'
 import { toTollboothError } from '../error-handler.js'
-import { busyPage, consentPage, errorPage, providerPagePolicy, readOidcPasskeyScript, secondFactorPage, sendPage, sendScript, signInPage, type PasskeySignIn } from '../pages/index.js'
+import { busyPage, consentPage, errorPage, providerPagePolicy, readOidcPasskeyScript, secondFactorPage, sendPage, sendScript, signInPage, throttledPage, type PasskeySignIn } from '../pages/index.js'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server'
 import { PasskeyAuthenticationResponse } from '../passkey-schemas.js'
@@ -87,7 +87,7 @@ function field (value: unknown): string {
   return typeof value === 'string' ? value : ''
 }
 
-/** Errors of the pages answered as pages: overload as "busy, retry in N s" (503 + Retry-After, paced as the API's). */
+/** Errors of the pages answered as pages: overload as "busy, retry in N s" (503 + Retry-After, paced as the API's), a throttled account as "too many attempts" (429). */
 function pageErrors (app: FastifyInstance, pacer: RefusalPacer): void {
   app.setErrorHandler((error, request, reply) => {
     const known = providerError(error) ?? toTollboothError(error as Error)
@@ -95,7 +95,7 @@ function pageErrors (app: FastifyInstance, pacer: RefusalPacer): void {
       const seconds = Math.max(1, Math.ceil(known.retryAfterSeconds))
       if (known.statusCode === 503) pacer.noteRefusal(connectionKeys(pacer, request, reply), seconds)
       void reply.code(known.statusCode).header('retry-after', String(seconds))
-      return sendPage(reply, busyPage(seconds))
+      return sendPage(reply, known.statusCode === 429 ? throttledPage(seconds) : busyPage(seconds))
     }
     if (known.code === 'INTERNAL') request.log.error({ err: error }, 'unhandled error on a sign-in page')
     if (known.code === 'NOT_FOUND') return sendPage(reply.code(400), errorPage({ title: 'Sign-in expired', message: 'This sign-in has expired or was already completed. Go back to the application and sign in again.' }))

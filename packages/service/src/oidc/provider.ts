@@ -153,8 +153,10 @@ function configuration (options: OidcProviderOptions): Configuration {
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: false },
-      revocation: { enabled: true },
-      introspection: { enabled: true },
+      // A client revokes its own tokens; another's are left alone (RFC 7009: answered 200 all the same).
+      revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
+      // Only a client that proved who it is learns about a token, and only about its own (RFC 7662 section 4: no token scanning).
+      introspection: { enabled: true, allowedPolicy: (_ctx, client, token) => client.clientAuthMethod !== 'none' && token.clientId === client.clientId },
       userinfo: { enabled: true },
       clientCredentials: { enabled: false },
       deviceFlow: { enabled: false },

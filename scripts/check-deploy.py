@@ -25,6 +25,7 @@
 - HAProxy takes a draining replica out (inter x fall) before its drain ends.
 Prints one line per check and exits 1 when any fails. Needs PyYAML.
 """
+import glob
 import ipaddress
 import json
 import os
@@ -225,7 +226,9 @@ for line in lines:
         sources = line.split()[1:-1]
         for source in sources:
             excluded = any(source == pattern or source.startswith(pattern.rstrip('/') + '/') or ('**/' in pattern and '/' + pattern.split('**/')[1] in '/' + source) for pattern in ignored)
-            check(os.path.exists(os.path.join(root, source)) and not excluded, f'COPY source {source} exists and is in the build context')
+            # A wildcard source (as Docker expands it) must match at least one file.
+            present = len(glob.glob(os.path.join(root, source))) > 0 if any(c in source for c in '*?[') else os.path.exists(os.path.join(root, source))
+            check(present and not excluded, f'COPY source {source} exists and is in the build context')
 
 # --- compose.yaml ---------------------------------------------------------------------------
 compose = load('compose.yaml')

@@ -50,6 +50,7 @@ const timingLane: readonly string[] = [
   'service/accounts/sign-in/login.test', // unknown email vs wrong password time ratio
   'service/overload/overload.test', // event loop and /healthz latency in a storm
   'service/overload/pacing.test', // held refusals measured in ms
+  'service/overload/cheap-sign-in.test', // a cost-16 verify must outlast filling the queue with logins
   'service/http/protocol-errors.test', // a login held in the queue by a cost-12 hash, inside its 2 s deadline, while the service closes
   'service/overload/shedding.test', // a saturated event loop, on purpose
   'service/launcher/replicas.test', // replicas under 0.5-CPU quotas, and HAProxy's 1 s health checks against a 3.5 s drain

@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { passwordMinLength } from '../../accounts/index.js'
 import { packageRoot } from '../../paths.js'
-import { html } from './html.js'
+import { html, type SafeHtml } from './html.js'
 import { renderPage } from './layout.js'
 
 export interface MailLinkPageOptions {
@@ -27,42 +27,38 @@ function signInLink (accountPath: string | undefined): ReturnType<typeof html> {
 
 const statusLine = html`<p id="status" class="status" role="status" aria-live="polite" aria-atomic="true"></p>`
 
-/** GET /verify-email?token=...: one button that confirms the address. */
-export function renderVerifyEmailPage (options: MailLinkPageOptions): string {
+/** A mail link's page: its heading, what the link lacks, the status line, its one form and the way to sign in after. */
+function mailLinkPage (heading: string, form: SafeHtml, options: MailLinkPageOptions): string {
   return renderPage({
-    title: 'Confirm your email address · tollbooth',
+    title: `${heading} · tollbooth`,
     scripts: [options.scriptPath],
-    main: html`<h1>Confirm your email address</h1>
+    main: html`<h1>${heading}</h1>
 <noscript><p>This page needs JavaScript: it sends the link's token to the service from the browser.</p></noscript>
 ${missingToken}
 ${statusLine}
-<form id="verify-email" method="post" data-action="verify-email">
-<p>Press the button to confirm that this address is yours.</p>
-<button type="submit">Confirm my address</button>
-</form>
+${form}
 ${signInLink(options.accountPath)}`,
   })
 }
 
+/** GET /verify-email?token=...: one button that confirms the address. */
+export function renderVerifyEmailPage (options: MailLinkPageOptions): string {
+  return mailLinkPage('Confirm your email address', html`<form id="verify-email" method="post" data-action="verify-email">
+<p>Press the button to confirm that this address is yours.</p>
+<button type="submit">Confirm my address</button>
+</form>`, options)
+}
+
 /** GET /reset-password?token=...: a new password, typed twice. */
 export function renderResetPasswordPage (options: MailLinkPageOptions): string {
-  return renderPage({
-    title: 'Choose a new password · tollbooth',
-    scripts: [options.scriptPath],
-    main: html`<h1>Choose a new password</h1>
-<noscript><p>This page needs JavaScript: it sends the link's token to the service from the browser.</p></noscript>
-${missingToken}
-${statusLine}
-<form id="reset-password" method="post" data-action="reset-password">
+  return mailLinkPage('Choose a new password', html`<form id="reset-password" method="post" data-action="reset-password">
 <label for="new-password">New password</label>
 <input id="new-password" name="password" type="password" autocomplete="new-password" minlength="${passwordMinLength}" aria-describedby="new-password-hint" required>
 <p id="new-password-hint">At least ${passwordMinLength} characters; a common password is refused. Every session of the account ends.</p>
 <label for="new-password-again">The same password again</label>
 <input id="new-password-again" name="passwordAgain" type="password" autocomplete="new-password" required>
 <button type="submit">Set the new password</button>
-</form>
-${signInLink(options.accountPath)}`,
-  })
+</form>`, options)
 }
 
 /** The pages' script, read once at start. */

@@ -88,6 +88,8 @@ export interface TestServiceOptions {
   policy?: HashPolicy
   threads?: number
   maxQueue?: number
+  /** The hash threads' nice value; default the engine's (below the event loop). */
+  threadNice?: number
   /** Settings by their key in the config (settings.ts); a key that is none fails to compile. */
   config?: Partial<FlatConfig>
   /** Reuse a database (e.g. to restart with another policy). */
@@ -129,6 +131,7 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
     policy: config.hashPolicy,
     threads: options.threads ?? 2,
     ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
+    ...(options.threadNice === undefined ? {} : { threadNice: options.threadNice }),
   })
   const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false, ...(options.now === undefined ? {} : { now: options.now }), ...(options.harness === undefined ? {} : { harness: options.harness }), ...(options.clock === undefined ? {} : { clock: options.clock }) })
   await app.listen({ host: '127.0.0.1', port: options.port ?? 0 })

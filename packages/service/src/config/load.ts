@@ -207,8 +207,24 @@ function checkTokenSettings (c: FlatConfig): void {
     // An ID token is verified by parties that must not hold the secret that signs it.
     throw createError('CONFIG_INVALID', 'TOLLBOOTH_OIDC needs TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256: ID tokens are never signed with the shared HS256 secret', { field: 'TOLLBOOTH_OIDC' })
   }
+  checkOidcClientSettings(c)
   if (c.verificationKeyFiles !== undefined && c.signingKeyFile === undefined) {
     throw createError('CONFIG_INVALID', 'TOLLBOOTH_VERIFICATION_KEY_FILES needs TOLLBOOTH_SIGNING_KEY_FILE', { field: 'TOLLBOOTH_VERIFICATION_KEY_FILES' })
+  }
+}
+
+/** Where the provider's clients come from: settings that mean nothing without it, or without each other, are refused. */
+function checkOidcClientSettings (c: FlatConfig): void {
+  const needsProvider = (env: string): void => {
+    if (!c.oidc) throw createError('CONFIG_INVALID', `${env} needs TOLLBOOTH_OIDC=true`, { field: env })
+  }
+  if (c.oidcClientsFile !== undefined) needsProvider('TOLLBOOTH_OIDC_CLIENTS_FILE')
+  if (c.oidcRegistration !== 'off') needsProvider('TOLLBOOTH_OIDC_REGISTRATION')
+  if (c.oidcRegistration === 'token' && (c.oidcRegistrationToken === undefined || c.oidcRegistrationToken.length < 32)) {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_OIDC_REGISTRATION=token needs TOLLBOOTH_OIDC_REGISTRATION_TOKEN of at least 32 characters (openssl rand -base64 32)', { field: 'TOLLBOOTH_OIDC_REGISTRATION_TOKEN' })
+  }
+  if (c.oidcRegistration !== 'token' && c.oidcRegistrationToken !== undefined) {
+    throw createError('CONFIG_INVALID', 'TOLLBOOTH_OIDC_REGISTRATION_TOKEN goes with TOLLBOOTH_OIDC_REGISTRATION=token', { field: 'TOLLBOOTH_OIDC_REGISTRATION_TOKEN' })
   }
 }
 

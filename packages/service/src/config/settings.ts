@@ -139,6 +139,11 @@ export interface FlatConfig {
   oidc: boolean
   oidcAccessTokenTtlSeconds: number
   oidcInteractionTtlSeconds: number
+  /** A JSON file of relying parties applied at start (oidc/clients-file.ts); undefined: none. */
+  oidcClientsFile: string | undefined
+  /** Dynamic client registration (RFC 7591): off, with the initial access token, or open to anyone. */
+  oidcRegistration: 'off' | 'token' | 'open'
+  oidcRegistrationToken: string | undefined
   mailFrom: string
   mailMaxAttempts: number
   mailRetryDelayMs: number
@@ -236,6 +241,9 @@ export const settings: readonly Setting[] = [
   { key: 'oidc', tier: 'tuning', env: 'TOLLBOOTH_OIDC', flag: 'oidc', kind: 'bool', defaultValue: 'false', description: 'Serve an OpenID Connect provider: issuer <TOLLBOOTH_PUBLIC_URL>/oidc, authorization code flow with PKCE, for the clients registered with `tollbooth clients add`. Its ID tokens are signed by the key ring (EdDSA or ES256): refused with TOLLBOOTH_JWT_ALGORITHM=HS256.' },
   { key: 'oidcAccessTokenTtlSeconds', tier: 'tuning', env: 'TOLLBOOTH_OIDC_ACCESS_TOKEN_TTL_SECONDS', flag: 'oidc-access-token-ttl-seconds', kind: 'int', defaultValue: '600', min: 60, max: 86400, description: 'Lifetime of the access and ID tokens the OpenID Connect provider issues; its refresh tokens live TOLLBOOTH_REFRESH_TOKEN_TTL_SECONDS, within the tollbooth session the sign-in opened.' },
   { key: 'oidcInteractionTtlSeconds', tier: 'tuning', env: 'TOLLBOOTH_OIDC_INTERACTION_TTL_SECONDS', flag: 'oidc-interaction-ttl-seconds', kind: 'int', defaultValue: '600', min: 1, max: 3600, description: 'Time a user has on the OpenID Connect sign-in pages (password, second factor, consent) before the sign-in expires and must start again at the application.' },
+  { key: 'oidcClientsFile', tier: 'tuning', env: 'TOLLBOOTH_OIDC_CLIENTS_FILE', flag: 'oidc-clients-file', kind: 'string', defaultValue: undefined, description: 'A JSON file of relying parties ({"clients": [...]}, in OpenID Connect\'s metadata names), applied at every start as `tollbooth clients apply` does: its clients added or updated, those it no longer lists removed; clients added with `tollbooth clients add` are left alone. A file that does not parse or a client it describes that is refused stops the start. Needs TOLLBOOTH_OIDC.' },
+  { key: 'oidcRegistration', tier: 'tuning', env: 'TOLLBOOTH_OIDC_REGISTRATION', flag: 'oidc-registration', kind: 'enum', choices: ['off', 'token', 'open'], defaultValue: 'off', description: 'Dynamic client registration (RFC 7591) at <issuer>/reg. `off`: none; clients come from `tollbooth clients` or the clients file. `token`: a registration must carry TOLLBOOTH_OIDC_REGISTRATION_TOKEN as its bearer token. `open`: anyone may register a client (what MCP clients expect); its users are always asked for consent. A registered client is never first-party, and may not name URLs the provider would fetch (jwks_uri, sector_identifier_uri, request_uris). Needs TOLLBOOTH_OIDC.' },
+  { key: 'oidcRegistrationToken', tier: 'tuning', env: 'TOLLBOOTH_OIDC_REGISTRATION_TOKEN', flag: 'oidc-registration-token', kind: 'string', secret: true, defaultValue: undefined, description: 'The initial access token a dynamic client registration presents with TOLLBOOTH_OIDC_REGISTRATION=token (at least 32 characters: openssl rand -base64 32), compared in constant time.' },
   { key: 'mailFrom', tier: 'operator', env: 'TOLLBOOTH_MAIL_FROM', flag: 'mail-from', kind: 'string', defaultValue: 'tollbooth <no-reply@localhost>', description: 'Sender (From) of the mails.' },
   { key: 'mailMaxAttempts', tier: 'tuning', env: 'TOLLBOOTH_MAIL_MAX_ATTEMPTS', flag: 'mail-max-attempts', kind: 'int', defaultValue: '8', min: 1, max: 100, description: 'Send attempts of one mail before it is given up (logged at error, kept in the outbox as failed).' },
   { key: 'mailRetryDelayMs', tier: 'tuning', env: 'TOLLBOOTH_MAIL_RETRY_DELAY_MS', flag: 'mail-retry-delay-ms', kind: 'int', defaultValue: '30000', min: 10, max: 3600000, description: 'Wait before the first retry of a failed send, doubled per attempt, at most an hour.' },

@@ -17,5 +17,5 @@ export { purgeBatch, purgeTargets, type PurgeTarget } from './purge.js'
 export {
   consumeOidcPayload, deleteOidcGrant, deleteOidcPayload, findOidcPayload, findOidcPayloadByUid, upsertOidcPayload,
 } from './oidc-payloads.js'
-export { deleteOidcClient, findOidcClient, insertOidcClient, listOidcClients, type StoredOidcClient } from './oidc-clients.js'
+export { deleteOidcClient, findOidcClient, insertOidcClient, listOidcClients, lockOidcClients, updateFileOidcClient, type NewOidcClient, type OidcClientSource, type StoredOidcClient } from './oidc-clients.js'
 export * from './accounts/index.js'

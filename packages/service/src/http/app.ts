@@ -311,7 +311,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     // loadConfig refuses TOLLBOOTH_OIDC with HS256: the ring is there.
     if (keyRing === undefined) throw createError('CONFIG_INVALID', 'TOLLBOOTH_OIDC needs the key ring (TOLLBOOTH_JWT_ALGORITHM EdDSA or ES256)')
     // Loaded only when on: a service without the provider never loads oidc-provider.
-    const [{ CurrentOidcProvider, SessionAccounts }, oidcRoutes] = await Promise.all([import('../oidc/index.js'), loadOidcRoutes()])
+    const [{ applyClientsFile, CurrentOidcProvider, SessionAccounts }, oidcRoutes] = await Promise.all([import('../oidc/index.js'), loadOidcRoutes()])
     const providers = new CurrentOidcProvider(() => keyRing.signing, {
       issuer: `${(config.publicUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '')}/oidc`,
       db,
@@ -323,7 +323,12 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
       sessionTtlSeconds: config.sessionMaxLifetimeSeconds,
       proxy: config.trustProxy !== false && config.trustProxy !== 0,
+      registration: { mode: config.oidcRegistration, token: config.oidcRegistrationToken },
     })
+    if (config.oidcClientsFile !== undefined) {
+      const applied = await applyClientsFile(db, config.oidcClientsFile)
+      app.log.info({ added: applied.added, updated: applied.updated, removed: applied.removed, unchanged: applied.unchanged.length }, 'OpenID Connect clients applied from the clients file')
+    }
     await app.register(oidcRoutes, { providers, keyRing, jwksMaxAgeSeconds: config.jwksMaxAgeSeconds, auth, accessTokens, engine, pacer, loginDeadlineMs: config.loginDeadlineMs, deviceCookie, passkeys })
   }
   metrics.readInFlight(() => ({ capped: shedding.state.inFlight, ownAdmission: shedding.state.inFlightOwnAdmission }))

@@ -1,12 +1,13 @@
 /**
  * oidc-provider's storage on PostgreSQL: every model's instances in oidc_payloads (so any replica
- * serves any step of a flow), the clients from oidc_clients (registered with `tollbooth clients`,
- * never by the provider itself). Expired rows are never found; the purge job deletes them.
+ * serves any step of a flow), the clients from oidc_clients (registered with `tollbooth clients`
+ * or the clients file, and by the provider itself only through dynamic registration when it is
+ * on). Expired rows are never found; the purge job deletes them.
  */
 import type { Adapter, AdapterFactory, AdapterPayload } from 'oidc-provider'
 import type pg from 'pg'
-import { consumeOidcPayload, deleteOidcGrant, deleteOidcPayload, findOidcClient, findOidcPayload, findOidcPayloadByUid, upsertOidcPayload } from '../db/index.js'
-import { clientMetadata } from './client-metadata.js'
+import { consumeOidcPayload, deleteOidcGrant, deleteOidcPayload, findOidcClient, findOidcPayload, findOidcPayloadByUid, insertOidcClient, upsertOidcPayload } from '../db/index.js'
+import { clientMetadata, clientSecretHash, firstPartyMember } from './client-metadata.js'
 
 /** The models whose rows name a grant: revoked together when the grant is (a code used twice, a refresh token replayed). */
 const grantable = new Set(['AccessToken', 'AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest', 'PreAuthorizedCode'])
@@ -51,7 +52,11 @@ class PayloadAdapter implements Adapter {
   }
 }
 
-/** Clients are read only: registration is `tollbooth clients add`, never the provider's. */
+/**
+ * Clients are read here, and written only by dynamic registration (a new client, never an update:
+ * registration management is off). Its secret is stored as its SHA-256, as every client's; the
+ * registration's answer, made from the client in memory, is the only place the secret appears.
+ */
 class ClientAdapter implements Adapter {
   constructor (private readonly db: pg.Pool) {}
 
@@ -60,7 +65,12 @@ class ClientAdapter implements Adapter {
     return stored === undefined ? undefined : clientMetadata(stored) as AdapterPayload
   }
 
-  async upsert (): Promise<void> { throw new Error('clients are registered with `tollbooth clients add`') }
+  async upsert (id: string, payload: AdapterPayload): Promise<void> {
+    const { client_id: _id, client_secret: secret, [firstPartyMember]: _firstParty, ...metadata } = payload as Record<string, unknown>
+    const secretHash = typeof secret === 'string' ? clientSecretHash(secret) : null
+    if (!await insertOidcClient(this.db, { clientId: id, secretHash, firstParty: false, metadata, source: 'registration' })) throw new Error(`a client ${id} is already registered`)
+  }
+
   async findByUid (): Promise<undefined> { return undefined }
   async findByUserCode (): Promise<undefined> { return undefined }
   async consume (): Promise<void> { throw new Error('clients are never consumed') }

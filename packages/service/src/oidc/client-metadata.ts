@@ -24,7 +24,7 @@ export function newClientSecret (): { secret: string, hash: Buffer } {
   return { secret, hash: clientSecretHash(secret) }
 }
 
-function clientSecretHash (secret: string): Buffer {
+export function clientSecretHash (secret: string): Buffer {
   return createHash('sha256').update(secret, 'utf8').digest()
 }
 

@@ -6,7 +6,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import { createError } from '../errors.js'
-import { deleteOidcClient, insertOidcClient, listOidcClients, type StoredOidcClient } from '../db/index.js'
+import { deleteOidcClient, insertOidcClient, listOidcClients, type NewOidcClient, type OidcClientSource, type StoredOidcClient } from '../db/index.js'
 import { clientMetadata, newClientSecret } from './client-metadata.js'
 import { createOidcProvider } from './provider.js'
 
@@ -44,6 +44,7 @@ function validatingProvider (db: pg.Pool): ReturnType<typeof createOidcProvider>
     cookieKeys: [randomBytes(32).toString('base64url')],
     accounts: { claimsOf: async () => undefined, endSession: async () => {} },
     pages: { error: () => '', logoutConfirm: () => '', loggedOut: () => '' },
+    registration: { mode: 'off', token: undefined },
     accessTokenTtlSeconds: 600,
     interactionTtlSeconds: 600,
     refreshTokenTtlSeconds: 600,
@@ -52,12 +53,8 @@ function validatingProvider (db: pg.Pool): ReturnType<typeof createOidcProvider>
   })
 }
 
-export async function addClient (db: pg.Pool, registration: ClientRegistration): Promise<RegisteredClient> {
-  const clientId = registration.clientId ?? randomBytes(16).toString('base64url')
-  if (registration.redirectUris.length === 0) throw createError('CONFIG_INVALID', 'a client needs at least one redirect URI (--redirect-uri)')
-  if (registration.authMethod === 'private_key_jwt' && registration.jwks === undefined) throw createError('CONFIG_INVALID', 'private_key_jwt needs the client\'s public keys (--jwks-file)')
-  if (registration.authMethod !== 'private_key_jwt' && registration.jwks !== undefined) throw createError('CONFIG_INVALID', '--jwks-file goes with --auth private_key_jwt only')
-  const secret = registration.authMethod === 'client_secret_basic' || registration.authMethod === 'client_secret_post' ? newClientSecret() : undefined
+/** The row a registration makes (`secretHash` given: the caller made or was given the secret). */
+export function clientToStore (registration: ClientRegistration & { clientId: string }, secretHash: Buffer | null, source: OidcClientSource): NewOidcClient {
   const metadata: Record<string, unknown> = {
     redirect_uris: registration.redirectUris,
     ...(registration.postLogoutRedirectUris.length === 0 ? {} : { post_logout_redirect_uris: registration.postLogoutRedirectUris }),
@@ -67,13 +64,44 @@ export async function addClient (db: pg.Pool, registration: ClientRegistration):
     ...(registration.name === undefined ? {} : { client_name: registration.name }),
     ...(registration.jwks === undefined ? {} : { jwks: registration.jwks }),
   }
-  const stored = { clientId, secretHash: secret?.hash ?? null, firstParty: registration.firstParty, metadata }
-  try {
-    await validatingProvider(db).Client.validate(clientMetadata({ ...stored, createdAt: new Date() }) as never)
-  } catch (err) {
-    const description = (err as { error_description?: unknown }).error_description
-    throw createError('CONFIG_INVALID', `the client's metadata is refused: ${typeof description === 'string' ? description : (err as Error).message}`, { cause: err })
+  return { clientId: registration.clientId, secretHash, firstParty: registration.firstParty, metadata, source }
+}
+
+/** Whether a registration's method needs a secret (client_secret_basic and client_secret_post). */
+export function needsSecret (authMethod: ClientAuthMethod): boolean {
+  return authMethod === 'client_secret_basic' || authMethod === 'client_secret_post'
+}
+
+/** The rules every registration meets before oidc-provider's own; a message for the one broken, or undefined. */
+export function registrationFault (registration: ClientRegistration): string | undefined {
+  if (registration.redirectUris.length === 0) return 'a client needs at least one redirect URI'
+  if (registration.authMethod === 'private_key_jwt' && registration.jwks === undefined) return 'private_key_jwt needs the client\'s public keys (a JWK Set)'
+  if (registration.authMethod !== 'private_key_jwt' && registration.jwks !== undefined) return 'a JWK Set goes with private_key_jwt only'
+  return undefined
+}
+
+/** Checks clients' metadata by oidc-provider's own rules (Client.validate): the first refused, by client id, with the provider's reason. */
+export async function metadataFault (db: pg.Pool, clients: NewOidcClient[]): Promise<{ clientId: string, message: string } | undefined> {
+  const provider = validatingProvider(db)
+  for (const client of clients) {
+    try {
+      await provider.Client.validate(clientMetadata({ ...client, createdAt: new Date() }) as never)
+    } catch (err) {
+      const description = (err as { error_description?: unknown }).error_description
+      return { clientId: client.clientId, message: typeof description === 'string' ? description : (err as Error).message }
+    }
   }
+  return undefined
+}
+
+export async function addClient (db: pg.Pool, registration: ClientRegistration): Promise<RegisteredClient> {
+  const clientId = registration.clientId ?? randomBytes(16).toString('base64url')
+  const fault = registrationFault(registration)
+  if (fault !== undefined) throw createError('CONFIG_INVALID', fault)
+  const secret = needsSecret(registration.authMethod) ? newClientSecret() : undefined
+  const stored = clientToStore({ ...registration, clientId }, secret?.hash ?? null, 'cli')
+  const refused = await metadataFault(db, [stored])
+  if (refused !== undefined) throw createError('CONFIG_INVALID', `the client's metadata is refused: ${refused.message}`)
   if (!await insertOidcClient(db, stored)) throw createError('CONFIG_INVALID', `a client ${clientId} is already registered`)
   return { clientId, secret: secret?.secret }
 }

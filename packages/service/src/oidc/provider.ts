@@ -1,12 +1,13 @@
 /**
  * The OpenID Connect provider (oidc-provider, panva's certified implementation), configured for
  * tollbooth: the authorization code flow with PKCE (S256) only, no implicit or hybrid flow, no
- * password grant, no dynamic registration; refresh tokens rotated, a rotated one presented again
- * revoking its grant; ID tokens signed by the key ring's signing key (EdDSA or ES256, never
- * HS256); everything kept in PostgreSQL (adapter.ts); the pages rendered by the caller.
+ * password grant, dynamic registration only when the operator turns it on; refresh tokens
+ * rotated, a rotated one presented again revoking its grant; ID tokens signed by the key ring's
+ * signing key (EdDSA or ES256, never HS256); everything kept in PostgreSQL (adapter.ts); the
+ * pages rendered by the caller.
  */
-import { createPrivateKey } from 'node:crypto'
-import { interactionPolicy, Provider, type Client, type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
+import { createPrivateKey, randomBytes } from 'node:crypto'
+import { errors, interactionPolicy, Provider, type Client, type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
 import type pg from 'pg'
 import type { SigningAlgorithm } from '../keys/index.js'
 import { postgresAdapter } from './adapter.js'
@@ -60,6 +61,26 @@ export interface OidcProviderOptions {
   sessionTtlSeconds: number
   /** Behind a proxy that sets X-Forwarded-Proto (TOLLBOOTH_TRUST_PROXY). */
   proxy: boolean
+  /** Dynamic client registration (TOLLBOOTH_OIDC_REGISTRATION): `token` with its initial access token. */
+  registration: { mode: 'off' | 'token' | 'open', token: string | undefined }
+}
+
+/**
+ * What a dynamically registered client may not ask for: to be first-party (its users' consent
+ * skipped), or URLs the provider would fetch from its own network when it registers or signs in
+ * (a request forged by the provider: its keys, its sector identifier, its request objects).
+ */
+const refusedInRegistration = [firstPartyMember, 'jwks_uri', 'sector_identifier_uri', 'request_uris'] as const
+
+/**
+ * The id of a registered client, made once its registration's body is parsed: the place to refuse
+ * the members above before anything is stored (oidc-provider has no hook between the two).
+ */
+function registeredClientId (ctx: KoaContextWithOIDC): string {
+  const body = (ctx.oidc.body ?? {}) as Record<string, unknown>
+  const refused = refusedInRegistration.find((member) => body[member] !== undefined)
+  if (refused !== undefined) throw new errors.InvalidClientMetadata(`${refused} is not accepted in a dynamic registration`)
+  return randomBytes(16).toString('base64url')
 }
 
 /** An authorization code is exchanged at once by its client: a minute is plenty. */
@@ -152,7 +173,15 @@ function configuration (options: OidcProviderOptions): Configuration {
     },
     features: {
       devInteractions: { enabled: false },
-      registration: { enabled: false },
+      registration: {
+        enabled: options.registration.mode !== 'off',
+        // A string: compared in constant time by oidc-provider (registration.js).
+        initialAccessToken: options.registration.mode === 'token' ? options.registration.token ?? false : false,
+        idFactory: registeredClientId,
+        // No registration access token: a registered client is read, changed or removed by the
+        // operator (tollbooth clients), and its stored secret (a SHA-256) is never read back.
+        issueRegistrationAccessToken: false,
+      },
       // A client revokes its own tokens; another's are left alone (RFC 7009: answered 200 all the same).
       revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
       // Only a client that proved who it is learns about a token, and only about its own (RFC 7662 section 4: no token scanning).

@@ -1,7 +1,8 @@
 /**
  * Registering a relying party (`tollbooth clients add`): its metadata checked by oidc-provider's
  * own rules (client.validate) against this provider's configuration, then stored with the
- * SHA-256 of a generated secret, which is shown once and never kept.
+ * SHA-256 of a generated secret, which is shown once and never kept. The clients file
+ * (clients-file.ts) makes its rows and checks them with the same functions.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import type pg from 'pg'

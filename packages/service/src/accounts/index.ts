@@ -1,7 +1,7 @@
 /** The accounts room's public face: what the rest of the service uses of it. */
 export { AuthService, deviceCookieName, deviceHeaderName, presentedDeviceToken } from './sign-in/index.js'
 export { ChecksUnderWay } from './checks-under-way.js'
-export { type LoginThrottlePolicy } from './login-throttle.js'
+export { addressKey, type LoginThrottlePolicy } from './login-throttle.js'
 export { openAccessTokens } from './access-tokens.js'
 export { AccountMailService } from './account-mail-service.js'
 export { AccountService } from './account-service.js'

@@ -323,7 +323,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
       refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
       sessionTtlSeconds: config.sessionMaxLifetimeSeconds,
       proxy: config.trustProxy !== false && config.trustProxy !== 0,
-      registration: { mode: config.oidcRegistration, token: config.oidcRegistrationToken },
+      registration: { mode: config.oidcRegistration, token: config.oidcRegistrationToken, throttle: { clientRequests: config.registerThrottleClientRequests, windowSeconds: config.registerThrottleWindowSeconds } },
     })
     if (config.oidcClientsFile !== undefined) {
       const applied = await applyClientsFile(db, config.oidcClientsFile)

@@ -45,7 +45,7 @@ function validatingProvider (db: pg.Pool): ReturnType<typeof createOidcProvider>
     cookieKeys: [randomBytes(32).toString('base64url')],
     accounts: { claimsOf: async () => undefined, endSession: async () => {} },
     pages: { error: () => '', logoutConfirm: () => '', loggedOut: () => '' },
-    registration: { mode: 'off', token: undefined },
+    registration: { mode: 'off', token: undefined, throttle: { clientRequests: 1, windowSeconds: 1 } },
     accessTokenTtlSeconds: 600,
     interactionTtlSeconds: 600,
     refreshTokenTtlSeconds: 600,

@@ -13,6 +13,7 @@ import type { SigningAlgorithm } from '../keys/index.js'
 import { postgresAdapter } from './adapter.js'
 import { clientSecretMatches, firstPartyMember } from './client-metadata.js'
 import { sessionOfAccountId, type SignedInSession } from './account-id.js'
+import { limitRegistrations, type RegistrationThrottle } from './registration-throttle.js'
 
 /** The provider is mounted here, under the public URL: the issuer is `<public URL>/oidc`. */
 export const oidcMountPath = '/oidc'
@@ -61,8 +62,8 @@ export interface OidcProviderOptions {
   sessionTtlSeconds: number
   /** Behind a proxy that sets X-Forwarded-Proto (TOLLBOOTH_TRUST_PROXY). */
   proxy: boolean
-  /** Dynamic client registration (TOLLBOOTH_OIDC_REGISTRATION): `token` with its initial access token. */
-  registration: { mode: 'off' | 'token' | 'open', token: string | undefined }
+  /** Dynamic client registration (TOLLBOOTH_OIDC_REGISTRATION): `token` with its initial access token; bounded per client address. */
+  registration: { mode: 'off' | 'token' | 'open', token: string | undefined, throttle: RegistrationThrottle }
 }
 
 /**
@@ -238,6 +239,7 @@ function configuration (options: OidcProviderOptions): Configuration {
 export function createOidcProvider (options: OidcProviderOptions): Provider {
   const provider = new Provider(options.issuer, configuration(options))
   provider.proxy = options.proxy
+  if (options.registration.mode !== 'off') limitRegistrations(provider, options.db, options.registration.throttle)
   // The stored secret is its SHA-256 (client-metadata.ts): the presented one is hashed to compare.
   provider.Client.prototype.compareClientSecret = function compareHashedSecret (this: { clientSecret?: string }, presented: string) {
     return clientSecretMatches(this.clientSecret, presented)

@@ -14,7 +14,7 @@ import * as client from 'openid-client'
 import { fetch as undiciFetch } from 'undici'
 import { startOidcService, type OidcTestService } from '../helpers/oidc.js'
 import { authorizationRequest, CookieJar, follow, formAction, step, walkSignIn } from '../helpers/oidc-walk.js'
-import { registerUser } from '../helpers/service.js'
+import { registerUser, request } from '../helpers/service.js'
 
 const redirectUri = 'http://127.0.0.1:9/callback'
 const insecure = { execute: [client.allowInsecureRequests] }
@@ -155,5 +155,30 @@ describe('dynamic client registration', () => {
     const config = await client.discovery(new URL(open.issuer), registered.body.client_id as string, undefined, client.None(), insecure)
     const user = await registerUser(open)
     assert.equal((await signInThrough(open, config, user)).claims()?.sub, user.body.user.id)
+  })
+})
+
+describe('dynamic client registration under its bound', () => {
+  let service: OidcTestService
+  before(async () => { service = await startOidcService({ config: { oidcRegistration: 'open', registerThrottleClientRequests: 3 } }) })
+  after(async () => { await service?.close() })
+
+  it('counts every registration of an address, refused ones too; past the bound 429 with Retry-After and nothing stored; another address is not held back', async () => {
+    const from = '127.0.0.2'
+    const answers = [
+      await request(service, 'POST', '/oidc/reg', { from, body: { redirect_uris: [redirectUri], jwks_uri: 'http://127.0.0.1:9/jwks' } }),
+      await request(service, 'POST', '/oidc/reg', { from, body: { redirect_uris: [redirectUri] } }),
+      await request(service, 'POST', '/oidc/reg', { from, body: { redirect_uris: [redirectUri] } }),
+    ]
+    assert.deepEqual(answers.map((answer) => answer.status), [400, 201, 201])
+    const stored = await clientCount(service)
+    const refused = await request(service, 'POST', '/oidc/reg', { from, body: { redirect_uris: [redirectUri] } })
+    assert.equal(refused.status, 429, JSON.stringify(refused.body))
+    assert.equal(refused.body.error, 'too_many_requests')
+    const retryAfter = Number(refused.headers.get('retry-after'))
+    assert.ok(retryAfter >= 1 && retryAfter <= 3600, `Retry-After ${String(retryAfter)} within the window`)
+    assert.equal(await clientCount(service), stored, 'the refused registration stored nothing')
+    const elsewhere = await request(service, 'POST', '/oidc/reg', { from: '127.0.0.3', body: { redirect_uris: [redirectUri] } })
+    assert.equal(elsewhere.status, 201, JSON.stringify(elsewhere.body))
   })
 })

@@ -227,6 +227,18 @@ export async function forgetDevices (db: Queryable, userId: string): Promise<num
 
 export type RegistrationScope = 'client' | 'account'
 
+/** A dynamic client registration counted for its client address in its window (the `oidc-client` scope); the count and the seconds until the window ends. */
+export async function countClientRegistration (db: Queryable, client: string, windowSeconds: number): Promise<{ requests: number, windowEndsInSeconds: number }> {
+  const { rows } = await db.query<{ requests: number, ends_in: number }>(
+    `INSERT INTO registration_requests AS r (scope, key, requests, window_started_at) VALUES ('oidc-client', $2, 1, now())
+     ON CONFLICT (scope, key) DO UPDATE SET
+       requests = CASE WHEN r.window_started_at <= now() - make_interval(secs => $1) THEN 1 ELSE r.requests + 1 END,
+       window_started_at = CASE WHEN r.window_started_at <= now() - make_interval(secs => $1) THEN now() ELSE r.window_started_at END
+     RETURNING requests, greatest(1, ceil(extract(epoch FROM r.window_started_at + make_interval(secs => $1) - now())))::int AS ends_in`,
+    [windowSeconds, client])
+  return { requests: rows[0]?.requests ?? 1, windowEndsInSeconds: rows[0]?.ends_in ?? 1 }
+}
+
 /** A registration counted for each key in its window; returns each count and the seconds until its window ends. */
 export async function countRegistration (db: Queryable, keys: Record<RegistrationScope, string>, windowSeconds: number): Promise<Record<RegistrationScope, { requests: number, windowEndsInSeconds: number }>> {
   const { rows } = await db.query<{ scope: RegistrationScope, requests: number, ends_in: number }>(

@@ -9,10 +9,10 @@ import type http from 'node:http'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { Provider } from 'oidc-provider'
 import { createError, isTollboothError, type TollboothError } from '../../errors.js'
-import { normaliseEmail, type AccessTokens, type AuthService, type PasskeyService } from '../../accounts/index.js'
+import { addressKey, normaliseEmail, type AccessTokens, type AuthService, type PasskeyService } from '../../accounts/index.js'
 import type { PasswordEngine } from '../../hashing/index.js'
 import type { KeyRing } from '../../keys/index.js'
-import { accountIdOf, oidcMountPath, type CurrentOidcProvider } from '../../oidc/index.js'
+import { accountIdOf, noteClientAddress, oidcMountPath, type CurrentOidcProvider } from '../../oidc/index.js'
 import { connectionKeys, hashAdmission, type HashAdmissionOptions, type RefusalPacer } from '../../overload/index.js'
 import { admittedRequest, userAgent } from '../request-context.js'
 import { deviceCookie, presentedDevice, type DeviceCookieOptions } from '../device-cookie.js'
@@ -62,6 +62,8 @@ async function providerPaths (app: FastifyInstance, providers: CurrentOidcProvid
     raw.originalUrl = raw.url
     const rest = (raw.url ?? '').slice(oidcMountPath.length)
     raw.url = rest.startsWith('/') ? rest : `/${rest}`
+    // The client as the API's bounds see it (trusted proxies, IPv6 by /64): the registration bound counts by it.
+    noteClientAddress(raw, addressKey(request.ip))
     reply.hijack()
     // Every page the provider renders has a policy; it adds its inline scripts' hashes to it.
     reply.raw.setHeader('content-security-policy', providerPagePolicy)

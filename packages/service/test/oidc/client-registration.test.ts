@@ -97,12 +97,12 @@ describe('dynamic client registration', () => {
   let off: OidcTestService
   let guarded: OidcTestService
   let open: OidcTestService
+  // One after another, each kept as soon as it runs: a start that fails (a loaded machine's
+  // database timeout) leaves the others to be closed, not holding the test process open.
   before(async () => {
-    [off, guarded, open] = await Promise.all([
-      startOidcService(),
-      startOidcService({ config: { oidcRegistration: 'token', oidcRegistrationToken: token } }),
-      startOidcService({ config: { oidcRegistration: 'open' } }),
-    ])
+    off = await startOidcService()
+    guarded = await startOidcService({ config: { oidcRegistration: 'token', oidcRegistrationToken: token } })
+    open = await startOidcService({ config: { oidcRegistration: 'open' } })
   })
   after(async () => { await Promise.all([off, guarded, open].map(async (service) => await service?.close())) })
 

@@ -18,6 +18,11 @@ export function clientMetadata (stored: StoredOidcClient): Record<string, unknow
   }
 }
 
+/** 128 random bits, base64url: the id of a client registered without one (`clients add`, dynamic registration). */
+export function newClientId (): string {
+  return randomBytes(16).toString('base64url')
+}
+
 /** 256 random bits, base64url: what `tollbooth clients add` prints once. */
 export function newClientSecret (): { secret: string, hash: Buffer } {
   const secret = randomBytes(32).toString('base64url')

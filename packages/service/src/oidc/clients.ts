@@ -8,7 +8,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import { createError } from '../errors.js'
 import { deleteOidcClient, insertOidcClient, listOidcClients, type NewOidcClient, type OidcClientSource, type StoredOidcClient } from '../db/index.js'
-import { clientMetadata, newClientSecret } from './client-metadata.js'
+import { clientMetadata, newClientId, newClientSecret } from './client-metadata.js'
 import { createOidcProvider } from './provider.js'
 
 export const clientAuthMethods = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'] as const
@@ -96,7 +96,7 @@ export async function metadataFault (db: pg.Pool, clients: NewOidcClient[]): Pro
 }
 
 export async function addClient (db: pg.Pool, registration: ClientRegistration): Promise<RegisteredClient> {
-  const clientId = registration.clientId ?? randomBytes(16).toString('base64url')
+  const clientId = registration.clientId ?? newClientId()
   const fault = registrationFault(registration)
   if (fault !== undefined) throw createError('CONFIG_INVALID', fault)
   const secret = needsSecret(registration.authMethod) ? newClientSecret() : undefined

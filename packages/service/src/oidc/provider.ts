@@ -6,12 +6,12 @@
  * signing key (EdDSA or ES256, never HS256); everything kept in PostgreSQL (adapter.ts); the
  * pages rendered by the caller.
  */
-import { createPrivateKey, randomBytes } from 'node:crypto'
+import { createPrivateKey } from 'node:crypto'
 import { errors, interactionPolicy, Provider, type Client, type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
 import type pg from 'pg'
 import type { SigningAlgorithm } from '../keys/index.js'
 import { postgresAdapter } from './adapter.js'
-import { clientSecretMatches, firstPartyMember } from './client-metadata.js'
+import { clientSecretMatches, firstPartyMember, newClientId } from './client-metadata.js'
 import { sessionOfAccountId, type SignedInSession } from './account-id.js'
 import { limitRegistrations, type RegistrationThrottle } from './registration-throttle.js'
 
@@ -81,7 +81,7 @@ function registeredClientId (ctx: KoaContextWithOIDC): string {
   const body = (ctx.oidc.body ?? {}) as Record<string, unknown>
   const refused = refusedInRegistration.find((member) => body[member] !== undefined)
   if (refused !== undefined) throw new errors.InvalidClientMetadata(`${refused} is not accepted in a dynamic registration`)
-  return randomBytes(16).toString('base64url')
+  return newClientId()
 }
 
 /** An authorization code is exchanged at once by its client: a minute is plenty. */

@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Provider } from 'oidc-provider'
 import type pg from 'pg'
-import { countClientRegistration } from '../db/index.js'
+import { countRegistration } from '../db/index.js'
 
 export interface RegistrationThrottle {
   /** Registrations one client address may send in a window. */
@@ -27,7 +27,7 @@ export function limitRegistrations (provider: Provider, db: pg.Pool, throttle: R
   provider.use(async (ctx, next) => {
     if (ctx.method === 'POST' && ctx.path === '/reg') {
       const client = clientAddresses.get(ctx.req) ?? ctx.ip
-      const count = await countClientRegistration(db, client, throttle.windowSeconds)
+      const { 'oidc-client': count } = await countRegistration(db, { 'oidc-client': client }, throttle.windowSeconds)
       if (count.requests > throttle.clientRequests) {
         ctx.status = 429
         ctx.set('retry-after', String(count.windowEndsInSeconds))

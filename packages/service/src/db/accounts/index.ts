@@ -5,7 +5,7 @@ export {
   findTokenFamily, insertRefreshToken, insertSessionWithToken, isSessionLive, listLiveSessions, lockRefreshToken, lockSessionForRefresh, markRotated, revokeAllSessionIds, revokeSession, touchSession,
 } from './sessions.js'
 export {
-  claimCheck, countClientRegistration, countRegistration, forgetDevices, lockFailureRow, lookUpLogin, markAlerted, readFailures, recordFailure, releaseCheck, resetAccountFailures, resetDeviceFailures,
+  claimCheck, countRegistration, forgetDevices, lockFailureRow, lookUpLogin, markAlerted, readFailures, recordFailure, releaseCheck, resetAccountFailures, resetDeviceFailures,
   type FailureCount, type FailureCounts, type LoginLookup, type ThrottleClock, type ThrottleKeys, type ThrottleScope,
 } from './login-throttle.js'
 export { insertAccountToken, isLiveAccountToken, issueTokenWithMail, mintMailLinkToken, spendAccountToken, spendAllAccountTokens, type AccountTokenPurpose } from './account-tokens.js'

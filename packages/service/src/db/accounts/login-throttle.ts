@@ -225,30 +225,22 @@ export async function forgetDevices (db: Queryable, userId: string): Promise<num
   return (await db.query('DELETE FROM devices WHERE user_id = $1', [userId])).rowCount ?? 0
 }
 
-export type RegistrationScope = 'client' | 'account'
+/** `client` and `account`: account registrations; `oidc-client`: the provider's dynamic client registrations (by address). */
+export type RegistrationScope = 'client' | 'account' | 'oidc-client'
 
-/** A dynamic client registration counted for its client address in its window (the `oidc-client` scope); the count and the seconds until the window ends. */
-export async function countClientRegistration (db: Queryable, client: string, windowSeconds: number): Promise<{ requests: number, windowEndsInSeconds: number }> {
-  const { rows } = await db.query<{ requests: number, ends_in: number }>(
-    `INSERT INTO registration_requests AS r (scope, key, requests, window_started_at) VALUES ('oidc-client', $2, 1, now())
-     ON CONFLICT (scope, key) DO UPDATE SET
-       requests = CASE WHEN r.window_started_at <= now() - make_interval(secs => $1) THEN 1 ELSE r.requests + 1 END,
-       window_started_at = CASE WHEN r.window_started_at <= now() - make_interval(secs => $1) THEN now() ELSE r.window_started_at END
-     RETURNING requests, greatest(1, ceil(extract(epoch FROM r.window_started_at + make_interval(secs => $1) - now())))::int AS ends_in`,
-    [windowSeconds, client])
-  return { requests: rows[0]?.requests ?? 1, windowEndsInSeconds: rows[0]?.ends_in ?? 1 }
-}
+export interface RegistrationCount { requests: number, windowEndsInSeconds: number }
 
 /** A registration counted for each key in its window; returns each count and the seconds until its window ends. */
-export async function countRegistration (db: Queryable, keys: Record<RegistrationScope, string>, windowSeconds: number): Promise<Record<RegistrationScope, { requests: number, windowEndsInSeconds: number }>> {
-  const { rows } = await db.query<{ scope: RegistrationScope, requests: number, ends_in: number }>(
-    `INSERT INTO registration_requests AS r (scope, key, requests, window_started_at) VALUES ('client', $2, 1, now()), ('account', $3, 1, now())
+export async function countRegistration<Scope extends RegistrationScope> (db: Queryable, keys: Record<Scope, string>, windowSeconds: number): Promise<Record<Scope, RegistrationCount>> {
+  const scopes = Object.keys(keys) as Scope[]
+  const { rows } = await db.query<{ scope: Scope, requests: number, ends_in: number }>(
+    `INSERT INTO registration_requests AS r (scope, key, requests, window_started_at) SELECT scope, key, 1, now() FROM unnest($2::text[], $3::text[]) AS k (scope, key)
      ON CONFLICT (scope, key) DO UPDATE SET
        requests = CASE WHEN r.window_started_at <= now() - make_interval(secs => $1) THEN 1 ELSE r.requests + 1 END,
        window_started_at = CASE WHEN r.window_started_at <= now() - make_interval(secs => $1) THEN now() ELSE r.window_started_at END
      RETURNING scope, requests, greatest(1, ceil(extract(epoch FROM r.window_started_at + make_interval(secs => $1) - now())))::int AS ends_in`,
-    [windowSeconds, keys.client, keys.account])
-  const counts = { client: { requests: 1, windowEndsInSeconds: 1 }, account: { requests: 1, windowEndsInSeconds: 1 } }
+    [windowSeconds, scopes, scopes.map((scope) => keys[scope])])
+  const counts = Object.fromEntries(scopes.map((scope) => [scope, { requests: 1, windowEndsInSeconds: 1 }])) as Record<Scope, RegistrationCount>
   for (const row of rows) counts[row.scope] = { requests: row.requests, windowEndsInSeconds: row.ends_in }
   return counts
 }

@@ -4,14 +4,12 @@ import { createHash } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import { runClientsCommand } from '../../src/cli/clients-command.js'
 import { loadConfig } from '../../src/config/index.js'
+import { capturedCommand } from '../helpers/cli.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { serveEnv } from '../helpers/service.js'
 
-async function clients (argv: string[], env: NodeJS.ProcessEnv): Promise<{ status: number, stdout: string, stderr: string }> {
-  let stdout = ''
-  let stderr = ''
-  const status = await runClientsCommand(argv, { env, writeOut: (text) => { stdout += text }, writeError: (text) => { stderr += text } })
-  return { status, stdout, stderr }
+async function clients (argv: string[], env: NodeJS.ProcessEnv): ReturnType<typeof capturedCommand> {
+  return await capturedCommand(async (output) => await runClientsCommand(argv, { env, ...output }))
 }
 
 describe('`tollbooth clients`', () => {

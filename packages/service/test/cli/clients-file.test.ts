@@ -10,14 +10,12 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { runClientsCommand } from '../../src/cli/clients-command.js'
 import { loadConfig } from '../../src/config/index.js'
+import { capturedCommand } from '../helpers/cli.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { serveEnv } from '../helpers/service.js'
 
-async function clients (argv: string[], env: NodeJS.ProcessEnv): Promise<{ status: number, stdout: string, stderr: string }> {
-  let stdout = ''
-  let stderr = ''
-  const status = await runClientsCommand(argv, { env, writeOut: (text) => { stdout += text }, writeError: (text) => { stderr += text } })
-  return { status, stdout, stderr }
+async function clients (argv: string[], env: NodeJS.ProcessEnv): ReturnType<typeof capturedCommand> {
+  return await capturedCommand(async (output) => await runClientsCommand(argv, { env, ...output }))
 }
 
 interface Applied { dryRun: boolean, added: string[], updated: string[], removed: string[], unchanged: string[] }

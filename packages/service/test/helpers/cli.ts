@@ -13,6 +13,16 @@ export interface StartedCli {
   output: () => string
 }
 
+type Write = (text: string) => void
+
+/** A command run in this process (`runKeysCommand`, `runClientsCommand` ...) with what it writes kept: its exit status, stdout and stderr. */
+export async function capturedCommand (run: (output: { writeOut: Write, writeError: Write }) => Promise<number>): Promise<{ status: number, stdout: string, stderr: string }> {
+  let stdout = ''
+  let stderr = ''
+  const status = await run({ writeOut: (text) => { stdout += text }, writeError: (text) => { stderr += text } })
+  return { status, stdout, stderr }
+}
+
 /** The CLI as `npm start` runs it. */
 const tollboothEntry = path.join(packageRoot, 'bin', 'tollbooth.js')
 /** The lab's harness (src/harness/serve.ts), which `serve`s with a seed article's strategy. */

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
 import { runKeysCommand } from '../../src/cli/keys-command.js'
 import { tollboothBin } from '../../src/launcher/index.js'
+import { capturedCommand } from '../helpers/cli.js'
 
 export interface KeysRun {
   status: number | null
@@ -46,8 +47,5 @@ export async function listedKeys (env: NodeJS.ProcessEnv): Promise<ListedKeyJson
 
 /** The same command run in this process (no process start per call): for the many checks of its output and refusals. */
 export async function keysCommand (args: string[], env: NodeJS.ProcessEnv): Promise<Omit<KeysRun, 'exitedAtMs'>> {
-  let stdout = ''
-  let stderr = ''
-  const status = await runKeysCommand(args, { env, writeOut: (text) => { stdout += text }, writeError: (text) => { stderr += text } })
-  return { status, stdout, stderr }
+  return await capturedCommand(async (output) => await runKeysCommand(args, { env, ...output }))
 }

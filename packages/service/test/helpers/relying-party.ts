@@ -6,6 +6,8 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import * as client from 'openid-client'
+import type pg from 'pg'
+import { addClient } from '../../src/oidc/index.js'
 
 interface Callback {
   url: URL
@@ -46,7 +48,7 @@ function waiter<T> (): { next: () => Promise<T>, deliver: (value: T) => void } {
 }
 
 /** Listens first (its redirect URIs name its port), discovers the issuer when `connect` is called. */
-export async function startRelyingParty (): Promise<{ url: string, redirectUri: string, postLogoutRedirectUri: string, connect: (issuer: string, clientId: string, secret: string | undefined) => Promise<RelyingParty> }> {
+async function startRelyingParty (): Promise<{ url: string, redirectUri: string, postLogoutRedirectUri: string, connect: (issuer: string, clientId: string, secret: string | undefined) => Promise<RelyingParty> }> {
   const pending = new Map<string, { nonce: string, verifier: string }>()
   const callbacks = waiter<Callback>()
   const logouts = waiter<URL>()
@@ -105,4 +107,11 @@ export async function startRelyingParty (): Promise<{ url: string, redirectUri: 
       return rp
     },
   }
+}
+
+/** A relying party registered (`tollbooth clients add`) as a confidential client (client_secret_basic) of its own redirect URIs, and connected to `issuer`. */
+export async function registeredRelyingParty (db: pg.Pool, issuer: string, registration: { name: string, firstParty: boolean }): Promise<RelyingParty> {
+  const party = await startRelyingParty()
+  const added = await addClient(db, { clientId: undefined, name: registration.name, redirectUris: [party.redirectUri], postLogoutRedirectUris: [party.postLogoutRedirectUri], authMethod: 'client_secret_basic', jwks: undefined, firstParty: registration.firstParty })
+  return await party.connect(issuer, added.clientId, added.secret)
 }

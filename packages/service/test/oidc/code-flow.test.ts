@@ -8,11 +8,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import * as client from 'openid-client'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
-import { addClient } from '../../src/oidc/index.js'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from '../helpers/chromium.js'
 import { startOidcService, type OidcTestService } from '../helpers/oidc.js'
-import { startRelyingParty, type RelyingParty } from '../helpers/relying-party.js'
+import { registeredRelyingParty, type RelyingParty } from '../helpers/relying-party.js'
 import { registerUser, request } from '../helpers/service.js'
 
 describe('the OpenID Connect code flow in a browser', () => {
@@ -25,18 +24,8 @@ describe('the OpenID Connect code flow in a browser', () => {
   before(async () => {
     service = await startOidcService()
     user = await registerUser(service, { name: 'Ada Lovelace' })
-    const party = await startRelyingParty()
-    const added = await addClient(service.db.pool, {
-      clientId: undefined,
-      name: 'Test app',
-      redirectUris: [party.redirectUri],
-      postLogoutRedirectUris: [party.postLogoutRedirectUri],
-      authMethod: 'client_secret_basic',
-      jwks: undefined,
-      firstParty: false,
-    })
-    clientId = added.clientId
-    rp = await party.connect(service.issuer, added.clientId, added.secret)
+    rp = await registeredRelyingParty(service.db.pool, service.issuer, { name: 'Test app', firstParty: false })
+    clientId = rp.config.clientMetadata().client_id
     browser = await launchChromium()
   })
 

@@ -9,9 +9,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import * as client from 'openid-client'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { addClient } from '../../src/oidc/index.js'
 import { addVirtualAuthenticator, launchChromium } from '../helpers/chromium.js'
-import { startRelyingParty, type RelyingParty } from '../helpers/relying-party.js'
+import { registeredRelyingParty, type RelyingParty } from '../helpers/relying-party.js'
 import { freePort, registerUser, startTestService, type TestService } from '../helpers/service.js'
 
 /** Generous: the machine is shared, and a browser's first navigation may wait for a core. */
@@ -28,9 +27,7 @@ describe('a passkey on the OpenID Connect sign-in page', () => {
     const port = await freePort()
     origin = `http://localhost:${port}`
     service = await startTestService({ port, config: { oidc: true, accountPage: true, publicUrl: origin } })
-    const party = await startRelyingParty()
-    const added = await addClient(service.db.pool, { clientId: undefined, name: 'Passkey app', redirectUris: [party.redirectUri], postLogoutRedirectUris: [party.postLogoutRedirectUri], authMethod: 'client_secret_basic', jwks: undefined, firstParty: true })
-    rp = await party.connect(`${origin}/oidc`, added.clientId, added.secret)
+    rp = await registeredRelyingParty(service.db.pool, `${origin}/oidc`, { name: 'Passkey app', firstParty: true })
     browser = await launchChromium()
   })
   after(async () => {

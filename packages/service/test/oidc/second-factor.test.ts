@@ -9,10 +9,9 @@ import { after, before, describe, it } from 'node:test'
 import * as client from 'openid-client'
 import type { Browser, Page } from 'playwright-core'
 import { totpCodeAt } from '../../src/accounts/factors/totp.js'
-import { addClient } from '../../src/oidc/index.js'
 import { launchChromium } from '../helpers/chromium.js'
 import { startOidcService, type OidcTestService } from '../helpers/oidc.js'
-import { startRelyingParty, type RelyingParty } from '../helpers/relying-party.js'
+import { registeredRelyingParty, type RelyingParty } from '../helpers/relying-party.js'
 import { enrolTotp, movableWallClock, stepMs } from '../helpers/factors/second-factor.js'
 import { registerUser, request } from '../helpers/service.js'
 
@@ -28,9 +27,7 @@ describe('the OpenID Connect code flow in a browser, with a second factor', () =
   before(async () => {
     // A minute's wait once throttled: the throttle holds however slow the machine.
     service = await startOidcService({ now: clock.now, config: { loginThrottleAccountFailures: accountFailures, loginThrottleBaseDelaySeconds: 60 } })
-    const party = await startRelyingParty()
-    const added = await addClient(service.db.pool, { clientId: undefined, name: 'Second factor app', redirectUris: [party.redirectUri], postLogoutRedirectUris: [party.postLogoutRedirectUri], authMethod: 'client_secret_basic', jwks: undefined, firstParty: true })
-    rp = await party.connect(service.issuer, added.clientId, added.secret)
+    rp = await registeredRelyingParty(service.db.pool, service.issuer, { name: 'Second factor app', firstParty: true })
     browser = await launchChromium()
   })
   after(async () => {

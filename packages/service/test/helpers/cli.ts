@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { packageRoot } from '../../src/paths.js'
+import { spawnUntilReady } from './spawned.js'
 
 export interface StartedCli {
   child: ChildProcess
@@ -30,37 +31,14 @@ export const harnessEntry = path.join(packageRoot, 'dist', 'src', 'harness', 'se
 
 /** Runs `bin/tollbooth.js` as `npm start` does (or another entry) and waits for its "listening" log line. */
 export async function startCli (env: NodeJS.ProcessEnv, args: string[] = [], timeoutMs = 60_000, entry = tollboothEntry): Promise<StartedCli> {
-  const child = spawn(process.execPath, [entry, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  const lines = (): Array<Record<string, unknown>> => output.split('\n').flatMap((line) => {
+  // The whole "listening" line, its newline included: a line cut between two chunks does not parse yet.
+  const started = await spawnUntilReady(process.execPath, [entry, ...args], env, /"msg":"tollbooth is listening"[^\n]*\n/, timeoutMs, 'tollbooth')
+  const lines = (): Array<Record<string, unknown>> => started.output().split('\n').flatMap((line) => {
     try { return [JSON.parse(line) as Record<string, unknown>] } catch { return [] }
   })
-  // Settles on the output itself: the "listening" line, the exit, or the (generous) bound.
-  const listening = await new Promise<{ url: string, pid: number }>((resolve, reject) => {
-    const fail = (why: string): void => {
-      clearTimeout(timer)
-      child.kill('SIGKILL')
-      reject(new Error(`tollbooth did not start (${why}):\n${output}`))
-    }
-    const timer = setTimeout(() => { fail(`no "listening" line in ${timeoutMs} ms`) }, timeoutMs)
-    let listening = false
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString()
-      if (listening) return
-      const ready = lines().find((line) => line.msg === 'tollbooth is listening')
-      if (ready !== undefined) {
-        listening = true
-        clearTimeout(timer)
-        child.off('exit', onExit)
-        resolve({ url: String(ready.url), pid: Number(ready.pid) })
-      }
-    }
-    const onExit = (code: number | null): void => { fail(`exited with ${String(code)}`) }
-    child.stdout?.on('data', onData)
-    child.stderr?.on('data', onData)
-    child.once('exit', onExit)
-  })
-  return { child, ...listening, lines, output: () => output }
+  const listening = lines().find((line) => line.msg === 'tollbooth is listening')
+  if (listening === undefined) throw new Error(`no parsable "listening" line in:\n${started.output()}`)
+  return { child: started.child, url: String(listening.url), pid: Number(listening.pid), lines, output: started.output }
 }
 
 /** SIGTERM, then the exit code. */

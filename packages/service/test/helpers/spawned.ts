@@ -1,5 +1,5 @@
 /**
- * A program a test runs beside the service (an example's server, oauth2-proxy): started, awaited
+ * A program a test runs (the service's CLI, an example's server, oauth2-proxy): started, awaited
  * on a line of its output that says it is ready, and stopped. Its output is kept for the failure
  * message of a test that needs it.
  */
@@ -12,7 +12,8 @@ export interface Spawned {
   stop: () => Promise<void>
 }
 
-export async function spawnUntilReady (command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, timeoutMs = 60_000): Promise<Spawned> {
+/** `name`: what the failure message calls it (default the command). */
+export async function spawnUntilReady (command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, timeoutMs = 60_000, name = command): Promise<Spawned> {
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   const exited = new Promise<void>((resolve) => { child.once('exit', () => { resolve() }) })
@@ -21,7 +22,7 @@ export async function spawnUntilReady (command: string, args: string[], env: Nod
     const fail = (why: string): void => {
       clearTimeout(timer)
       child.kill('SIGKILL')
-      reject(new Error(`${command} did not start (${why}):\n${output}`))
+      reject(new Error(`${name} did not start (${why}):\n${output}`))
     }
     const timer = setTimeout(() => { fail(`no line matching ${String(ready)} in ${timeoutMs} ms`) }, timeoutMs)
     const onData = (chunk: Buffer): void => {

@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util'
 import { createError, isTollboothError } from '../errors.js'
 import { parseKeyEncryptionKey } from '../keys/index.js'
 import { detectCpuBudget, validatePolicy, type HashPolicy } from '../hashing/index.js'
+import { defaultDatabasePoolSize, isLoopbackHost } from './database-pool.js'
 import { readHashCalibration } from './hash-calibration.js'
 import { passkeyRelyingParty } from './relying-party.js'
 import { checkHashMemory, parseHashMemoryBudget, resolveHashMemoryBudget } from './hash-memory.js'
@@ -141,7 +142,8 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
   }
   checkPolicy(hashPolicy)
   const hashMemoryBudgetBytes = checkHashMemory(hashPolicy, resolveHashMemoryBudget(parseHashMemoryBudget(hashMemoryBudget)), hashProcesses(c))
-  return { ...rest, dataDir: path.resolve(c.dataDir), hashPolicy, hashMemoryBudgetBytes, hashCalibrationFile: calibration?.file }
+  const databasePoolSize = c.databasePoolSize ?? defaultDatabasePoolSize(c.databaseUrl, detectCpuBudget().cpus, hashProcesses(c).processes)
+  return { ...rest, databasePoolSize, dataDir: path.resolve(c.dataDir), hashPolicy, hashMemoryBudgetBytes, hashCalibrationFile: calibration?.file }
 }
 
 /** The processes `serve` runs and the hash threads in each, as process/worker-budget.ts splits the CPU budget. */
@@ -182,19 +184,6 @@ function secretFromEnvironment (setting: Setting, env: NodeJS.ProcessEnv): strin
   const secret = text.replace(/\r?\n$/, '')
   if (secret.length === 0) throw createError('CONFIG_INVALID', `${fileVariable} (${file}) is empty`, { field: fileVariable })
   return secret
-}
-
-/** 127.0.0.0/8, ::1 (also as ::ffff:127.x) or the name localhost: reachable from this machine alone. */
-export function isLoopbackHost (host: string): boolean {
-  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase()
-  if (bare === 'localhost') return true
-  if (net.isIPv4(bare)) return bare.startsWith('127.')
-  if (net.isIPv6(bare)) {
-    if (bare === '::1' || bare === '0:0:0:0:0:0:0:1') return true
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare)?.[1]
-    return mapped !== undefined && mapped.startsWith('127.')
-  }
-  return false
 }
 
 /** The token settings that only make sense together (the key material itself is read at start). */

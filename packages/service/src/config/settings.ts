@@ -10,7 +10,9 @@ type DatabaseStatements = typeof databaseStatementKinds[number]
 /** The hash settings arrive flat (one variable each) and leave grouped as a HashPolicy. */
 type FlatHashSettings = 'hashAlgorithm' | 'bcryptCost' | 'argon2MemoryKiB' | 'argon2TimeCost' | 'argon2Parallelism' | 'scryptN' | 'scryptR' | 'scryptP' | 'hashMemoryBudget'
 
-export type Config = Omit<FlatConfig, FlatHashSettings> & {
+export type Config = Omit<FlatConfig, FlatHashSettings | 'databasePoolSize'> & {
+  /** TOLLBOOTH_DB_POOL_SIZE, or the default for where the database runs (database-pool.ts). */
+  databasePoolSize: number
   hashPolicy: HashPolicy
   /** What one process's hash threads may hold together (TOLLBOOTH_HASH_MEMORY_BUDGET resolved, split between `--workers`). */
   hashMemoryBudgetBytes: number
@@ -48,7 +50,8 @@ export interface FlatConfig {
   /** Undefined: start the embedded PostgreSQL in `dataDir`. */
   databaseUrl: string | undefined
   dataDir: string
-  databasePoolSize: number
+  /** Undefined: two per CPU when the database shares the machine, 10 otherwise (database-pool.ts). */
+  databasePoolSize: number | undefined
   /** The deadline on getting a pooled connection (waiting or connecting). */
   databaseAcquireTimeoutMs: number
   /** `named`: queries with parameters go as named prepared statements (db/prepared-client.ts). */
@@ -176,7 +179,7 @@ export const settings: readonly Setting[] = [
   { key: 'port', tier: 'operator', env: 'PORT', flag: 'port', kind: 'int', defaultValue: '3000', min: 0, max: 65535, description: 'TCP port of the HTTP server (0 picks a free one).' },
   { key: 'databaseUrl', tier: 'operator', env: 'DATABASE_URL', flag: 'database-url', kind: 'string', secret: true, defaultValue: undefined, description: 'PostgreSQL connection string. Unset: tollbooth starts its embedded PostgreSQL in the data folder.' },
   { key: 'dataDir', tier: 'operator', env: 'TOLLBOOTH_DATA_DIR', flag: 'data-dir', kind: 'string', defaultValue: './.tollbooth', description: 'Folder for the embedded database and the keys made for it (the key-encryption key; with HS256, the JWT secret). Nothing is written there with DATABASE_URL.' },
-  { key: 'databasePoolSize', tier: 'tuning', env: 'TOLLBOOTH_DB_POOL_SIZE', flag: 'db-pool-size', kind: 'int', defaultValue: '10', min: 1, max: 200, description: 'Connections in the PostgreSQL client pool.' },
+  { key: 'databasePoolSize', tier: 'tuning', env: 'TOLLBOOTH_DB_POOL_SIZE', flag: 'db-pool-size', kind: 'int', defaultValue: undefined, min: 1, max: 200, description: 'Connections in the PostgreSQL client pool of each process. Unset: two per CPU of the process\'s budget (at least two) when PostgreSQL runs on this machine (embedded, loopback or a Unix socket), where more backends would take the CPU from the event loop; 10 for a database elsewhere.' },
   { key: 'databaseAcquireTimeoutMs', tier: 'tuning', env: 'TOLLBOOTH_DB_ACQUIRE_TIMEOUT_MS', flag: 'db-acquire-timeout-ms', kind: 'int', defaultValue: '1000', min: 10, max: 60000, description: 'How long a request may wait for a database connection (behind busy ones, or connecting a new one) before it is answered 503: SERVICE_OVERLOADED when every connection is busy, DATABASE_UNAVAILABLE when the database does not answer.' },
   { key: 'databaseStatements', tier: 'tuning', env: 'TOLLBOOTH_DB_STATEMENTS', flag: 'db-statements', kind: 'enum', choices: databaseStatementKinds, defaultValue: 'named', description: '`named`: each query with parameters goes as a named prepared statement, parsed and planned once per database connection (about half of PostgreSQL\'s CPU for a cheap request). `unnamed`: parsed and planned at every call, as pg does; for a connection pooler in transaction mode that does not keep named statements (PgBouncer before 1.21, or without max_prepared_statements).' },
   { key: 'hashAlgorithm', tier: 'operator', env: 'TOLLBOOTH_HASH_ALGORITHM', flag: 'hash-algorithm', kind: 'enum', choices: hashAlgorithms, defaultValue: 'argon2id', description: 'Algorithm for new password hashes; stored hashes of the others keep verifying and are re-hashed on login.' },

@@ -141,14 +141,17 @@ export function loadConfig ({ env = process.env, argv = [], overrides = {} }: Lo
     scrypt: { N: scryptN, r: scryptR, p: scryptP },
   }
   checkPolicy(hashPolicy)
-  const hashMemoryBudgetBytes = checkHashMemory(hashPolicy, resolveHashMemoryBudget(parseHashMemoryBudget(hashMemoryBudget)), hashProcesses(c))
-  const databasePoolSize = c.databasePoolSize ?? defaultDatabasePoolSize(c.databaseUrl, detectCpuBudget().cpus, hashProcesses(c).processes)
+  // The CPU budget is read from the cgroup files once, for the hash threads' split and the pool's default.
+  const machineCpus = detectCpuBudget().cpus
+  const processes = hashProcesses(c, machineCpus)
+  const hashMemoryBudgetBytes = checkHashMemory(hashPolicy, resolveHashMemoryBudget(parseHashMemoryBudget(hashMemoryBudget)), processes)
+  const databasePoolSize = c.databasePoolSize ?? defaultDatabasePoolSize(c.databaseUrl, machineCpus, processes.processes)
   return { ...rest, databasePoolSize, dataDir: path.resolve(c.dataDir), hashPolicy, hashMemoryBudgetBytes, hashCalibrationFile: calibration?.file }
 }
 
 /** The processes `serve` runs and the hash threads in each, as process/worker-budget.ts splits the CPU budget. */
-function hashProcesses (c: Pick<FlatConfig, 'hashThreads' | 'workers'>): { processes: number, threadsPerProcess: number } {
-  const cpus = Math.max(1, c.hashThreads ?? detectCpuBudget().cpus)
+function hashProcesses (c: Pick<FlatConfig, 'hashThreads' | 'workers'>, machineCpus: number): { processes: number, threadsPerProcess: number } {
+  const cpus = Math.max(1, c.hashThreads ?? machineCpus)
   const processes = c.workers === 0 ? cpus : Math.max(1, c.workers)
   return { processes, threadsPerProcess: Math.max(1, Math.floor(cpus / processes)) }
 }

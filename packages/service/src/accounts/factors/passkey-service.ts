@@ -15,8 +15,8 @@ import {
 import { createError } from '../../errors.js'
 import type { RelyingParty } from '../../config/index.js'
 import {
-  deletePasskeyUnlessLast, findPasskeyByCredentialId, findUserById, insertPasskey, insertPasskeyChallenge, listPasskeys, recordPasskeyUse, renamePasskey,
-  revokeAllSessionIds, spendPasskeyChallenge, withTransaction, type PasskeyChallengePurpose, type StoredPasskey,
+  deletePasskeyUnlessLast, findUserById, insertPasskey, insertPasskeyChallenge, listPasskeys, recordPasskeyUse, renamePasskey,
+  revokeAllSessionIds, spendChallengeAndFindPasskey, spendPasskeyChallenge, withTransaction, type PasskeyChallengePurpose, type StoredPasskey, type User,
 } from '../../db/index.js'
 import { assertCeremonyContext, readAuthenticatorData, readClientData } from './passkey-response.js'
 import type { Caller } from '../account-service.js'
@@ -48,9 +48,9 @@ export interface PasskeyView {
   transports: string[]
 }
 
-/** A verified assertion: whose account, with which passkey, and how it counts (RFC 8176 amr). */
+/** A verified assertion: whose account (as read with the passkey), with which passkey, and how it counts (RFC 8176 amr). */
 export interface VerifiedPasskey {
-  userId: string
+  user: User
   passkeyId: string
   /**
    * `hwk` for a device-bound credential, `swk` for one that may be synced (backup eligible: its key
@@ -193,10 +193,11 @@ export class PasskeyService {
   async verifyAssertion (response: AuthenticationResponseJSON, userId?: string): Promise<VerifiedPasskey> {
     const { relyingParty: rp } = this.deps
     const client = readClientData(response.response.clientDataJSON, 'webauthn.get')
-    await this.spendChallenge(client.challenge, 'authenticate', userId ?? null)
+    // The challenge spent, the credential and its account read: one statement.
+    const { challenge, passkey, user } = await spendChallengeAndFindPasskey(this.deps.db, challengeHash(client.challenge), 'authenticate', Buffer.from(response.rawId, 'base64url'))
+    if (challenge === undefined || challenge.userId !== (userId ?? null)) throw createError('PASSKEY_CHALLENGE_INVALID')
     assertCeremonyContext(client, readAuthenticatorData(response.response), rp)
-    const passkey = await findPasskeyByCredentialId(this.deps.db, Buffer.from(response.rawId, 'base64url'))
-    if (passkey === undefined || (userId !== undefined && passkey.userId !== userId)) throw createError('PASSKEY_CREDENTIAL_UNKNOWN')
+    if (passkey === undefined || user === undefined || (userId !== undefined && passkey.userId !== userId)) throw createError('PASSKEY_CREDENTIAL_UNKNOWN')
     const handle = response.response.userHandle
     if (handle !== undefined && !userHandle(passkey.userId).equals(Buffer.from(handle, 'base64url'))) throw createError('PASSKEY_CREDENTIAL_UNKNOWN')
     let info: Awaited<ReturnType<typeof verifyAuthenticationResponse>>['authenticationInfo']
@@ -219,7 +220,7 @@ export class PasskeyService {
       this.deps.log.warn({ event: 'passkey_counter_regressed', userId: passkey.userId, passkeyId: passkey.id, storedCount: passkey.signCount, presentedCount: info.newCounter }, 'passkey counter went back: a cloned authenticator? sign-in refused')
       throw createError('PASSKEY_COUNTER_REGRESSED')
     }
-    return { userId: passkey.userId, passkeyId: passkey.id, amr: passkeyAmr(passkey) }
+    return { user, passkeyId: passkey.id, amr: passkeyAmr(passkey) }
   }
 
   async list (caller: Caller): Promise<PasskeyView[]> {

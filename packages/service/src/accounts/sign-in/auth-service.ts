@@ -6,7 +6,7 @@
  * atomic on its own), so a failure leaves nothing half-written.
  */
 import { createError } from '../../errors.js'
-import { withTransaction, isForeignKeyViolation, findUserById, insertUser, publicUser, replacePasswordHash, resetAccountFailures, resetDeviceFailures, countRegistration, type ThrottleKeys, lookUpLogin, type LoginLookup, type ChallengePurpose } from '../../db/index.js'
+import { withTransaction, isForeignKeyViolation, findUserById, insertUser, publicUser, replacePasswordHash, resetAccountFailures, resetDeviceFailures, countRegistration, type ThrottleKeys, lookUpLogin, type LoginLookup, type ChallengePurpose, type User } from '../../db/index.js'
 import { addressKey, liveFailures } from '../login-throttle.js'
 import { deviceTokenHash, newDeviceToken } from './devices.js'
 import {
@@ -201,12 +201,11 @@ export class AuthService {
 
   /**
    * A sign-in whose proof was verified elsewhere (a passkey assertion: ../factors/passkey-service.ts): a
-   * session and a new device, as a password login opens, with no hash; `amr` says how it signed in.
+   * session and a new device, as a password login opens, with no hash; `user` as read with the
+   * proof, `amr` how it signed in.
    * The address rules of a password login apply: an unverified account signs in only where they allow it.
    */
-  async signInVerified (userId: string, request: SignInRequest, amr: readonly string[]): Promise<SignedIn> {
-    const user = await findUserById(this.deps.db, userId)
-    if (user === undefined) throw createError('PASSKEY_CREDENTIAL_UNKNOWN')
+  async signInVerified (user: User, request: SignInRequest, amr: readonly string[]): Promise<SignedIn> {
     if (user.emailVerifiedAt === null && this.deps.unverifiedLogin !== 'allow' && this.deps.unverifiedLogin !== undefined) throw createError('EMAIL_NOT_VERIFIED')
     const device = newDeviceToken()
     const result = await this.opener.open(this.deps.db, user, request, device, amr).catch((err: unknown) => {

@@ -15,6 +15,6 @@ export {
 } from './second-factors.js'
 export { existingEmails, insertImportedUsers, queueImportResetMails, type ImportedUser, type ImportResetMail } from './user-import.js'
 export {
-  deletePasskeyUnlessLast, findPasskeyByCredentialId, insertPasskey, insertPasskeyChallenge, listPasskeys, recordPasskeyUse, renamePasskey, spendPasskeyChallenge,
-  type PasskeyChallengePurpose, type StoredPasskey,
+  deletePasskeyUnlessLast, insertPasskey, insertPasskeyChallenge, listPasskeys, recordPasskeyUse, renamePasskey, spendChallengeAndFindPasskey, spendPasskeyChallenge,
+  type AssertionLookup, type PasskeyChallengePurpose, type StoredPasskey,
 } from './passkeys.js'

@@ -1,8 +1,10 @@
 /**
- * Passkeys (WebAuthn credentials) and the challenges of their ceremonies (009_passkeys.sql). A
- * challenge is spent by the statement that reads it, so two replicas can never both accept it.
+ * Passkeys (WebAuthn credentials) and the challenges of their ceremonies (009_passkeys.sql; the
+ * challenges unlogged, 013). A challenge is spent by the statement that reads it, so two replicas
+ * can never both accept it.
  */
 import type { Queryable } from '../pool.js'
+import type { User } from './users.js'
 
 export interface StoredPasskey {
   id: string
@@ -65,9 +67,53 @@ export async function insertPasskey (db: Queryable, passkey: NewPasskey): Promis
   return rows[0] === undefined ? undefined : toPasskey(rows[0])
 }
 
-export async function findPasskeyByCredentialId (db: Queryable, credentialId: Buffer): Promise<StoredPasskey | undefined> {
-  const { rows } = await db.query<Row>(`SELECT ${columns} FROM passkeys WHERE credential_id = $1`, [credentialId])
-  return rows[0] === undefined ? undefined : toPasskey(rows[0])
+/** What an assertion's one statement finds: the challenge it spent, the credential and the credential's account. */
+export interface AssertionLookup {
+  /** The live challenge of `purpose` now spent, with the account it was issued for (null: any); undefined when none was. */
+  challenge: { userId: string | null } | undefined
+  passkey: StoredPasskey | undefined
+  /** The passkey's account (read in the same snapshot: a passkey never outlives its user). */
+  user: User | undefined
+}
+
+/** A passkeys row's columns, null when no credential matched (the statement's LEFT JOIN). */
+type MaybeRow = { [Column in keyof Row]: Row[Column] | null }
+
+interface AssertionRow extends MaybeRow {
+  challenge_spent: boolean
+  challenge_user_id: string | null
+  user_email: string | null
+  user_name: string | null
+  user_created_at: Date | null
+  user_email_verified_at: Date | null
+}
+
+/**
+ * Spends the challenge and reads the credential with its account in one statement (one round trip
+ * instead of three). The challenge is spent whatever else is found: an assertion spends its
+ * challenge whether it is then answered or refused.
+ */
+export async function spendChallengeAndFindPasskey (db: Queryable, hash: Buffer, purpose: PasskeyChallengePurpose, credentialId: Buffer): Promise<AssertionLookup> {
+  const { rows } = await db.query<AssertionRow>(
+    `WITH spent AS (
+       DELETE FROM passkey_challenges WHERE challenge_hash = $1 AND purpose = $2 AND expires_at > now() RETURNING user_id
+     )
+     SELECT EXISTS (SELECT 1 FROM spent) AS challenge_spent, (SELECT user_id FROM spent) AS challenge_user_id,
+            ${columns.split(', ').map((column) => `p.${column}`).join(', ')},
+            u.email AS user_email, u.name AS user_name, u.created_at AS user_created_at, u.email_verified_at AS user_email_verified_at
+       FROM (VALUES (0)) AS one
+       LEFT JOIN passkeys p ON p.credential_id = $3
+       LEFT JOIN users u ON u.id = p.user_id`,
+    [hash, purpose, credentialId])
+  const row = rows[0] as AssertionRow
+  const passkey = row.id === null ? undefined : toPasskey(row as Row)
+  return {
+    challenge: row.challenge_spent ? { userId: row.challenge_user_id } : undefined,
+    passkey,
+    user: passkey === undefined || row.user_email === null || row.user_created_at === null
+      ? undefined
+      : { id: passkey.userId, email: row.user_email, name: row.user_name, createdAt: row.user_created_at, emailVerifiedAt: row.user_email_verified_at },
+  }
 }
 
 /** The user's passkeys, oldest first. */

@@ -215,7 +215,7 @@ async function interactionPages (app: FastifyInstance, options: OidcRoutesOption
     if (!assertionShape.Check(response)) return await again(400, 'The passkey\'s answer could not be read. Try again.')
     try {
       const verified = await options.passkeys.verifyAssertion(response as AuthenticationResponseJSON)
-      const signed = await auth.signInVerified(verified.userId, { userAgent: userAgent(request), client: request.ip, deviceToken: presentedDevice(request) }, verified.amr)
+      const signed = await auth.signInVerified(verified.user, { userAgent: userAgent(request), client: request.ip, deviceToken: presentedDevice(request) }, verified.amr)
       return await signedIn(provider, request, reply, signed)
     } catch (err) {
       const known = toTollboothError(err as Error)

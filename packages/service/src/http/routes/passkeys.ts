@@ -134,7 +134,7 @@ export const passkeyRoutes: FastifyPluginAsyncTypebox<PasskeyRoutesOptions> = as
     },
   }, async (request, reply) => {
     const verified = await passkeys.verifyAssertion(request.body.response as unknown as AuthenticationResponseJSON)
-    const { result, deviceToken } = await auth.signInVerified(verified.userId, { userAgent: userAgent(request), client: request.ip }, verified.amr)
+    const { result, deviceToken } = await auth.signInVerified(verified.user, { userAgent: userAgent(request), client: request.ip }, verified.amr)
     sendDevice(reply, deviceToken, options.deviceCookie)
     return result
   })

@@ -74,6 +74,9 @@ describe('passkeys', () => {
     assert.deepEqual(errorOf(await request(service, 'POST', '/api/v1/auth/passkey/verify', { body: { response: authenticator.getAssertion(late.body) } })), [400, 'PASSKEY_CHALLENGE_INVALID'])
     const unknown = authenticator.getAssertion(options.body, { challenge: Buffer.alloc(32, 7).toString('base64url') })
     assert.deepEqual(errorOf(await request(service, 'POST', '/api/v1/auth/passkey/verify', { body: { response: unknown } })), [400, 'PASSKEY_CHALLENGE_INVALID'])
+    // Challenges are kept unlogged (no WAL flush per ceremony); a crash empties them, as their expiry would.
+    const { rows } = await service.db.pool.query<{ relpersistence: string }>("SELECT relpersistence FROM pg_class WHERE relname = 'passkey_challenges'")
+    assert.equal(rows[0]?.relpersistence, 'u')
   })
 
   it('refuses a response from another origin, for another relying party, or without user verification, each with its code', async () => {
@@ -124,6 +127,11 @@ describe('passkeys', () => {
     imposter.userHandle = handle
     forged.response.signature = imposter.getAssertion(options.body).response.signature
     assert.deepEqual(errorOf(await request(service, 'POST', '/api/v1/auth/passkey/verify', { body: { response: forged } })), [401, 'PASSKEY_INVALID'])
+    // A refused assertion spent its challenge as an answered one does: the genuine one cannot follow.
+    assert.deepEqual(errorOf(await request(service, 'POST', '/api/v1/auth/passkey/verify', { body: { response: authenticator.getAssertion(options.body) } })), [400, 'PASSKEY_CHALLENGE_INVALID'])
+    const unknownFirst = await request(service, 'POST', '/api/v1/auth/passkey/options')
+    assert.deepEqual(errorOf(await request(service, 'POST', '/api/v1/auth/passkey/verify', { body: { response: stranger.getAssertion(unknownFirst.body) } })), [401, 'PASSKEY_CREDENTIAL_UNKNOWN'])
+    assert.deepEqual(errorOf(await request(service, 'POST', '/api/v1/auth/passkey/verify', { body: { response: authenticator.getAssertion(unknownFirst.body) } })), [400, 'PASSKEY_CHALLENGE_INVALID'])
   })
 
   it('refuses a registration to another user\'s options, and a credential registered already', async () => {

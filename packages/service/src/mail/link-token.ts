@@ -3,7 +3,7 @@
  * is ever stored (256 random bits need no slow hash). A token exists only from its send on: until
  * then its rows hold a random stand-in for the hash, which no token anyone holds hashes to.
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 
 const tokenBytes = 32
 
@@ -18,7 +18,7 @@ export function newLinkToken (): LinkToken {
 }
 
 export function hashLinkToken (token: string): Buffer {
-  return createHash('sha256').update(token).digest()
+  return hash('sha256', token, 'buffer')
 }
 
 /** What a token's row and its mail's row hold for its hash until the send makes the token. */

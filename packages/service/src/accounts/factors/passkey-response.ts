@@ -4,7 +4,7 @@
  * verification. The library (@simplewebauthn/server) then verifies everything again, the
  * signature included; what only it catches is PASSKEY_INVALID.
  */
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { hash, timingSafeEqual } from 'node:crypto'
 import { decodeAttestationObject, decodeClientDataJSON, isoBase64URL, parseAuthenticatorData, type ParsedAuthenticatorData } from '@simplewebauthn/server/helpers'
 import { createError } from '../../errors.js'
 import type { RelyingParty } from '../../config/index.js'
@@ -47,7 +47,7 @@ export function readAuthenticatorData (encoded: { authenticatorData: string } | 
 /** The coded checks, in the order a client can fix them: origin, relying party, user verification. */
 export function assertCeremonyContext (client: ClientData, authData: ParsedAuthenticatorData, rp: RelyingParty): void {
   if (!rp.origins.includes(client.origin)) throw createError('PASSKEY_ORIGIN_MISMATCH')
-  const expected = createHash('sha256').update(rp.id).digest()
+  const expected = hash('sha256', rp.id, 'buffer')
   if (authData.rpIdHash.length !== expected.length || !timingSafeEqual(authData.rpIdHash, expected)) throw createError('PASSKEY_RP_ID_MISMATCH')
   if (!authData.flags.uv) throw createError('PASSKEY_USER_NOT_VERIFIED')
 }

@@ -5,7 +5,7 @@
  * ceremony's challenge is kept in PostgreSQL and spent by its first verification; a check costs
  * one signature verify, never a password hash.
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import {
@@ -79,7 +79,7 @@ function userHandle (userId: string): Buffer {
 }
 
 function challengeHash (challenge: string): Buffer {
-  return createHash('sha256').update(challenge).digest()
+  return hash('sha256', challenge, 'buffer')
 }
 
 function passkeyAmr (passkey: { backupEligible: boolean }): string[] {

@@ -16,5 +16,5 @@ export {
 export { existingEmails, insertImportedUsers, queueImportResetMails, type ImportedUser, type ImportResetMail } from './user-import.js'
 export {
   deletePasskeyUnlessLast, insertPasskey, insertPasskeyChallenge, listPasskeys, recordPasskeyUse, renamePasskey, spendChallengeAndFindPasskey, spendPasskeyChallenge,
-  type AssertionLookup, type PasskeyChallengePurpose, type StoredPasskey,
+  type PasskeyChallengePurpose, type StoredPasskey,
 } from './passkeys.js'

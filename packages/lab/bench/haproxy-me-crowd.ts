@@ -20,6 +20,7 @@
  *   npm run bench:haproxy -- --clients once,naive,polite --rounds 3 --out /tmp/haproxy-crowd
  *   npm run bench:haproxy -- --max-conn 16 --queue 16       # other limits than the recommended ones
  *   npm run bench:haproxy -- --rate-limit 0.8               # and a rate limit per replica, 0.8 x C alone
+ *   npm run bench:haproxy -- --cfs-period-ms 10             # the replicas' CPU quota counted over 10 ms periods, not 100
  *
  * Run it under `flock /tmp/tollbooth-measure.lock` on a shared machine (bench/README.md).
  */
@@ -47,6 +48,7 @@ const { values } = parseArgs({
     'held-seconds': { type: 'string', default: '15' },
     replicas: { type: 'string', default: '1' },
     'cpus-per-replica': { type: 'string', default: '0.5' },
+    'cfs-period-ms': { type: 'string', default: '100' },
     'max-conn': { type: 'string' },
     queue: { type: 'string' },
     'queue-timeout-ms': { type: 'string' },
@@ -67,6 +69,9 @@ const heldMs = Number(values['held-seconds']) * 1000
 const replicaCount = Number(values.replicas)
 /** compose.yaml's replicas have half a CPU each; `0`: no quota (the replica shares the machine with HAProxy and the lab). */
 const cpusPerReplica = Number(values['cpus-per-replica'])
+/** The quota's CFS period: 100 ms as Kubernetes and Docker; shorter, a replica at its quota stalls for less each time (compose's `cpu_period`). */
+const cfsPeriodMs = Number(values['cfs-period-ms'])
+if (!(cfsPeriodMs >= 1 && cfsPeriodMs <= 1000)) throw new Error('--cfs-period-ms: 1 to 1000')
 const labWorkers = Number(values['lab-workers'])
 const limits: HaproxyLimits = {
   maxConnPerReplica: Number(values['max-conn'] ?? recommendedHaproxyLimits.maxConnPerReplica),
@@ -163,7 +168,7 @@ function crowdLine (round: number, where: string, kind: ClientKind, offered: num
 }
 
 console.log(`${machineLine()}, load average ${(await import('node:os')).loadavg().map((load) => load.toFixed(1)).join(' ')}`)
-console.log(`HAProxy limits per replica: maxconn ${limits.maxConnPerReplica}, refused past ${limits.queuePerReplica} waiting, timeout queue ${limits.queueTimeoutMs} ms${JSON.stringify(limits) === JSON.stringify(recommendedHaproxyLimits) ? ' (the recommended ones)' : ''}; ${replicaCount} replica(s), ${cpusPerReplica > 0 ? `${cpusPerReplica} CPU each` : 'no CPU quota'}`)
+console.log(`HAProxy limits per replica: maxconn ${limits.maxConnPerReplica}, refused past ${limits.queuePerReplica} waiting, timeout queue ${limits.queueTimeoutMs} ms${JSON.stringify(limits) === JSON.stringify(recommendedHaproxyLimits) ? ' (the recommended ones)' : ''}; ${replicaCount} replica(s), ${cpusPerReplica > 0 ? `${cpusPerReplica} CPU each, CFS period ${cfsPeriodMs} ms` : 'no CPU quota'}`)
 console.log(`crowd: ${rateFactor} x C alone, ${rampMs / 1000} s ramp then ${heldMs / 1000} s held; naive and polite clients send up to ${attemptsPerArrival} requests an arrival; C: 64 closed-loop users, ${capacityMs / 1000} s\n`)
 console.log('| round | where | clients | new arrivals | goodput | / C alone | / C HAProxy | answered | requests sent | p99 all / 200s | `/healthz` p99 (floor) | checks failed | service cores | HAProxy | PostgreSQL | lab (generator) |')
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
@@ -177,7 +182,7 @@ for (let round = 1; round <= Number(values.rounds); round++) {
    * on the same process.
    */
   const fresh = async (name: string, scenario: string, behindHaproxy: boolean, load: LoadOptions, haproxyLimits: HaproxyLimits = limits): Promise<Measured> => {
-    const set = await startReplicas({ count: replicaCount, ...(cpusPerReplica > 0 ? { cpusPerReplica } : {}), env: serviceEnv, databaseUrl: database.url, haproxyLimits })
+    const set = await startReplicas({ count: replicaCount, ...(cpusPerReplica > 0 ? { cpusPerReplica, cfsPeriodMs } : {}), env: serviceEnv, databaseUrl: database.url, haproxyLimits })
     try {
       for (const warning of set.warnings) console.log(`warning: ${warning}`)
       return await measure(set, postgresPort, path.join(dir, name), scenario, behindHaproxy ? set.url : set.replicas[0]?.url ?? '', load)

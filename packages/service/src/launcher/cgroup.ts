@@ -20,7 +20,8 @@ export interface CpuQuotaGroup {
 
 export type CpuQuotaOutcome = { ok: true, group: CpuQuotaGroup } | { ok: false, reason: string }
 
-const periodUs = 100_000
+/** The CFS period Kubernetes and Docker use unless told otherwise. */
+const defaultPeriodUs = 100_000
 
 /** Which cgroup hierarchy holds the cpu controller, and where: v2 (unified) first, then v1. */
 function cpuControllerRoot (cgroupRoot = '/sys/fs/cgroup'): { kind: 'cgroup-v2' | 'cgroup-v1', dir: string } | undefined {
@@ -41,9 +42,16 @@ function readText (file: string): string | undefined {
   }
 }
 
-/** A cgroup named `name` limited to `cpus` CPUs (0.5: 50 ms of every 100 ms), or why there is none. */
-export function createCpuQuota (name: string, cpus: number, cgroupRoot = '/sys/fs/cgroup'): CpuQuotaOutcome {
+/**
+ * A cgroup named `name` limited to `cpus` CPUs (0.5: 50 ms of every 100 ms), or why there is none.
+ * `periodUs`: the CFS period (default 100 ms); a process that spends its quota early waits for the
+ * next period, so a shorter one makes shorter stalls (Docker's `--cpu-period`).
+ */
+export function createCpuQuota (name: string, cpus: number, options: { periodUs?: number, cgroupRoot?: string } = {}): CpuQuotaOutcome {
   if (!Number.isFinite(cpus) || cpus <= 0) throw new TypeError(`cpus must be a number above 0, got ${cpus}`)
+  const { periodUs = defaultPeriodUs, cgroupRoot = '/sys/fs/cgroup' } = options
+  // The kernel's bounds: a period of 1 ms to 1 s.
+  if (!Number.isInteger(periodUs) || periodUs < 1000 || periodUs > 1_000_000) throw new TypeError(`periodUs must be a whole number from 1000 to 1000000, got ${periodUs}`)
   const root = cpuControllerRoot(cgroupRoot)
   if (root === undefined) return { ok: false, reason: `no cgroup cpu controller under ${cgroupRoot}` }
   const dir = path.join(root.dir, name)

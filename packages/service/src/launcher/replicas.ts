@@ -14,6 +14,8 @@ export interface StartReplicasOptions {
   count: number
   /** Each replica's CPU quota in CPUs (0.5: 50 ms of every 100 ms); undefined: no quota. */
   cpusPerReplica?: number
+  /** The quota's CFS period in ms (default 100, as Kubernetes and Docker). */
+  cfsPeriodMs?: number
   /** The services' environment (settings, secrets); HOST, PORT and DATABASE_URL are set here. */
   env: NodeJS.ProcessEnv
   /** The PostgreSQL every replica uses. */
@@ -102,7 +104,7 @@ export async function startReplicas (options: StartReplicasOptions): Promise<Rep
     let quota: ReplicaSet['quota'] = 'none'
     if (cpusPerReplica !== undefined) {
       for (let index = 0; index < count; index++) {
-        const outcome = createCpuQuota(`tollbooth-${tag}-r${index + 1}`, cpusPerReplica)
+        const outcome = createCpuQuota(`tollbooth-${tag}-r${index + 1}`, cpusPerReplica, options.cfsPeriodMs === undefined ? {} : { periodUs: Math.round(options.cfsPeriodMs * 1000) })
         if (!outcome.ok) {
           warnings.push(`replicas run WITHOUT a CPU quota: ${outcome.reason}; each sizes its hash pool to the whole machine and they share its cores`)
           break

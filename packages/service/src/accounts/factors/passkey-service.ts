@@ -5,7 +5,7 @@
  * ceremony's challenge is kept in PostgreSQL and spent by its first verification; a check costs
  * one signature verify, never a password hash.
  */
-import { hash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import {
@@ -21,6 +21,7 @@ import {
 import { assertCeremonyContext, readAuthenticatorData, readClientData } from './passkey-response.js'
 import type { Caller } from '../account-service.js'
 import type { SessionCheck } from '../session-check.js'
+import { secretTokenHash } from '../tokens.js'
 
 /** COSE algorithms accepted: ES256, EdDSA, RS256 (what platform authenticators and keys make). */
 const supportedAlgorithmIds = [-7, -8, -257]
@@ -78,10 +79,6 @@ function userHandle (userId: string): Buffer {
   return Buffer.from(userId.replaceAll('-', ''), 'hex')
 }
 
-function challengeHash (challenge: string): Buffer {
-  return hash('sha256', challenge, 'buffer')
-}
-
 function passkeyAmr (passkey: { backupEligible: boolean }): string[] {
   return [passkey.backupEligible ? 'swk' : 'hwk', 'user', 'mfa']
 }
@@ -92,14 +89,14 @@ export class PasskeyService {
   private async issueChallenge (purpose: PasskeyChallengePurpose, userId: string | null): Promise<Buffer> {
     const challenge = randomBytes(32)
     await insertPasskeyChallenge(this.deps.db, {
-      hash: challengeHash(challenge.toString('base64url')), purpose, userId, expiresAt: new Date(Date.now() + this.deps.challengeTtlSeconds * 1000),
+      hash: secretTokenHash(challenge.toString('base64url')), purpose, userId, expiresAt: new Date(Date.now() + this.deps.challengeTtlSeconds * 1000),
     })
     return challenge
   }
 
   /** Spends the response's challenge, which must be of `purpose` and issued for `userId` (null: for no account). */
   private async spendChallenge (challenge: string, purpose: PasskeyChallengePurpose, userId: string | null): Promise<void> {
-    const spent = await spendPasskeyChallenge(this.deps.db, challengeHash(challenge), purpose)
+    const spent = await spendPasskeyChallenge(this.deps.db, secretTokenHash(challenge), purpose)
     if (spent === undefined || spent.userId !== userId) throw createError('PASSKEY_CHALLENGE_INVALID')
   }
 
@@ -194,7 +191,7 @@ export class PasskeyService {
     const { relyingParty: rp } = this.deps
     const client = readClientData(response.response.clientDataJSON, 'webauthn.get')
     // The challenge spent, the credential and its account read: one statement.
-    const { challenge, passkey, user } = await spendChallengeAndFindPasskey(this.deps.db, challengeHash(client.challenge), 'authenticate', Buffer.from(response.rawId, 'base64url'))
+    const { challenge, passkey, user } = await spendChallengeAndFindPasskey(this.deps.db, secretTokenHash(client.challenge), 'authenticate', Buffer.from(response.rawId, 'base64url'))
     if (challenge === undefined || challenge.userId !== (userId ?? null)) throw createError('PASSKEY_CHALLENGE_INVALID')
     assertCeremonyContext(client, readAuthenticatorData(response.response), rp)
     if (passkey === undefined || user === undefined || (userId !== undefined && passkey.userId !== userId)) throw createError('PASSKEY_CREDENTIAL_UNKNOWN')

@@ -88,23 +88,24 @@ interface AssertionRow extends MaybeRow {
   user_email_verified_at: Date | null
 }
 
+/** Built once: every passkey sign-in runs it. */
+const spendAndFindStatement = `WITH spent AS (
+    DELETE FROM passkey_challenges WHERE challenge_hash = $1 AND purpose = $2 AND expires_at > now() RETURNING user_id
+  )
+  SELECT EXISTS (SELECT 1 FROM spent) AS challenge_spent, (SELECT user_id FROM spent) AS challenge_user_id,
+         ${columns.split(', ').map((column) => `p.${column}`).join(', ')},
+         u.email AS user_email, u.name AS user_name, u.created_at AS user_created_at, u.email_verified_at AS user_email_verified_at
+    FROM (VALUES (0)) AS one
+    LEFT JOIN passkeys p ON p.credential_id = $3
+    LEFT JOIN users u ON u.id = p.user_id`
+
 /**
  * Spends the challenge and reads the credential with its account in one statement (one round trip
  * instead of three). The challenge is spent whatever else is found: an assertion spends its
  * challenge whether it is then answered or refused.
  */
 export async function spendChallengeAndFindPasskey (db: Queryable, hash: Buffer, purpose: PasskeyChallengePurpose, credentialId: Buffer): Promise<AssertionLookup> {
-  const { rows } = await db.query<AssertionRow>(
-    `WITH spent AS (
-       DELETE FROM passkey_challenges WHERE challenge_hash = $1 AND purpose = $2 AND expires_at > now() RETURNING user_id
-     )
-     SELECT EXISTS (SELECT 1 FROM spent) AS challenge_spent, (SELECT user_id FROM spent) AS challenge_user_id,
-            ${columns.split(', ').map((column) => `p.${column}`).join(', ')},
-            u.email AS user_email, u.name AS user_name, u.created_at AS user_created_at, u.email_verified_at AS user_email_verified_at
-       FROM (VALUES (0)) AS one
-       LEFT JOIN passkeys p ON p.credential_id = $3
-       LEFT JOIN users u ON u.id = p.user_id`,
-    [hash, purpose, credentialId])
+  const { rows } = await db.query<AssertionRow>(spendAndFindStatement, [hash, purpose, credentialId])
   const row = rows[0] as AssertionRow
   const passkey = row.id === null ? undefined : toPasskey(row as Row)
   return {

@@ -117,6 +117,12 @@ export function resolveLoad (scenario: Scenario<unknown>, options: LoadOptions, 
   return { ...base, model: 'closed', startVus, stages, thinkTimeMs: options.thinkTimeMs ?? scenario.defaults.thinkTimeMs, ...(sourceAddresses > 1 ? { sourceAddresses } : {}) }
 }
 
+/**
+ * With autogroups on, the service's hash threads (nice 10) do not yield to a process of another
+ * session, and each session gets an equal share first: its figures are not those of a dedicated machine.
+ */
+const autogroupWarning = 'scheduler autogroups are on (kernel.sched_autogroup_enabled = 1): nice values count only inside a session, so processes of other sessions take CPU from the hash threads; measure with `sysctl kernel.sched_autogroup_enabled=0` (packages/service/bench/README.md)'
+
 export interface Command { scenario: Scenario<unknown>, ref: ScenarioRef, load: LoadSpec, result: LabResult }
 
 export async function prepare (command: LabCommand, options: LabOptions, forceModel?: 'open'): Promise<Command> {
@@ -130,12 +136,12 @@ export async function prepare (command: LabCommand, options: LabOptions, forceMo
     createdAt: new Date().toISOString(),
     commandLine: options.commandLine ?? `tollbooth lab ${command} --scenario ${options.scenario}`,
     // The CPU budget is the one the service would see.
-    machine: { cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown CPU', cores: os.cpus().length, cpuBudget: facts.cpuBudget, memoryBytes: os.totalmem(), node: process.version, platform: os.platform(), arch: os.arch(), tollboothVersion: facts.serviceVersion },
+    machine: { cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown CPU', cores: os.cpus().length, cpuBudget: facts.cpuBudget, schedulerAutogroups: facts.schedulerAutogroups, memoryBytes: os.totalmem(), node: process.version, platform: os.platform(), arch: os.arch(), tollboothVersion: facts.serviceVersion },
     scenario: { name: scenario.name, description: scenario.description, endpoints: scenario.endpoints, ...(scenario.phases === undefined ? {} : { phases: scenario.phases }) },
     load,
     runs: [],
     references: referencesFor(scenario.name),
-    warnings: [],
+    warnings: facts.schedulerAutogroups === true ? [autogroupWarning] : [],
   }
   return { scenario, ref, load, result }
 }

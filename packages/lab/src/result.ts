@@ -32,6 +32,8 @@ export interface MachineInfo {
   cpuModel: string
   cores: number
   cpuBudget: { cpus: number, quota: number | null, source: string }
+  /** Scheduler autogroups (nice values count only inside a session); null: the kernel does not say. Absent in older results. */
+  schedulerAutogroups?: boolean | null
   memoryBytes: number
   node: string
   platform: string

@@ -73,7 +73,7 @@ export function headerFacts (result: LabResult): Fact[] {
     // A sizing sets its own load per step: its settings are the figures' own (report/sizing.ts).
     ...describeLoad(result.load).filter((fact) => result.command !== 'sizing' || fact.label === 'load settings'),
     ...service,
-    { label: 'machine', value: `${machine.cpuModel}, ${machine.cores} cores, ${formatGiB(machine.memoryBytes)}` },
+    { label: 'machine', value: `${machine.cpuModel}, ${machine.cores} cores, ${formatGiB(machine.memoryBytes)}${machine.schedulerAutogroups === undefined || machine.schedulerAutogroups === null ? '' : `, scheduler autogroups ${machine.schedulerAutogroups ? 'on' : 'off'}`}` },
     { label: 'CPU budget', value: `${formatCores(budget.cpus)} cores (source: ${budget.source}${budget.quota === null ? '' : `, quota ${formatCores(budget.quota)}`})` },
     { label: 'software', value: `Node ${machine.node}, ${machine.platform} ${machine.arch}, tollbooth ${machine.tollboothVersion}` },
     { label: 'created', value: result.createdAt },

@@ -13,8 +13,10 @@
  * Each crowd's line: goodput (200s a second over the held part) against C alone and C through
  * HAProxy, the fraction of requests answered (200, or 503 with Retry-After; arrivals the lab could
  * not send count as unanswered), p99 of every answer and of the 200s, `/healthz` p99 as probed
- * where the clients go (and its floor, an empty server), HAProxy's health checks that failed, and
- * the CPU in cores of each part (the lab's generator included) while the crowd ran.
+ * where the clients go (and its floor, an empty server), behind HAProxy also as probed straight at
+ * the first replica (where a kubelet's liveness probe and HAProxy's own checks go), HAProxy's
+ * health checks that failed, and the CPU in cores of each part (the lab's generator included)
+ * while the crowd ran.
  *
  *   npm run bench:haproxy                                   # naive and polite, one round
  *   npm run bench:haproxy -- --clients once,naive,polite --rounds 3 --out /tmp/haproxy-crowd
@@ -28,7 +30,7 @@ import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { recommendedHaproxyLimits, startDatabase, startReplicas, type HaproxyLimits, type ReplicaSet } from 'tollbooth/launcher'
-import { labRun, seedServiceEnv, type LoadOptions } from '../src/lab.js'
+import { labRun, seedServiceEnv, startHealthzProbe, type LoadOptions } from '../src/lab.js'
 import { writeReports } from '../src/report/index.js'
 import type { RunResult } from '../src/result.js'
 import { machineLine } from './machine.js'
@@ -124,13 +126,19 @@ function coresBetween (first: CpuMark, last: CpuMark): Record<'service' | 'hapro
   return { service: cores('service'), haproxy: cores('haproxy'), postgres: cores('postgres'), lab: cores('lab') }
 }
 
-interface Measured { run: RunResult, cores: ReturnType<typeof coresBetween>, failedChecks: number }
+/** `/healthz` of one replica probed straight (behind HAProxy only): what a kubelet's liveness probe and HAProxy's own checks see. */
+type ReplicaProbe = Awaited<ReturnType<ReturnType<typeof startHealthzProbe>['stop']>>
+
+interface Measured { run: RunResult, cores: ReturnType<typeof coresBetween>, failedChecks: number, replicaProbe: ReplicaProbe | undefined }
 
 /** One lab run against `target`, the CPU of every part read at its first and last second of load. */
 async function measure (set: ReplicaSet, postgresPort: string, dir: string, scenario: string, target: string, load: LoadOptions): Promise<Measured> {
   let first: CpuMark | undefined
   let last: CpuMark | undefined
   const downsBefore = await set.failedChecks()
+  const replica = target === set.url ? set.replicas[0]?.url : undefined
+  // From the load's first second, as the run's own probe: the setup's registrations are not the crowd.
+  let replicaProber: ReturnType<typeof startHealthzProbe> | undefined
   const result = await labRun({
     scenario,
     target,
@@ -140,12 +148,14 @@ async function measure (set: ReplicaSet, postgresPort: string, dir: string, scen
     onSecond: () => {
       last = cpuMark(set, postgresPort)
       first ??= last
+      if (replica !== undefined) replicaProber ??= startHealthzProbe({ url: replica })
     },
   })
+  const replicaProbe = await replicaProber?.stop()
   await writeReports(dir, result)
   const [run] = result.runs
   if (run === undefined || first === undefined || last === undefined) throw new Error(`${dir}: no run (${result.warnings.join('; ')})`)
-  return { run, cores: coresBetween(first, last), failedChecks: await set.failedChecks() - downsBefore }
+  return { run, cores: coresBetween(first, last), failedChecks: await set.failedChecks() - downsBefore, replicaProbe }
 }
 
 const serviceEnv = makeServiceEnv()
@@ -153,7 +163,7 @@ const serviceEnv = makeServiceEnv()
 const fixed = (value: number | null | undefined, digits: number): string => value === null || value === undefined ? '—' : value.toFixed(digits)
 
 /** One crowd's line of the table. */
-function crowdLine (round: number, where: string, kind: ClientKind, offered: number, capacityAlone: number, capacityHaproxy: number, { run, cores, failedChecks }: Measured): string {
+function crowdLine (round: number, where: string, kind: ClientKind, offered: number, capacityAlone: number, capacityHaproxy: number, { run, cores, failedChecks, replicaProbe }: Measured): string {
   const held = run.seconds.filter((second) => second.t > rampMs / 1000 && second.t <= (rampMs + heldMs) / 1000)
   const goodput = held.reduce((sum, second) => sum + (second.byEndpoint[endpoint]?.ok ?? 0), 0) / Math.max(1, held.length)
   const stats = run.endpoints[endpoint]
@@ -164,14 +174,14 @@ function crowdLine (round: number, where: string, kind: ClientKind, offered: num
   const unanswered = requests + notSent - (stats?.ok ?? 0) - refused
   const otherStatuses = Object.entries(stats?.errors.byStatus ?? {}).filter(([status]) => status !== '503').map(([status, count]) => `${status}: ${count}`).join(', ')
   const generator = `${fixed(run.generator.cpuCores, 2)}${run.generator.saturated ? ' saturated' : ''}`
-  return `| ${round} | ${where} | ${kind} | ${Math.round(offered)} /s | ${Math.round(goodput)} /s | ${fixed(goodput / capacityAlone, 3)} | ${fixed(goodput / capacityHaproxy, 3)} | ${fixed(answered, 4)} (${unanswered} not: ${notSent} not sent, ${stats?.errors.timeouts ?? 0} timeouts, ${stats?.errors.connectionErrors ?? 0} conn.${otherStatuses === '' ? '' : `, ${otherStatuses}`}) | ${Math.round(requests / Math.max(1, run.durationMs / 1000))} /s | ${fixed(stats?.latency.p99Ms, 0)} / ${fixed(stats?.okLatency.p99Ms, 0)} ms | ${fixed(run.healthz?.p99Ms, 1)} ms (${fixed(run.healthzFloor?.p99Ms, 1)}) | ${failedChecks} | ${fixed(cores.service, 2)} | ${fixed(cores.haproxy, 2)} | ${fixed(cores.postgres, 2)} | ${fixed(cores.lab, 2)} (${generator}) |`
+  return `| ${round} | ${where} | ${kind} | ${Math.round(offered)} /s | ${Math.round(goodput)} /s | ${fixed(goodput / capacityAlone, 3)} | ${fixed(goodput / capacityHaproxy, 3)} | ${fixed(answered, 4)} (${unanswered} not: ${notSent} not sent, ${stats?.errors.timeouts ?? 0} timeouts, ${stats?.errors.connectionErrors ?? 0} conn.${otherStatuses === '' ? '' : `, ${otherStatuses}`}) | ${Math.round(requests / Math.max(1, run.durationMs / 1000))} /s | ${fixed(stats?.latency.p99Ms, 0)} / ${fixed(stats?.okLatency.p99Ms, 0)} ms | ${fixed(run.healthz?.p99Ms, 1)} ms (${fixed(run.healthzFloor?.p99Ms, 1)}) | ${replicaProbe === undefined ? '—' : `${fixed(replicaProbe.healthz.p99Ms, 1)} ms${replicaProbe.failures > 0 ? `, ${replicaProbe.failures} failed` : ''}`} | ${failedChecks} | ${fixed(cores.service, 2)} | ${fixed(cores.haproxy, 2)} | ${fixed(cores.postgres, 2)} | ${fixed(cores.lab, 2)} (${generator}) |`
 }
 
 console.log(`${machineLine()}, load average ${(await import('node:os')).loadavg().map((load) => load.toFixed(1)).join(' ')}`)
 console.log(`HAProxy limits per replica: maxconn ${limits.maxConnPerReplica}, refused past ${limits.queuePerReplica} waiting, timeout queue ${limits.queueTimeoutMs} ms${JSON.stringify(limits) === JSON.stringify(recommendedHaproxyLimits) ? ' (the recommended ones)' : ''}; ${replicaCount} replica(s), ${cpusPerReplica > 0 ? `${cpusPerReplica} CPU each, CFS period ${cfsPeriodMs} ms` : 'no CPU quota'}`)
 console.log(`crowd: ${rateFactor} x C alone, ${rampMs / 1000} s ramp then ${heldMs / 1000} s held; naive and polite clients send up to ${attemptsPerArrival} requests an arrival; C: 64 closed-loop users, ${capacityMs / 1000} s\n`)
-console.log('| round | where | clients | new arrivals | goodput | / C alone | / C HAProxy | answered | requests sent | p99 all / 200s | `/healthz` p99 (floor) | checks failed | service cores | HAProxy | PostgreSQL | lab (generator) |')
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+console.log('| round | where | clients | new arrivals | goodput | / C alone | / C HAProxy | answered | requests sent | p99 all / 200s | `/healthz` p99 (floor) | at a replica | checks failed | service cores | HAProxy | PostgreSQL | lab (generator) |')
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for (let round = 1; round <= Number(values.rounds); round++) {
   const dir = path.join(out, `round-${round}`)
   const database = await startDatabase({ name: 'tollbooth_lab', label: 'haproxy-crowd', nonDurable: true })

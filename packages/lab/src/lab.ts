@@ -219,15 +219,29 @@ export async function labProbeFloor (options: { durationMs: number, ratePerSecon
   validated(Type.Object({ durationMs: positive, ratePerSecond: Type.Optional(positive), timeoutMs: Type.Optional(positive) }), options)
   const server = await startReferenceServer()
   try {
-    const probe = new HealthzProbe({ url: server.url, ratePerSecond: options.ratePerSecond ?? 10, runStartEpochMs: nowEpochMs(), timeoutMs: options.timeoutMs ?? 5000 })
-    probe.start()
+    const probe = startHealthzProbe({ url: server.url, ratePerSecond: options.ratePerSecond, timeoutMs: options.timeoutMs })
     // The measurement's length: the probes go out on their own schedule meanwhile.
     await sleep(options.durationMs)
-    await probe.stop()
-    const healthz = probe.summary()
-    if (healthz === null || probe.error !== undefined) throw new Error(`the /healthz prober failed: ${probe.error ?? 'no probes'}`)
-    return { healthz, failures: probe.failures + probe.skipped }
+    return await probe.stop()
   } finally {
     await server.close()
+  }
+}
+
+/**
+ * Probes `url`'s /healthz at random times (`ratePerSecond`, default 10) until stopped, beside
+ * whatever else runs: where a load's own probe does not go (a replica behind a load balancer,
+ * probed straight as a kubelet or the balancer's own checks probe it).
+ */
+export function startHealthzProbe (options: { url: string, ratePerSecond?: number | undefined, timeoutMs?: number | undefined }): { stop: () => Promise<{ healthz: LatencySummary, failures: number }> } {
+  const probe = new HealthzProbe({ url: options.url, ratePerSecond: options.ratePerSecond ?? 10, runStartEpochMs: nowEpochMs(), timeoutMs: options.timeoutMs ?? 5000 })
+  probe.start()
+  return {
+    async stop () {
+      await probe.stop()
+      const healthz = probe.summary()
+      if (healthz === null || probe.error !== undefined) throw new Error(`the /healthz prober failed: ${probe.error ?? 'no probes'}`)
+      return { healthz, failures: probe.failures + probe.skipped }
+    },
   }
 }

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { EndpointStats, LatencySummary } from '../../src/result.js'
 import { scheduledSeconds } from '../../src/load/runner.js'
-import { EndpointAccumulator, EndpointMap, errorTotal, type RequestOutcome } from '../../src/load/stats.js'
+import hdr from 'hdr-histogram-js'
+import { createHistogram, EndpointAccumulator, EndpointMap, errorTotal, recordMs, summarise, type RequestOutcome } from '../../src/load/stats.js'
 
 const outcome = (status: number | null, latencyMs: number, extra: Partial<RequestOutcome> = {}): RequestOutcome =>
   ({ endpoint: 'POST /auth/login', status, ok: status !== null && status >= 200 && status < 300, failure: null, retryAfter: false, latencyMs, ...extra })
@@ -82,5 +83,45 @@ describe('the seconds a run\'s rates are per', () => {
   it('are 1 for a run that offered nothing, so a rate is never divided by 0', () => {
     assert.equal(scheduledSeconds([]), 1)
     assert.equal(scheduledSeconds([second(1, 0)]), 1)
+  })
+})
+
+describe('a latency summary', () => {
+  /** The library's own figures, walked once per percentile and once for the mean: what summarise must give. */
+  const libraryFigures = (histogram: hdr.Histogram): LatencySummary => {
+    const ms = (micros: number): number => Math.round(micros) / 1000
+    const at = (percentile: number): number => ms(histogram.getValueAtPercentile(percentile))
+    return { count: histogram.totalCount, meanMs: ms(histogram.mean), p50Ms: at(50), p90Ms: at(90), p95Ms: at(95), p99Ms: at(99), maxMs: ms(histogram.maxValue) }
+  }
+  /** A fixed stream of pseudo-random numbers in [0, 1), so a failure can be replayed. */
+  const stream = (seed: number): () => number => () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return seed / 2147483648
+  }
+
+  it('gives the library\'s percentiles and mean, in one walk, for any spread of latencies', () => {
+    const random = stream(11)
+    const shapes: Array<[string, () => number]> = [
+      ['one value', () => 42],
+      ['sub-millisecond', () => 0.05 + random() * 0.9],
+      ['uniform to 2 s', () => random() * 2000],
+      ['long tail', () => 1 / Math.max(1e-6, random()) ** 2],
+      ['two modes', () => (random() < 0.97 ? 3 + random() : 1000 + random() * 29_000)],
+      ['at the ceiling', () => 599_999_000 + random() * 5_000],
+    ]
+    for (const [name, next] of shapes) {
+      for (const size of [1, 2, 7, 100, 5_000]) {
+        const histogram = createHistogram()
+        for (let i = 0; i < size; i++) recordMs(histogram, next())
+        assert.deepEqual(summarise(histogram), libraryFigures(histogram), `${name}, ${size} values`)
+        // As the main thread merges a generator thread's: decoded from its compressed form.
+        const decoded = hdr.decodeFromCompressedBase64(hdr.encodeIntoCompressedBase64(histogram))
+        assert.deepEqual(summarise(decoded), libraryFigures(decoded), `${name}, ${size} values, decoded`)
+      }
+    }
+  })
+
+  it('says nothing of an empty histogram but its count', () => {
+    assert.deepEqual(summarise(createHistogram()), { count: 0, meanMs: null, p50Ms: null, p90Ms: null, p95Ms: null, p99Ms: null, maxMs: null })
   })
 })

@@ -150,6 +150,10 @@ async function measure (set: ReplicaSet, postgresPort: string, dir: string, scen
       first ??= last
       if (replica !== undefined) replicaProber ??= startHealthzProbe({ url: replica })
     },
+  }).catch(async (err: unknown) => {
+    // A run that failed stops the replica's prober too: its thread would keep the bench from exiting.
+    await replicaProber?.stop().catch(() => undefined)
+    throw err
   })
   const replicaProbe = await replicaProber?.stop()
   await writeReports(dir, result)

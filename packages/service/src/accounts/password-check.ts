@@ -163,6 +163,13 @@ export interface PasswordCheckRules {
   afterWait?: () => void
   /** The bound on an account's checks under way across every process (its lease in PostgreSQL); none: this process's alone. */
   lease?: CheckLease | undefined
+  /**
+   * The keys the read will give, when they are known before it (a login without a device token:
+   * its account's and its address's). A check whose account has no room even at no recorded
+   * failure, this process's checks under way taking it all, then waits for one to end before it
+   * reads: a read could only find it held back, and a crowd on one account would read twice a login.
+   */
+  presumedKeys?: ThrottleKeys | undefined
 }
 
 /** What a service's password checks share: the throttle's policy, the checks under way, the clock, the database. */
@@ -260,13 +267,29 @@ export async function startPasswordCheck<T extends { failures: FailureCounts, ad
   rules: PasswordCheckRules,
   logging: PasswordCheckLog
 ): Promise<{ found: T, keys: ThrottleKeys, end: () => void }> {
-  const { checks, policy, now, waitUntil, signal, beforeWait, afterWait, lease } = rules
+  const { checks, policy, now, waitUntil, signal, beforeWait, afterWait, lease, presumedKeys } = rules
   /** The scope whose check's end woke this one, until it takes that room or hands it on. */
   let wokenBy: ThrottleScope | undefined
   /** Its place in the queues of checks waiting, kept from its first wait on. */
   let place: number | undefined
   let keys: ThrottleKeys = {}
+  /** Waits, in its place, for a check of `blocking`'s keys to end: the scope that woke it, or a refusal at its deadline or when its client leaves. */
+  const waitForRoom = async (blocking: readonly ThrottleScope[]): Promise<void> => {
+    place ??= checks.takePlace()
+    beforeWait?.()
+    const woke = await checks.waitForEnd(keys, blocking, waitUntil, signal, place)
+    if (woke === null) {
+      if (signal?.aborted === true) throw createError('HASH_CANCELLED', 'The client left while its password check waited for others of its account or address')
+      throw createError('SERVICE_OVERLOADED', 'Other password checks of this account or address are still under way', { retryAfterSeconds: 1 })
+    }
+    wokenBy = woke
+    afterWait?.()
+  }
   try {
+    if (presumedKeys?.account !== undefined && !roomAtNoFailures(checks.underWay('account', presumedKeys.account), now(), policy)) {
+      keys = presumedKeys
+      await waitForRoom(['account'])
+    }
     for (;;) {
       const readStartedAt = checks.now()
       const found = await read()
@@ -297,15 +320,7 @@ export async function startPasswordCheck<T extends { failures: FailureCounts, ad
         // Woken for room it cannot take (its other key holds it back): the next check waiting may.
         if (wokenBy !== undefined && !blocking.includes(wokenBy)) checks.passOn(keys, [wokenBy])
         wokenBy = undefined
-        place ??= checks.takePlace()
-        beforeWait?.()
-        const woke = await checks.waitForEnd(keys, blocking, waitUntil, signal, place)
-        if (woke === null) {
-          if (signal?.aborted === true) throw createError('HASH_CANCELLED', 'The client left while its password check waited for others of its account or address')
-          throw createError('SERVICE_OVERLOADED', 'Other password checks of this account or address are still under way', { retryAfterSeconds: 1 })
-        }
-        wokenBy = woke
-        afterWait?.()
+        await waitForRoom(blocking)
       }
     }
   } catch (err) {
@@ -313,6 +328,11 @@ export async function startPasswordCheck<T extends { failures: FailureCounts, ad
     if (wokenBy !== undefined) checks.passOn(keys, [wokenBy])
     throw err
   }
+}
+
+/** Whether an account with `underWay` checks running has room for one more were none of its failures recorded: with more recorded, it has less. */
+function roomAtNoFailures (underWay: number, nowMs: number, policy: LoginThrottlePolicy): boolean {
+  return decide({ account: withChecksInFlight(undefined, underWay, nowMs, policy) }, nowMs, policy).allowed
 }
 
 /** Resolves after `ms`; rejects with HASH_CANCELLED when `signal` aborts first. */

@@ -186,6 +186,64 @@ describe('login throttle rules', () => {
     assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter left behind')
   })
 
+  it('a check whose keys are known before its read waits for its account\'s room before reading: in a crowd each read starts a check, first come first served', async () => {
+    const checks = new ChecksUnderWay()
+    const keys = { account: 'crowd@example.com', address: '192.0.2.45' }
+    // Five checks under way fill the account's room: with no failure recorded, a sixth could fail past the free five.
+    const ends = Array.from({ length: 5 }, () => checks.begin(keys))
+    let reads = 0
+    let waiting = 0
+    const read = async (): Promise<{ failures: { account: FailureCount | undefined } }> => {
+      reads++
+      await new Promise((resolve) => { setImmediate(resolve) })
+      return { failures: { account: undefined } }
+    }
+    const rules = { checks, policy, now: Date.now, waitUntil: checks.now() + 20_000, presumedKeys: keys, beforeWait: () => { waiting++ } }
+    const started: number[] = []
+    const crowd = Array.from({ length: 20 }, async (_, arrival) => {
+      const { end } = await startPasswordCheck(read, () => keys, rules, silentLogging)
+      started.push(arrival)
+      return end
+    })
+    await waitFor('the twenty waiting', () => waiting === 20, { intervalMs: 1 })
+    assert.equal(reads, 0, 'none read while the room was taken')
+    // Each check that ends lets the next in line read and start; the room stays full.
+    const running = [...ends]
+    while (running.length > 0) {
+      running.shift()?.()
+      const before = started.length
+      if (before === 20) continue
+      await waitFor('the next check started', () => started.length === before + 1, { intervalMs: 1 })
+      running.push(await crowd[started.at(-1) ?? 0] ?? (() => {}))
+    }
+    assert.equal(reads, 20, 'one read a check')
+    assert.deepEqual(started, Array.from({ length: 20 }, (_, arrival) => arrival), 'in the order they came')
+    assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter left behind')
+  })
+
+  it('a check that waited before reading is refused on the failures its read finds, with every check waiting on the account', async () => {
+    const checks = new ChecksUnderWay()
+    const keys = { account: 'guessed-again@example.com', address: '192.0.2.46' }
+    const ends = Array.from({ length: 5 }, () => checks.begin(keys))
+    let recorded = 0
+    let reads = 0
+    let waiting = 0
+    const read = async (): Promise<{ failures: { account: FailureCount | undefined } }> => {
+      reads++
+      await new Promise((resolve) => { setImmediate(resolve) })
+      return { failures: { account: recorded === 0 ? undefined : count(recorded, Date.now(), Date.now()) } }
+    }
+    const rules = { checks, policy, now: Date.now, waitUntil: checks.now() + 60_000, presumedKeys: keys, beforeWait: () => { waiting++ } }
+    const outcomes = Array.from({ length: 20 }, async () => await startPasswordCheck(read, () => keys, rules, silentLogging).then(() => 'started', (err: { code?: string }) => String(err.code)))
+    await waitFor('the twenty waiting', () => waiting === 20, { intervalMs: 1 })
+    // The five checks under way were wrong guesses: their failures are written, then they end.
+    recorded = 5
+    for (const end of ends) end()
+    assert.deepEqual(new Set(await Promise.all(outcomes)), new Set(['TOO_MANY_ATTEMPTS']), 'all twenty refused 429, none hashed')
+    assert.equal(reads, 20, 'each read once, after its wait')
+    assert.equal(checks.size(checks.now() + 60_000), 0, 'no waiter left behind')
+  })
+
   it('a check gives back its hash queue place while it waits for its account\'s other checks, and is admitted again once woken', async () => {
     // Fifty logins of one account at once: five checks run, the rest wait. Holding their places,
     // the waiting ones counted each other as queued ahead and were refused.

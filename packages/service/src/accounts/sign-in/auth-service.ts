@@ -147,11 +147,12 @@ export class AuthService {
     const { ticket } = context
     const device = context.deviceToken === undefined ? undefined : deviceTokenHash(context.deviceToken)
     const lookupKeys = { account: email, address: addressKey(ticket.client), device: device?.toString('hex') }
-    const keysOf = ({ knownDevice }: LoginLookup): ThrottleKeys => knownDevice ? { device: lookupKeys.device } : { account: lookupKeys.account, address: lookupKeys.address }
+    const keysOf = ({ knownDevice }: Pick<LoginLookup, 'knownDevice'>): ThrottleKeys => knownDevice ? { device: lookupKeys.device } : { account: lookupKeys.account, address: lookupKeys.address }
     const windowStartedAfter = this.now() - this.deps.loginThrottle.windowMs
     // The throttle's counts and the device come with the user, in the same statement: one round trip.
     const read = async (): Promise<LoginLookup> => await lookUpLogin(this.deps.db, email, lookupKeys, { sessionAddress: sessionAddress(ticket.client), windowStartedAfter })
-    const rules = passwordCheckRules(this.deps, ticket)
+    // Without a device token the check is judged by the account and the address whatever the read finds.
+    const rules = { ...passwordCheckRules(this.deps, ticket), presumedKeys: device === undefined ? keysOf({ knownDevice: false }) : undefined }
     const { found: { user, knownDevice, secondFactors }, keys, end: endCheck } = await startPasswordCheck(read, keysOf, rules, this.loginLog)
     try {
       if (user === undefined) {

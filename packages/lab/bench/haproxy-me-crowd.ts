@@ -10,6 +10,10 @@
  *    HAProxy. `once`: each arrival one request; `naive`: a refused arrival tries again at once,
  *    `polite`: after Retry-After (up to three requests each; bench/scenarios/me-crowd-retrying.ts).
  *
+ * Every service is new for its run and first serves a closed loop of 8 users for `--warm-seconds`
+ * (5 s), not counted: a crowd meets a replica that was serving already, its code compiled and its
+ * connections open, as a crowd meets a deployment.
+ *
  * Each crowd's line: goodput (200s a second over the held part) against C alone and C through
  * HAProxy, the fraction of requests answered (200, or 503 with Retry-After; arrivals the lab could
  * not send count as unanswered), p99 of every answer and of the 200s, `/healthz` p99 as probed
@@ -22,11 +26,13 @@
  *   npm run bench:haproxy -- --clients once,naive,polite --rounds 3 --out /tmp/haproxy-crowd
  *   npm run bench:haproxy -- --max-conn 16 --queue 16       # other limits than the recommended ones
  *   npm run bench:haproxy -- --rate-limit 0.8               # and a rate limit per replica, 0.8 x C alone
- *   npm run bench:haproxy -- --cfs-period-ms 10             # the replicas' CPU quota counted over 10 ms periods, not 100
+ *   npm run bench:haproxy -- --cfs-period-ms 100            # the replicas' CPU quota counted over Docker's and Kubernetes' 100 ms periods
+ *   npm run bench:haproxy -- --warm-seconds 0               # each crowd meets a replica just started (its code not yet compiled)
  *
  * Run it under `flock /tmp/tollbooth-measure.lock` on a shared machine (bench/README.md).
  */
 import { randomBytes } from 'node:crypto'
+import fs from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { recommendedHaproxyLimits, startDatabase, startReplicas, type HaproxyLimits, type ReplicaSet } from 'tollbooth/launcher'
@@ -50,12 +56,13 @@ const { values } = parseArgs({
     'held-seconds': { type: 'string', default: '15' },
     replicas: { type: 'string', default: '1' },
     'cpus-per-replica': { type: 'string', default: '0.5' },
-    'cfs-period-ms': { type: 'string', default: '100' },
+    'cfs-period-ms': { type: 'string', default: '10' },
     'max-conn': { type: 'string' },
     queue: { type: 'string' },
     'queue-timeout-ms': { type: 'string' },
     'rate-limit': { type: 'string' },
     'lab-workers': { type: 'string', default: '1' },
+    'warm-seconds': { type: 'string', default: '5' },
     out: { type: 'string', default: path.join(process.cwd(), 'haproxy-crowd-results') },
   },
 })
@@ -71,10 +78,13 @@ const heldMs = Number(values['held-seconds']) * 1000
 const replicaCount = Number(values.replicas)
 /** compose.yaml's replicas have half a CPU each; `0`: no quota (the replica shares the machine with HAProxy and the lab). */
 const cpusPerReplica = Number(values['cpus-per-replica'])
-/** The quota's CFS period: 100 ms as Kubernetes and Docker; shorter, a replica at its quota stalls for less each time (compose's `cpu_period`). */
+/** The quota's CFS period: 10 ms as compose.yaml sets (`cpu_period`); Kubernetes and Docker's default is 100 ms, where a replica at its quota stalls up to 100 ms less its quota each time. */
 const cfsPeriodMs = Number(values['cfs-period-ms'])
 if (!(cfsPeriodMs >= 1 && cfsPeriodMs <= 1000)) throw new Error('--cfs-period-ms: 1 to 1000')
 const labWorkers = Number(values['lab-workers'])
+/** A closed loop of a few users against each fresh service before its measured run, not counted: a crowd that meets a replica already serving, not one just started. */
+const warmMs = Number(values['warm-seconds']) * 1000
+if (!(warmMs >= 0)) throw new Error('--warm-seconds: 0 or more')
 const limits: HaproxyLimits = {
   maxConnPerReplica: Number(values['max-conn'] ?? recommendedHaproxyLimits.maxConnPerReplica),
   queuePerReplica: Number(values.queue ?? recommendedHaproxyLimits.queuePerReplica),
@@ -85,6 +95,26 @@ const rateLimitFactor = values['rate-limit'] === undefined ? undefined : Number(
 if (rateLimitFactor !== undefined && !(rateLimitFactor > 0)) throw new Error('--rate-limit: a fraction of C alone, e.g. 0.8')
 const out = path.resolve(String(values.out))
 const endpoint = 'GET /me'
+
+/** The lab's soft limit on open files (/proc/self/limits), or 20,000 where it cannot be read. */
+function openFilesLimit (): number {
+  try {
+    const line = fs.readFileSync('/proc/self/limits', 'utf8').split('\n').find((text) => text.startsWith('Max open files'))
+    const soft = Number(line?.split(/\s{2,}/)[1])
+    return Number.isFinite(soft) && soft > 0 ? soft : 20_000
+  } catch {
+    return 20_000
+  }
+}
+
+/**
+ * The most arrivals the lab keeps under way. Sleeping polite clients hold a place too: about two
+ * seconds' arrivals (a refused one waits out Retry-After, up to twice), so room for three, short
+ * of the open files the lab may have (against a replica that stalls, every place is a socket).
+ */
+function arrivalsUnderWay (kind: ClientKind, rate: number): number {
+  return kind === 'polite' ? Math.min(Math.max(12_000, 3 * rate), openFilesLimit() - 4000) : 4000
+}
 
 /** The scenario of a kind of clients: the built-in crowd, or one whose refused arrivals come back. */
 function scenarioOf (kind: ClientKind): string {
@@ -183,7 +213,7 @@ function crowdLine (round: number, where: string, kind: ClientKind, offered: num
 
 console.log(`${machineLine()}, load average ${(await import('node:os')).loadavg().map((load) => load.toFixed(1)).join(' ')}`)
 console.log(`HAProxy limits per replica: maxconn ${limits.maxConnPerReplica}, refused past ${limits.queuePerReplica} waiting, timeout queue ${limits.queueTimeoutMs} ms${JSON.stringify(limits) === JSON.stringify(recommendedHaproxyLimits) ? ' (the recommended ones)' : ''}; ${replicaCount} replica(s), ${cpusPerReplica > 0 ? `${cpusPerReplica} CPU each, CFS period ${cfsPeriodMs} ms` : 'no CPU quota'}`)
-console.log(`crowd: ${rateFactor} x C alone, ${rampMs / 1000} s ramp then ${heldMs / 1000} s held; naive and polite clients send up to ${attemptsPerArrival} requests an arrival; C: 64 closed-loop users, ${capacityMs / 1000} s\n`)
+console.log(`crowd: ${rateFactor} x C alone, ${rampMs / 1000} s ramp then ${heldMs / 1000} s held, each service first warmed ${warmMs / 1000} s by 8 closed-loop users; naive and polite clients send up to ${attemptsPerArrival} requests an arrival; C: 64 closed-loop users, ${capacityMs / 1000} s\n`)
 console.log('| round | where | clients | new arrivals | goodput | / C alone | / C HAProxy | answered | requests sent | p99 all / 200s | `/healthz` p99 (floor) | at a replica | checks failed | service cores | HAProxy | PostgreSQL | lab (generator) |')
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for (let round = 1; round <= Number(values.rounds); round++) {
@@ -199,6 +229,7 @@ for (let round = 1; round <= Number(values.rounds); round++) {
     const set = await startReplicas({ count: replicaCount, ...(cpusPerReplica > 0 ? { cpusPerReplica, cfsPeriodMs } : {}), env: serviceEnv, databaseUrl: database.url, haproxyLimits })
     try {
       for (const warning of set.warnings) console.log(`warning: ${warning}`)
+      if (warmMs > 0) await labRun({ scenario: 'me-crowd', target: behindHaproxy ? set.url : set.replicas[0]?.url ?? '', load: { workers: labWorkers, accounts: 10, vus: 8, durationMs: warmMs } })
       return await measure(set, postgresPort, path.join(dir, name), scenario, behindHaproxy ? set.url : set.replicas[0]?.url ?? '', load)
     } finally {
       await set.stop()
@@ -219,8 +250,7 @@ for (let round = 1; round <= Number(values.rounds); round++) {
     const crowdLimits: HaproxyLimits = rateLimitFactor === undefined ? limits : { ...limits, ratePerReplica: rateLimitFactor * capacityAlone }
     if (crowdLimits.ratePerReplica !== undefined) console.log(`| ${round} | HAProxy's rate limit: ${Math.round(crowdLimits.ratePerReplica)} capped requests a second per replica (${rateLimitFactor} x C alone) | | | | | | | | | | | | | | |`)
     for (const kind of clients) {
-      // Sleeping polite clients hold a place in the lab's count of arrivals under way (about 2 C of them a second).
-      const crowd: LoadOptions = { rate: 100, rateStages: [{ durationMs: rampMs, target: rate }, { durationMs: heldMs, target: rate }], maxInFlight: kind === 'polite' ? 12_000 : 4000 }
+      const crowd: LoadOptions = { rate: 100, rateStages: [{ durationMs: rampMs, target: rate }, { durationMs: heldMs, target: rate }], maxInFlight: arrivalsUnderWay(kind, rate) }
       for (const [where, behindHaproxy] of [['alone', false], ['HAProxy', true]] as const) {
         console.log(crowdLine(round, where, kind, rate, capacityAlone, capacityHaproxy, await fresh(`${kind}-${where.toLowerCase()}`, scenarioOf(kind), behindHaproxy, crowd, crowdLimits)))
       }

@@ -54,7 +54,9 @@ describe('a passkey sign-in and a TOTP second step while password logins saturat
     const { secret } = await enrolTotp(service, totpUser.body.accessToken as string, clock.now)
     clock.advance(stepMs)
     const { challenge } = await passwordLogin(service, totpUser.email, totpUser.password)
-    const account = await registerUser(service)
+    // One account a login: a check waiting for its account's other checks gives its queue place
+    // back, so logins of one account would let later ones in at the door instead of refusing them.
+    const accounts = await Promise.all(Array.from({ length: passwordLogins }, async () => await registerUser(service)))
 
     const stats = (): ReturnType<TestService['engine']['stats']> => service.engine.stats()
     const before = stats()
@@ -65,7 +67,7 @@ describe('a passkey sign-in and a TOTP second step while password logins saturat
     await waitFor('the blocker running', () => stats().running === 1, { intervalMs: 1 })
     // Password logins, each from an address of its own (no client is paced by another's refusal):
     // the queue fills, the others are refused at the door.
-    const logins = Array.from({ length: passwordLogins }, async (_, i) => await timed(async () => await request(service, 'POST', '/api/v1/auth/login', { body: { email: account.email, password: account.password }, from: `127.0.0.${20 + i}` })))
+    const logins = accounts.map(async ({ email, password }, i) => await timed(async () => await request(service, 'POST', '/api/v1/auth/login', { body: { email, password }, from: `127.0.0.${20 + i}` })))
     await waitFor('the queue full and logins refused', () => (stats().queued >= queueLength && stats().rejected > before.rejected) || stats().completed > before.completed, { intervalMs: 1, timeoutMs: 120_000 })
     assert.equal(stats().completed, before.completed, 'the blocker still held the thread when the queue filled')
     const saturated = stats()

@@ -235,7 +235,10 @@ compose = load('compose.yaml')
 services = compose['services']
 check({'postgres', 'tollbooth', 'haproxy', 'migrate'} <= set(services), 'compose has postgres, migrate, tollbooth and haproxy')
 replica = services['tollbooth']
-check(replica['deploy']['replicas'] == 3 and 'cpus' in replica['deploy']['resources']['limits'], 'three tollbooth replicas with a CPU limit')
+limits = replica['deploy']['resources']['limits']
+check(replica['deploy']['replicas'] == 3 and int(replica.get('cpu_quota', 0)) > 0 and int(replica.get('cpu_period', 0)) > 0, 'three tollbooth replicas with a CPU limit (cpu_quota over cpu_period)')
+check(int(replica.get('cpu_period', 0)) == 10_000, "the replicas' quota counted over 10 ms CFS periods (docs/how-to/deploy.md, Behind HAProxy)")
+check('cpus' not in limits and 'cpus' not in replica, 'no `cpus` beside `cpu_period`: Docker refuses the two together')
 check('healthcheck' in replica and '/healthz' in ' '.join(replica['healthcheck']['test']), 'the replicas have a /healthz health check')
 check('healthcheck' in services['postgres'], 'PostgreSQL has a health check')
 check(replica['depends_on']['migrate']['condition'] == 'service_completed_successfully' and services['migrate']['depends_on']['postgres']['condition'] == 'service_healthy', 'postgres healthy, then migrate, then the replicas')

@@ -32,10 +32,9 @@
  * Run it under `flock /tmp/tollbooth-measure.lock` on a shared machine (bench/README.md).
  */
 import { randomBytes } from 'node:crypto'
-import fs from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { recommendedHaproxyLimits, startDatabase, startReplicas, type HaproxyLimits, type ReplicaSet } from 'tollbooth/launcher'
+import { machineFacts, recommendedHaproxyLimits, startDatabase, startReplicas, type HaproxyLimits, type ReplicaSet } from 'tollbooth/launcher'
 import { labRun, seedServiceEnv, startHealthzProbe, type LoadOptions } from '../src/lab.js'
 import { writeReports } from '../src/report/index.js'
 import type { RunResult } from '../src/result.js'
@@ -96,24 +95,13 @@ if (rateLimitFactor !== undefined && !(rateLimitFactor > 0)) throw new Error('--
 const out = path.resolve(String(values.out))
 const endpoint = 'GET /me'
 
-/** The lab's soft limit on open files (/proc/self/limits), or 20,000 where it cannot be read. */
-function openFilesLimit (): number {
-  try {
-    const line = fs.readFileSync('/proc/self/limits', 'utf8').split('\n').find((text) => text.startsWith('Max open files'))
-    const soft = Number(line?.split(/\s{2,}/)[1])
-    return Number.isFinite(soft) && soft > 0 ? soft : 20_000
-  } catch {
-    return 20_000
-  }
-}
-
 /**
  * The most arrivals the lab keeps under way. Sleeping polite clients hold a place too: about two
  * seconds' arrivals (a refused one waits out Retry-After, up to twice), so room for three, short
  * of the open files the lab may have (against a replica that stalls, every place is a socket).
  */
 function arrivalsUnderWay (kind: ClientKind, rate: number): number {
-  return kind === 'polite' ? Math.min(Math.max(12_000, 3 * rate), openFilesLimit() - 4000) : 4000
+  return kind === 'polite' ? Math.min(Math.max(12_000, 3 * rate), (machineFacts().openFiles ?? 20_000) - 4000) : 4000
 }
 
 /** The scenario of a kind of clients: the built-in crowd, or one whose refused arrivals come back. */
@@ -229,8 +217,9 @@ for (let round = 1; round <= Number(values.rounds); round++) {
     const set = await startReplicas({ count: replicaCount, ...(cpusPerReplica > 0 ? { cpusPerReplica, cfsPeriodMs } : {}), env: serviceEnv, databaseUrl: database.url, haproxyLimits })
     try {
       for (const warning of set.warnings) console.log(`warning: ${warning}`)
-      if (warmMs > 0) await labRun({ scenario: 'me-crowd', target: behindHaproxy ? set.url : set.replicas[0]?.url ?? '', load: { workers: labWorkers, accounts: 10, vus: 8, durationMs: warmMs } })
-      return await measure(set, postgresPort, path.join(dir, name), scenario, behindHaproxy ? set.url : set.replicas[0]?.url ?? '', load)
+      const target = behindHaproxy ? set.url : set.replicas[0]?.url ?? ''
+      if (warmMs > 0) await labRun({ scenario: 'me-crowd', target, load: { workers: labWorkers, accounts: 10, vus: 8, durationMs: warmMs } })
+      return await measure(set, postgresPort, path.join(dir, name), scenario, target, load)
     } finally {
       await set.stop()
     }

@@ -8,7 +8,7 @@
  *   file the service writes once it listens (`--ready-file`), never from log text. With
  *   `harness`, the lab's research harness instead (harness/serve.ts).
  * - `machineFacts()`: what the service would see of this machine (its CPU budget), whether the
- *   scheduler groups processes by session, and its version.
+ *   scheduler groups processes by session, the caller's open-files limit, and its version.
  * - `settingDefaults()`: each setting's default, by its environment variable.
  * - `startReplicas()`: N services on one PostgreSQL, each under a CPU quota, behind HAProxy.
  * - `openDatabaseMeter()`: what PostgreSQL has done so far (WAL, statements), to divide by a load's work.
@@ -18,7 +18,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { settings } from '../config/index.js'
 import { scratchClusterDir, startEmbeddedPostgres } from '../db/index.js'
-import { detectCpuBudget, schedulerAutogroups } from '../machine/index.js'
+import { detectCpuBudget, ownOpenFilesLimit, schedulerAutogroups } from '../machine/index.js'
 import { packageVersion } from '../paths.js'
 
 /** The service package's version. */
@@ -29,12 +29,14 @@ export interface MachineFacts {
   cpuBudget: { cpus: number, quota: number | null, source: string }
   /** Scheduler autogroups on (nice values count only inside a session), off, or unknown (null): machine/scheduler.ts. */
   schedulerAutogroups: boolean | null
+  /** This process's soft open-files limit (Infinity: unlimited; null: unknown): the sockets a load generator may hold. */
+  openFiles: number | null
   serviceVersion: string
 }
 
 export function machineFacts (): MachineFacts {
   const budget = detectCpuBudget()
-  return { cpuBudget: { cpus: budget.cpus, quota: budget.quota ?? null, source: budget.source }, schedulerAutogroups: schedulerAutogroups(), serviceVersion }
+  return { cpuBudget: { cpus: budget.cpus, quota: budget.quota ?? null, source: budget.source }, schedulerAutogroups: schedulerAutogroups(), openFiles: ownOpenFilesLimit() ?? null, serviceVersion }
 }
 
 /** Each setting's default by its environment variable (`TOLLBOOTH_LOGIN_DEADLINE_MS` -> `2000`): what a service started without it runs with. */

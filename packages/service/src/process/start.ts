@@ -10,7 +10,7 @@ import type pg from 'pg'
 import type { Config } from '../config/index.js'
 import { type EmbeddedDatabase, ThrottledFaultLog, createDatabasePool } from '../db/index.js'
 import { createPasswordEngine, policyHashParams, type ExecutorFactory, type PasswordEngine } from '../hashing/index.js'
-import { missingHashMallocEnv } from '../machine/index.js'
+import { missingHashMallocEnv, openFilesLimit } from '../machine/index.js'
 import { packageVersion } from '../paths.js'
 import { addAcceptors, type Acceptors } from './acceptors.js'
 import { startAdminServer, type AdminServer } from './admin.js'
@@ -51,13 +51,6 @@ function persistedJwtSecret (dataDir: string): string {
  */
 export function jwtSecretOf (config: Pick<Config, 'jwtSecret' | 'jwtAlgorithm' | 'databaseUrl' | 'dataDir'>): string | undefined {
   return config.jwtSecret ?? (config.jwtAlgorithm === 'HS256' && config.databaseUrl === undefined ? persistedJwtSecret(config.dataDir) : undefined)
-}
-
-/** The soft RLIMIT_NOFILE from the text of /proc/<pid>/limits; Infinity when unlimited, undefined when absent. */
-export function openFilesLimit (limits: string): number | undefined {
-  const match = /^Max open files\s+(\S+)/m.exec(limits)
-  if (match?.[1] === undefined) return undefined
-  return match[1] === 'unlimited' ? Infinity : Number(match[1])
 }
 
 /** Descriptors the process needs besides client connections: its database pool, threads' pipes, logs, the listener (a margin). */

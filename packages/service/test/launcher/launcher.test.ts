@@ -3,7 +3,7 @@
  * test runner use to start the service without reading its logs.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -11,6 +11,7 @@ import { once } from 'node:events'
 import { after, before, describe, it } from 'node:test'
 import { detectCpuBudget } from '../../src/machine/cpu-budget.js'
 import { missingHashMallocEnv } from '../../src/machine/malloc-env.js'
+import { openFilesLimit, ownOpenFilesLimit } from '../../src/machine/open-files.js'
 import { machineFacts, serviceVersion, startServe, tollboothBin } from '../../src/launcher/index.js'
 import { startCli, stopCli } from '../helpers/cli.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
@@ -127,5 +128,12 @@ describe('machineFacts', () => {
     const budget = detectCpuBudget()
     assert.deepEqual(facts.cpuBudget, { cpus: budget.cpus, quota: budget.quota ?? null, source: budget.source })
     assert.equal(facts.serviceVersion, serviceVersion)
+  })
+
+  it('gives the calling process\'s soft open-files limit, as a child it starts inherits it; undefined where /proc cannot tell', () => {
+    const inherited = openFilesLimit(execFileSync('cat', ['/proc/self/limits'], { encoding: 'utf8' }))
+    assert.ok(inherited !== undefined && inherited > 0)
+    assert.equal(machineFacts().openFiles, inherited)
+    assert.equal(ownOpenFilesLimit('/proc/no-such-file/limits'), undefined)
   })
 })

@@ -170,6 +170,33 @@ describe('hash scheduler (injected clock, mock timers)', () => {
     assert.ok(h.scheduler.idleThread())
   })
 
+  it('counts the places held against the queue\'s bound: a burst under a long deadline is refused past it, not admitted whole', () => {
+    const h = harness(1, 4, 100)
+    h.submit('busy', 'verify', 'busy')
+    assert.deepEqual(h.dispatch(), ['busy'])
+    // Twelve logins at the door within one round trip, none queued yet, a deadline no wait reaches.
+    const decisions = Array.from({ length: 12 }, (_, i) => {
+      const deadlineAt = Date.now() + 600_000
+      const refusal = h.scheduler.refusal('verify', `client-${i}`, deadlineAt)
+      if (refusal === undefined) h.scheduler.reserve('verify', deadlineAt)
+      return refusal?.code ?? 'admitted'
+    })
+    assert.deepEqual(decisions, [...Array(4).fill('admitted'), ...Array(8).fill('SERVICE_OVERLOADED')])
+    assert.equal(h.scheduler.reserved('verify'), 4)
+    assert.equal(h.scheduler.queuedCount, 0)
+  })
+
+  it('leaves the free threads out of the bound: places that will start at once wait for nothing', () => {
+    const h = harness(2, 1, 100)
+    const deadlineAt = Date.now() + 600_000
+    // Two places take the two free threads, a third waits: the queue of one is then full.
+    for (let i = 0; i < 3; i++) {
+      assert.equal(h.scheduler.refusal('verify', `client-${i}`, deadlineAt), undefined, `place ${i}`)
+      h.scheduler.reserve('verify', deadlineAt)
+    }
+    assert.equal(h.scheduler.refusal('verify', 'client-3', deadlineAt)?.code, 'SERVICE_OVERLOADED')
+  })
+
   it('stops counting a place at its expiry, whatever the order the places were made in', () => {
     const h = harness(2, 1000, 100)
     // A request held by pacing reserves after one that arrived later: its place expires first.

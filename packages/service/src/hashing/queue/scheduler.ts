@@ -155,7 +155,10 @@ export class HashScheduler<T extends Ticket> {
     if (late !== undefined) return late
     // A thread free for it even once every admitted request has taken one.
     if (this.queuedCount === 0 && this.running.size + reservedVerifies + reservedHashes < this.threads) return undefined
-    if (this.queuedCount >= this.maxQueue && this.evictionFor(kind, client) === undefined) {
+    // The bound counts the places held too: a burst admitted within one round trip has queued
+    // nothing yet, and would otherwise be admitted whole however long the queue it makes.
+    const waiting = this.queuedCount + reservedVerifies + reservedHashes - Math.max(0, this.threads - this.running.size)
+    if (waiting >= this.maxQueue && this.evictionFor(kind, client) === undefined) {
       return {
         code: 'SERVICE_OVERLOADED',
         message: `The hash queue is full (${this.maxQueue} waiting)`,

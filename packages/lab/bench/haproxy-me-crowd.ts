@@ -5,9 +5,8 @@
  *
  * 1. the closed-loop capacity C (the lab's `me-crowd`, 64 users) of the service alone, then
  *    through HAProxy;
- * 2. for each kind of clients, an open crowd of new arrivals at `--rate-factor` x C (C of the
- *    service alone, so both sides get the same crowd), against the service alone, then behind
- *    HAProxy. `once`: each arrival one request; `naive`: a refused arrival tries again at once,
+ * 2. for each kind of clients, an open crowd of new arrivals at `--rate-factor` x C (the larger of
+ *    the two; both sides get the same crowd), against the service alone, then behind HAProxy. `once`: each arrival one request; `naive`: a refused arrival tries again at once,
  *    `polite`: after Retry-After (up to three requests each; bench/scenarios/me-crowd-retrying.ts).
  *
  * Every service is new for its run and first serves a closed loop of 8 users for `--warm-seconds`
@@ -28,16 +27,25 @@
  *   npm run bench:haproxy -- --rate-limit 0.8               # and a rate limit per replica, 0.8 x C alone
  *   npm run bench:haproxy -- --cfs-period-ms 100            # the replicas' CPU quota counted over Docker's and Kubernetes' 100 ms periods
  *   npm run bench:haproxy -- --warm-seconds 0               # each crowd meets a replica just started (its code not yet compiled)
+ *   npm run bench:haproxy -- --generator go                 # every load sent by go-crowd (needs Go): a third of the lab's CPU a request
+ *
+ * `--generator go` sends the same requests from packages/service/bench/go-crowd (bench/go-crowd.ts):
+ * on two cores shared by the replicas, HAProxy and PostgreSQL, the lab's one generator thread
+ * saturated before a polite crowd at 3 x C was all sent, and its CPU is the replicas' loss. The
+ * `/healthz` floor is then not measured (—); the generator's column is go-crowd's CPU.
  *
  * Run it under `flock /tmp/tollbooth-measure.lock` on a shared machine (bench/README.md).
  */
 import { randomBytes } from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { machineFacts, recommendedHaproxyLimits, startDatabase, startReplicas, type HaproxyLimits, type ReplicaSet } from 'tollbooth/launcher'
 import { labRun, seedServiceEnv, startHealthzProbe, type LoadOptions } from '../src/lab.js'
 import { writeReports } from '../src/report/index.js'
 import type { RunResult } from '../src/result.js'
+import { buildGoCrowd, runGoCrowd, writeTokens, type GoCrowdLoad, type GoCrowdResult } from './go-crowd.js'
 import { machineLine } from './machine.js'
 import { postgresCpuSeconds, processCpu } from './proc.js'
 import { attemptsPerArrival } from './scenarios/me-crowd-retrying.js'
@@ -62,6 +70,8 @@ const { values } = parseArgs({
     'rate-limit': { type: 'string' },
     'lab-workers': { type: 'string', default: '1' },
     'warm-seconds': { type: 'string', default: '5' },
+    generator: { type: 'string', default: 'lab' },
+    'go-connections': { type: 'string', default: '1024' },
     out: { type: 'string', default: path.join(process.cwd(), 'haproxy-crowd-results') },
   },
 })
@@ -93,6 +103,11 @@ const limits: HaproxyLimits = {
 const rateLimitFactor = values['rate-limit'] === undefined ? undefined : Number(values['rate-limit'])
 if (rateLimitFactor !== undefined && !(rateLimitFactor > 0)) throw new Error('--rate-limit: a fraction of C alone, e.g. 0.8')
 const out = path.resolve(String(values.out))
+const generator = values.generator
+if (generator !== 'lab' && generator !== 'go') throw new Error('--generator: lab or go')
+/** go-crowd's keep-alive connections for an open crowd (its arrivals take them in turn; a wait for one counts in their latency). */
+const goConnections = Number(values['go-connections'])
+if (!(Number.isInteger(goConnections) && goConnections >= 1)) throw new Error('--go-connections: a whole number above 0')
 const endpoint = 'GET /me'
 
 /**
@@ -120,6 +135,8 @@ function makeServiceEnv (): NodeJS.ProcessEnv {
     TOLLBOOTH_PUBLIC_URL: 'http://127.0.0.1',
     TOLLBOOTH_JWT_SECRET: randomBytes(32).toString('base64url'),
     TOLLBOOTH_KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    // go-crowd's accounts sign in once a round, for every service of the round (one database, one secret).
+    TOLLBOOTH_ACCESS_TOKEN_TTL_SECONDS: '3600',
   }
 }
 
@@ -147,7 +164,69 @@ function coresBetween (first: CpuMark, last: CpuMark): Record<'service' | 'hapro
 /** `/healthz` of one replica probed straight (behind HAProxy only): what a kubelet's liveness probe and HAProxy's own checks see. */
 type ReplicaProbe = Awaited<ReturnType<ReturnType<typeof startHealthzProbe>['stop']>>
 
-interface Measured { run: RunResult, cores: ReturnType<typeof coresBetween>, failedChecks: number, replicaProbe: ReplicaProbe | undefined }
+/** What a run's line shows, from either generator. */
+interface Figures {
+  /** 200s a second: over the held part of a crowd, over the whole of a closed loop. */
+  goodput: number
+  requests: number
+  notSent: number
+  ok: number
+  /** 503s with Retry-After. */
+  refused: number
+  timeouts: number
+  connectionErrors: number
+  /** Statuses other than 2xx and 503, as `status: count`. */
+  otherStatuses: string
+  durationMs: number
+  p99Ms: number | null | undefined
+  okP99Ms: number | null | undefined
+  healthzP99Ms: number | null | undefined
+  healthzFloorP99Ms: number | null | undefined
+  generator: string
+}
+
+interface Measured { figures: Figures, cores: ReturnType<typeof coresBetween>, failedChecks: number, replicaProbe: ReplicaProbe | undefined }
+
+function labFigures (run: RunResult, closed: boolean): Figures {
+  const held = run.seconds.filter((second) => second.t > rampMs / 1000 && second.t <= (rampMs + heldMs) / 1000)
+  const stats = run.endpoints[endpoint]
+  return {
+    goodput: closed ? run.summary.achievedPerSecond : held.reduce((sum, second) => sum + (second.byEndpoint[endpoint]?.ok ?? 0), 0) / Math.max(1, held.length),
+    requests: stats?.requests ?? 0,
+    notSent: run.seconds.reduce((sum, second) => sum + second.dropped, 0),
+    ok: stats?.ok ?? 0,
+    refused: stats?.refusedLatency?.count ?? 0,
+    timeouts: stats?.errors.timeouts ?? 0,
+    connectionErrors: stats?.errors.connectionErrors ?? 0,
+    otherStatuses: Object.entries(stats?.errors.byStatus ?? {}).filter(([status]) => status !== '503').map(([status, count]) => `${status}: ${count}`).join(', '),
+    durationMs: run.durationMs,
+    p99Ms: stats?.latency.p99Ms,
+    okP99Ms: stats?.okLatency.p99Ms,
+    healthzP99Ms: run.healthz?.p99Ms,
+    healthzFloorP99Ms: run.healthzFloor?.p99Ms,
+    generator: `${fixed(run.generator.cpuCores, 2)}${run.generator.saturated ? ' saturated' : ''}`,
+  }
+}
+
+function goFigures (result: GoCrowdResult, durationMs: number): Figures {
+  const statuses = Object.entries(result.byStatus).map(([status, count]) => [Number(status), count] as const)
+  return {
+    goodput: result.servedPerSecond,
+    requests: result.requests,
+    notSent: result.notSent,
+    ok: statuses.filter(([status]) => status >= 200 && status < 300).reduce((sum, [, count]) => sum + count, 0),
+    refused: result.refusedWithRetryAfter,
+    timeouts: result.timeouts,
+    connectionErrors: result.connectionErrors,
+    otherStatuses: statuses.filter(([status]) => (status < 200 || status >= 300) && status !== 503).map(([status, count]) => `${status}: ${count}`).join(', '),
+    durationMs,
+    p99Ms: result.latency.p99Ms,
+    okP99Ms: result.okLatency.p99Ms,
+    healthzP99Ms: result.healthz.p99Ms,
+    healthzFloorP99Ms: undefined,
+    generator: `go ${fixed(result.generatorCores, 2)}`,
+  }
+}
 
 /** One lab run against `target`, the CPU of every part read at its first and last second of load. */
 async function measure (set: ReplicaSet, postgresPort: string, dir: string, scenario: string, target: string, load: LoadOptions): Promise<Measured> {
@@ -177,7 +256,31 @@ async function measure (set: ReplicaSet, postgresPort: string, dir: string, scen
   await writeReports(dir, result)
   const [run] = result.runs
   if (run === undefined || first === undefined || last === undefined) throw new Error(`${dir}: no run (${result.warnings.join('; ')})`)
-  return { run, cores: coresBetween(first, last), failedChecks: await set.failedChecks() - downsBefore, replicaProbe }
+  return { figures: labFigures(run, 'vus' in load), cores: coresBetween(first, last), failedChecks: await set.failedChecks() - downsBefore, replicaProbe }
+}
+
+/** One go-crowd run against `target`, the CPU of every part read from its start to the end of its load (a polite crowd's last retries after). */
+async function measureGo (binary: string, set: ReplicaSet, postgresPort: string, dir: string, target: string, tokensFile: string, load: GoCrowdLoad): Promise<Measured> {
+  const downsBefore = await set.failedChecks()
+  const replica = target === set.url ? set.replicas[0]?.url : undefined
+  const replicaProber = replica === undefined ? undefined : startHealthzProbe({ url: replica })
+  const loadMs = (load.mode === 'open' ? load.rampMs : 0) + load.durationMs
+  const first = cpuMark(set, postgresPort)
+  let last: CpuMark | undefined
+  const lastMark = setTimeout(() => { last = cpuMark(set, postgresPort) }, loadMs)
+  let result: GoCrowdResult
+  try {
+    result = await runGoCrowd(binary, target, tokensFile, load)
+  } catch (err) {
+    await replicaProber?.stop().catch(() => undefined)
+    throw err
+  } finally {
+    clearTimeout(lastMark)
+  }
+  const replicaProbe = await replicaProber?.stop()
+  fs.mkdirSync(dir, { recursive: true })
+  fs.writeFileSync(path.join(dir, 'go-crowd.json'), `${JSON.stringify(result, null, 2)}\n`)
+  return { figures: goFigures(result, loadMs), cores: coresBetween(first, last ?? cpuMark(set, postgresPort)), failedChecks: await set.failedChecks() - downsBefore, replicaProbe }
 }
 
 const serviceEnv = makeServiceEnv()
@@ -185,23 +288,33 @@ const serviceEnv = makeServiceEnv()
 const fixed = (value: number | null | undefined, digits: number): string => value === null || value === undefined ? '—' : value.toFixed(digits)
 
 /** One crowd's line of the table. */
-function crowdLine (round: number, where: string, kind: ClientKind, offered: number, capacityAlone: number, capacityHaproxy: number, { run, cores, failedChecks, replicaProbe }: Measured): string {
-  const held = run.seconds.filter((second) => second.t > rampMs / 1000 && second.t <= (rampMs + heldMs) / 1000)
-  const goodput = held.reduce((sum, second) => sum + (second.byEndpoint[endpoint]?.ok ?? 0), 0) / Math.max(1, held.length)
-  const stats = run.endpoints[endpoint]
-  const requests = stats?.requests ?? 0
-  const notSent = run.seconds.reduce((sum, second) => sum + second.dropped, 0)
-  const refused = stats?.refusedLatency?.count ?? 0
-  const answered = ((stats?.ok ?? 0) + refused) / Math.max(1, requests + notSent)
-  const unanswered = requests + notSent - (stats?.ok ?? 0) - refused
-  const otherStatuses = Object.entries(stats?.errors.byStatus ?? {}).filter(([status]) => status !== '503').map(([status, count]) => `${status}: ${count}`).join(', ')
-  const generator = `${fixed(run.generator.cpuCores, 2)}${run.generator.saturated ? ' saturated' : ''}`
-  return `| ${round} | ${where} | ${kind} | ${Math.round(offered)} /s | ${Math.round(goodput)} /s | ${fixed(goodput / capacityAlone, 3)} | ${fixed(goodput / capacityHaproxy, 3)} | ${fixed(answered, 4)} (${unanswered} not: ${notSent} not sent, ${stats?.errors.timeouts ?? 0} timeouts, ${stats?.errors.connectionErrors ?? 0} conn.${otherStatuses === '' ? '' : `, ${otherStatuses}`}) | ${Math.round(requests / Math.max(1, run.durationMs / 1000))} /s | ${fixed(stats?.latency.p99Ms, 0)} / ${fixed(stats?.okLatency.p99Ms, 0)} ms | ${fixed(run.healthz?.p99Ms, 1)} ms (${fixed(run.healthzFloor?.p99Ms, 1)}) | ${replicaProbe === undefined ? '—' : `${fixed(replicaProbe.healthz.p99Ms, 1)} ms${replicaProbe.failures > 0 ? `, ${replicaProbe.failures} failed` : ''}`} | ${failedChecks} | ${fixed(cores.service, 2)} | ${fixed(cores.haproxy, 2)} | ${fixed(cores.postgres, 2)} | ${fixed(cores.lab, 2)} (${generator}) |`
+function crowdLine (round: number, where: string, kind: ClientKind, offered: number, capacityAlone: number, capacityHaproxy: number, { figures: f, cores, failedChecks, replicaProbe }: Measured): string {
+  const answered = (f.ok + f.refused) / Math.max(1, f.requests + f.notSent)
+  const unanswered = f.requests + f.notSent - f.ok - f.refused
+  return `| ${round} | ${where} | ${kind} | ${Math.round(offered)} /s | ${Math.round(f.goodput)} /s | ${fixed(f.goodput / capacityAlone, 3)} | ${fixed(f.goodput / capacityHaproxy, 3)} | ${fixed(answered, 4)} (${unanswered} not: ${f.notSent} not sent, ${f.timeouts} timeouts, ${f.connectionErrors} conn.${f.otherStatuses === '' ? '' : `, ${f.otherStatuses}`}) | ${Math.round(f.requests / Math.max(1, f.durationMs / 1000))} /s | ${fixed(f.p99Ms, 0)} / ${fixed(f.okP99Ms, 0)} ms | ${fixed(f.healthzP99Ms, 1)} ms (${fixed(f.healthzFloorP99Ms, 1)}) | ${replicaProbe === undefined ? '—' : `${fixed(replicaProbe.healthz.p99Ms, 1)} ms${replicaProbe.failures > 0 ? `, ${replicaProbe.failures} failed` : ''}`} | ${failedChecks} | ${fixed(cores.service, 2)} | ${fixed(cores.haproxy, 2)} | ${fixed(cores.postgres, 2)} | ${fixed(cores.lab, 2)} (${f.generator}) |`
+}
+
+/** What a run sends, for either generator: a closed loop of users, or a crowd of new arrivals. */
+type BenchLoad = { model: 'closed', vus: number, durationMs: number } | { model: 'open', clients: ClientKind, rate: number }
+
+const goDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-go-crowd-'))
+process.on('exit', () => { fs.rmSync(goDir, { recursive: true, force: true }) })
+const goBinary = generator === 'go' ? await buildGoCrowd(goDir) : undefined
+
+function labLoad (load: BenchLoad): { scenario: string, options: LoadOptions } {
+  if (load.model === 'closed') return { scenario: 'me-crowd', options: { vus: load.vus, durationMs: load.durationMs } }
+  return { scenario: scenarioOf(load.clients), options: { rate: 100, rateStages: [{ durationMs: rampMs, target: load.rate }, { durationMs: heldMs, target: load.rate }], maxInFlight: arrivalsUnderWay(load.clients, load.rate) } }
+}
+
+function goLoad (load: BenchLoad): GoCrowdLoad {
+  if (load.model === 'closed') return { mode: 'closed', vus: load.vus, durationMs: load.durationMs }
+  // A polite arrival waiting out Retry-After holds a timer, not a socket: room for ten seconds of arrivals.
+  return { mode: 'open', rate: load.rate, rampMs, durationMs: heldMs, retry: load.clients, attempts: load.clients === 'once' ? 1 : attemptsPerArrival, maxInFlight: Math.max(4000, 10 * load.rate), connections: goConnections }
 }
 
 console.log(`${machineLine()}, load average ${(await import('node:os')).loadavg().map((load) => load.toFixed(1)).join(' ')}`)
 console.log(`HAProxy limits per replica: maxconn ${limits.maxConnPerReplica}, refused past ${limits.queuePerReplica} waiting, timeout queue ${limits.queueTimeoutMs} ms${JSON.stringify(limits) === JSON.stringify(recommendedHaproxyLimits) ? ' (the recommended ones)' : ''}; ${replicaCount} replica(s), ${cpusPerReplica > 0 ? `${cpusPerReplica} CPU each, CFS period ${cfsPeriodMs} ms` : 'no CPU quota'}`)
-console.log(`crowd: ${rateFactor} x C alone, ${rampMs / 1000} s ramp then ${heldMs / 1000} s held, each service first warmed ${warmMs / 1000} s by 8 closed-loop users; naive and polite clients send up to ${attemptsPerArrival} requests an arrival; C: 64 closed-loop users, ${capacityMs / 1000} s\n`)
+console.log(`crowd: ${rateFactor} x the larger of C alone and C through HAProxy, ${rampMs / 1000} s ramp then ${heldMs / 1000} s held, each service first warmed ${warmMs / 1000} s by 8 closed-loop users; naive and polite clients send up to ${attemptsPerArrival} requests an arrival; C: 64 closed-loop users, ${capacityMs / 1000} s; sent by ${goBinary === undefined ? 'the lab' : `go-crowd (${goConnections} connections for a crowd)`}\n`)
 console.log('| round | where | clients | new arrivals | goodput | / C alone | / C HAProxy | answered | requests sent | p99 all / 200s | `/healthz` p99 (floor) | at a replica | checks failed | service cores | HAProxy | PostgreSQL | lab (generator) |')
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for (let round = 1; round <= Number(values.rounds); round++) {
@@ -213,39 +326,49 @@ for (let round = 1; round <= Number(values.rounds); round++) {
    * with what it was sent (thousands of connections) for seconds after, so no run follows another
    * on the same process.
    */
-  const fresh = async (name: string, scenario: string, behindHaproxy: boolean, load: LoadOptions, haproxyLimits: HaproxyLimits = limits): Promise<Measured> => {
+  // go-crowd's accounts: signed in once a round, on its first service (bench:haproxy's tokens last an hour).
+  const tokensFile = path.join(goDir, `tokens-round-${round}.txt`)
+  const fresh = async (name: string, load: BenchLoad, behindHaproxy: boolean, haproxyLimits: HaproxyLimits = limits): Promise<Measured> => {
     const set = await startReplicas({ count: replicaCount, ...(cpusPerReplica > 0 ? { cpusPerReplica, cfsPeriodMs } : {}), env: serviceEnv, databaseUrl: database.url, haproxyLimits })
     try {
       for (const warning of set.warnings) console.log(`warning: ${warning}`)
       const target = behindHaproxy ? set.url : set.replicas[0]?.url ?? ''
-      if (warmMs > 0) await labRun({ scenario: 'me-crowd', target, load: { workers: labWorkers, accounts: 10, vus: 8, durationMs: warmMs } })
-      return await measure(set, postgresPort, path.join(dir, name), scenario, target, load)
+      if (goBinary === undefined) {
+        if (warmMs > 0) await labRun({ scenario: 'me-crowd', target, load: { workers: labWorkers, accounts: 10, vus: 8, durationMs: warmMs } })
+        const { scenario, options } = labLoad(load)
+        return await measure(set, postgresPort, path.join(dir, name), scenario, target, options)
+      }
+      if (!fs.existsSync(tokensFile)) await writeTokens(target, 10, tokensFile)
+      if (warmMs > 0) await runGoCrowd(goBinary, target, tokensFile, { mode: 'closed', vus: 8, durationMs: warmMs })
+      return await measureGo(goBinary, set, postgresPort, path.join(dir, name), target, tokensFile, goLoad(load))
     } finally {
       await set.stop()
     }
   }
   try {
-    const closed: LoadOptions = { vus: 64, durationMs: capacityMs }
+    const closed: BenchLoad = { model: 'closed', vus: 64, durationMs: capacityMs }
     // A fresh database serves its first seconds slower (its caches, its statistics): a closed
     // loop before the measured ones, not counted, so that C before the crowds is not read cold.
-    await fresh('warm-up', 'me-crowd', false, closed)
-    const capacityAloneRun = await fresh('capacity-alone', 'me-crowd', false, closed)
-    const capacityHaproxyRun = await fresh('capacity-haproxy', 'me-crowd', true, closed)
+    await fresh('warm-up', closed, false)
+    const capacityAloneRun = await fresh('capacity-alone', closed, false)
+    const capacityHaproxyRun = await fresh('capacity-haproxy', closed, true)
     // Capacity is what the closed loop got served (200s), not every answer.
-    const capacityAlone = capacityAloneRun.run.summary.achievedPerSecond
-    const capacityHaproxy = capacityHaproxyRun.run.summary.achievedPerSecond
+    const capacityAlone = capacityAloneRun.figures.goodput
+    const capacityHaproxy = capacityHaproxyRun.figures.goodput
     console.log(`| ${round} | C alone ${Math.round(capacityAlone)} /s (cores: service ${fixed(capacityAloneRun.cores.service, 2)}, lab ${fixed(capacityAloneRun.cores.lab, 2)}); C through HAProxy ${Math.round(capacityHaproxy)} /s (service ${fixed(capacityHaproxyRun.cores.service, 2)}, HAProxy ${fixed(capacityHaproxyRun.cores.haproxy, 2)}, lab ${fixed(capacityHaproxyRun.cores.lab, 2)}) | | | | | | | | | | | | | | |`)
-    const rate = Math.round(rateFactor * capacityAlone)
+    // Three times the larger C: a replica behind HAProxy's connection limit can serve more than one
+    // taking every connection itself, and a crowd at three times the smaller would be a lighter one.
+    const rate = Math.round(rateFactor * Math.max(capacityAlone, capacityHaproxy))
     const crowdLimits: HaproxyLimits = rateLimitFactor === undefined ? limits : { ...limits, ratePerReplica: rateLimitFactor * capacityAlone }
     if (crowdLimits.ratePerReplica !== undefined) console.log(`| ${round} | HAProxy's rate limit: ${Math.round(crowdLimits.ratePerReplica)} capped requests a second per replica (${rateLimitFactor} x C alone) | | | | | | | | | | | | | | |`)
     for (const kind of clients) {
-      const crowd: LoadOptions = { rate: 100, rateStages: [{ durationMs: rampMs, target: rate }, { durationMs: heldMs, target: rate }], maxInFlight: arrivalsUnderWay(kind, rate) }
+      const crowd: BenchLoad = { model: 'open', clients: kind, rate }
       for (const [where, behindHaproxy] of [['alone', false], ['HAProxy', true]] as const) {
-        console.log(crowdLine(round, where, kind, rate, capacityAlone, capacityHaproxy, await fresh(`${kind}-${where.toLowerCase()}`, scenarioOf(kind), behindHaproxy, crowd, crowdLimits)))
+        console.log(crowdLine(round, where, kind, rate, capacityAlone, capacityHaproxy, await fresh(`${kind}-${where.toLowerCase()}`, crowd, behindHaproxy, crowdLimits)))
       }
     }
     // The machine's speed can move during a round (a shared machine): the capacity again, after the crowds.
-    const after = (await fresh('capacity-alone-after', 'me-crowd', false, closed)).run.summary.achievedPerSecond
+    const after = (await fresh('capacity-alone-after', closed, false)).figures.goodput
     const moved = Math.abs(after - capacityAlone) / Math.min(after, capacityAlone)
     console.log(`| ${round} | C alone after the crowds ${Math.round(after)} /s: ${moved > 0.1 ? `moved ${Math.round(100 * moved)} %, this round's ratios are not reliable` : 'steady'} | | | | | | | | | | | | | | |`)
   } finally {

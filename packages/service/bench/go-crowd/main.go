@@ -8,6 +8,12 @@
 // service shows in every arrival it delayed), and probes `/healthz` from a connection of its
 // own. It prints one JSON object.
 //
+// Open arrivals that are refused (503) may try again, as the lab's me-crowd-naive and
+// me-crowd-polite scenarios do (`-retry naive|polite`, up to `-attempts` requests an arrival):
+// naive ones at once, polite ones after the answer's Retry-After (1 s without one). A polite
+// arrival waiting out its Retry-After holds a timer, not a connection, so a crowd that is mostly
+// waiting costs the generator next to nothing.
+//
 // By default it writes each request as bytes made once and reads the answers by hand (raw.go):
 // net/http's client (`-client net`) took about twice the CPU a request (47 µs against 21), which
 // on shared cores the service loses. Open load goes through `-connections` goroutines, each with
@@ -54,26 +60,36 @@ type options struct {
 	timeout     time.Duration
 	healthzRate float64
 	client      string
+	retry       string
+	attempts    int
 }
 
 // recorder keeps every latency of the measured window and the outcomes of all requests, for
 // one goroutine.
 type recorder struct {
-	latencies []float64 // ms, requests that got an answer within the measured window
-	status    map[int]int
-	timeouts  int
-	connErrs  int
-	okInHold  int
+	latencies   []float64 // ms, requests that got an answer within the measured window
+	okLatencies []float64 // ms, those of them answered 2xx
+	status      map[int]int
+	// refused: 503s with a Retry-After (an answer a client can act on), over the whole run.
+	refused  int
+	timeouts int
+	connErrs int
+	okInHold int
 }
 
-func (r *recorder) record(latency time.Duration, status int, err error, inHold bool) {
+func (r *recorder) record(latency time.Duration, reply answer, err error, inHold bool) {
 	switch {
 	case err == nil:
-		r.status[status]++
+		r.status[reply.status]++
+		if reply.status == http.StatusServiceUnavailable && reply.retryAfter >= 0 {
+			r.refused++
+		}
 		if inHold {
-			r.latencies = append(r.latencies, float64(latency)/float64(time.Millisecond))
-			if status >= 200 && status < 300 {
+			ms := float64(latency) / float64(time.Millisecond)
+			r.latencies = append(r.latencies, ms)
+			if reply.status >= 200 && reply.status < 300 {
 				r.okInHold++
+				r.okLatencies = append(r.okLatencies, ms)
 			}
 		}
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
@@ -87,6 +103,8 @@ func merge(recorders []*recorder) *recorder {
 	all := &recorder{status: map[int]int{}}
 	for _, r := range recorders {
 		all.latencies = append(all.latencies, r.latencies...)
+		all.okLatencies = append(all.okLatencies, r.okLatencies...)
+		all.refused += r.refused
 		for status, n := range r.status {
 			all.status[status] += n
 		}
@@ -131,12 +149,16 @@ type result struct {
 	HoldSeconds      float64        `json:"holdSeconds"`
 	OfferedPerSecond float64        `json:"offeredPerSecond,omitempty"`
 	ServedPerSecond  float64        `json:"servedPerSecond"`
+	Retry            string         `json:"retry,omitempty"`
 	Sent             int64          `json:"sent"`
+	Requests         int64          `json:"requests"`
 	NotSent          int64          `json:"notSent"`
 	ByStatus         map[string]int `json:"byStatus"`
+	RefusedRetry     int            `json:"refusedWithRetryAfter"`
 	Timeouts         int            `json:"timeouts"`
 	ConnectionErrors int            `json:"connectionErrors"`
 	Latency          percentiles    `json:"latency"`
+	OkLatency        percentiles    `json:"okLatency"`
 	Healthz          percentiles    `json:"healthz"`
 	GeneratorCores   float64        `json:"generatorCores"`
 }
@@ -182,46 +204,68 @@ func newClient(connections int, timeout time.Duration) *http.Client {
 }
 
 // send makes one GET and reads its body to the end (so the connection is reused).
-func send(client *http.Client, url, token string) (int, error) {
+func send(client *http.Client, url, token string) (answer, error) {
 	request, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return answer{}, err
 	}
 	if token != "" {
 		request.Header.Set("Authorization", "Bearer "+token)
 	}
 	response, err := client.Do(request)
 	if err != nil {
-		return 0, err
+		return answer{}, err
 	}
 	_, err = io.Copy(io.Discard, response.Body)
 	response.Body.Close()
-	return response.StatusCode, err
+	return answer{response.StatusCode, retryAfterSeconds(response.Header.Get("Retry-After"))}, err
 }
 
-// probeHealthz sends GET /healthz at random times (a Poisson process, `rate` a second) on a
-// connection of its own until `stop`, and returns the latencies in ms.
+// probers: the /healthz probes that may wait for an answer at once, each on a keep-alive
+// connection of its own (the lab's prober's bound, packages/lab/src/load/probe.ts).
+const probers = 16
+
+// probeHealthz sends GET /healthz at random times (a Poisson process, `rate` a second) until
+// `stop`, and returns the latencies in ms, each from the probe's intended time: a probe that
+// waited for one of the `probers` to be free counts that wait, so a stalled service shows in
+// every probe it delayed, as in the lab. A probe that got no 200 counts as the timeout.
 func probeHealthz(base string, rate float64, timeout time.Duration, stop <-chan struct{}) []float64 {
-	client := newClient(1, timeout)
+	due := make(chan time.Time, 1<<16)
+	var mu sync.Mutex
 	var latencies []float64
+	var wg sync.WaitGroup
+	for i := 0; i < probers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := newClient(1, timeout)
+			for intended := range due {
+				latency := float64(timeout) / float64(time.Millisecond)
+				if reply, err := send(client, base+"/healthz", ""); err == nil && reply.status == http.StatusOK {
+					latency = float64(time.Since(intended)) / float64(time.Millisecond)
+				}
+				mu.Lock()
+				latencies = append(latencies, latency)
+				mu.Unlock()
+			}
+		}()
+	}
+	next := time.Now()
 	for {
-		wait := time.Duration(rand.ExpFloat64() / rate * float64(time.Second))
+		next = next.Add(time.Duration(rand.ExpFloat64() / rate * float64(time.Second)))
 		select {
 		case <-stop:
+			close(due)
+			wg.Wait()
 			return latencies
-		case <-time.After(wait):
+		case <-time.After(time.Until(next)):
 		}
-		start := time.Now()
-		if status, err := send(client, base+"/healthz", ""); err == nil && status == http.StatusOK {
-			latencies = append(latencies, float64(time.Since(start))/float64(time.Millisecond))
-		} else {
-			latencies = append(latencies, float64(timeout)/float64(time.Millisecond))
-		}
+		due <- next
 	}
 }
 
-// sender sends request k (token k mod n) and returns its answer's status; one per goroutine.
-type sender func(k int) (int, error)
+// sender sends request k (token k mod n) and returns its answer; one per goroutine.
+type sender func(k int) (answer, error)
 
 // newSenders makes each goroutine's sender: net/http's client, shared, or a raw connection of
 // its own (raw.go).
@@ -230,7 +274,7 @@ func newSenders(o options, connections int, tokens []string) (func() sender, err
 		client := newClient(connections, o.timeout)
 		target := o.url + o.path
 		return func() sender {
-			return func(k int) (int, error) { return send(client, target, tokens[k%len(tokens)]) }
+			return func(k int) (answer, error) { return send(client, target, tokens[k%len(tokens)]) }
 		}, nil
 	}
 	requests, address, err := requestBytes(o.url, o.path, tokens)
@@ -239,7 +283,7 @@ func newSenders(o options, connections int, tokens []string) (func() sender, err
 	}
 	return func() sender {
 		conn := &rawConn{address: address, timeout: o.timeout}
-		return func(k int) (int, error) { return conn.do(requests[k%len(requests)]) }
+		return func(k int) (answer, error) { return conn.do(requests[k%len(requests)]) }
 	}, nil
 }
 
@@ -253,9 +297,9 @@ func runClosed(o options, newSender func() sender, recorders []*recorder, holdSt
 			for time.Now().Before(end) {
 				start := time.Now()
 				atomic.AddInt64(sent, 1)
-				status, err := send(vu)
+				reply, err := send(vu)
 				done := time.Now()
-				rec.record(done.Sub(start), status, err, !start.Before(holdStart) && !done.After(end))
+				rec.record(done.Sub(start), reply, err, !start.Before(holdStart) && !done.After(end))
 			}
 		}(vu)
 	}
@@ -265,6 +309,8 @@ func runClosed(o options, newSender func() sender, recorders []*recorder, holdSt
 type arrival struct {
 	k        int
 	intended time.Time
+	// attempt: the requests this arrival has sent so far.
+	attempt int
 }
 
 // The dispatcher sleeps at least this long between batches of arrivals (each latency is counted
@@ -272,21 +318,61 @@ type arrival struct {
 // arrival, 20,000 a second, cost the generator more than the requests.
 const minDispatchSleep = 200 * time.Microsecond
 
-func runOpen(o options, newSender func() sender, recorders []*recorder, begin, holdStart, end time.Time, sent, notSent *int64) {
-	// Arrivals sent and not yet answered, waiting for a connection included.
+// retryWait is how long a polite arrival waits before it tries again: the answer's Retry-After,
+// 1 s without one.
+func retryWait(reply answer) time.Duration {
+	if reply.retryAfter < 0 {
+		return time.Second
+	}
+	return time.Duration(reply.retryAfter) * time.Second
+}
+
+func runOpen(o options, newSender func() sender, recorders []*recorder, begin, holdStart, end time.Time, sent, requests, notSent *int64) {
+	// Arrivals sent and not yet done, waiting for a connection or out a Retry-After included.
 	var inFlight int64
+	var underWay sync.WaitGroup
 	queue := make(chan arrival, o.maxInFlight)
-	var wg sync.WaitGroup
+	// Polite arrivals back from their Retry-After; never more than the arrivals in flight.
+	retries := make(chan arrival, o.maxInFlight)
+	done := func() {
+		atomic.AddInt64(&inFlight, -1)
+		underWay.Done()
+	}
+	// serve sends an arrival's requests until it is answered, gives up, or waits out a Retry-After.
+	serve := func(a arrival, send sender, rec *recorder) {
+		for {
+			reply, err := send(a.k)
+			finished := time.Now()
+			a.attempt++
+			atomic.AddInt64(requests, 1)
+			rec.record(finished.Sub(a.intended), reply, err, !a.intended.Before(holdStart) && !finished.After(end))
+			if err != nil || reply.status != http.StatusServiceUnavailable || a.attempt >= o.attempts {
+				done()
+				return
+			}
+			if o.retry == "polite" {
+				again := a
+				time.AfterFunc(retryWait(reply), func() { retries <- again })
+				return
+			}
+		}
+	}
+	var workers sync.WaitGroup
 	for worker := 0; worker < o.connections; worker++ {
-		wg.Add(1)
+		workers.Add(1)
 		go func(rec *recorder) {
-			defer wg.Done()
+			defer workers.Done()
 			send := newSender()
-			for a := range queue {
-				status, err := send(a.k)
-				done := time.Now()
-				atomic.AddInt64(&inFlight, -1)
-				rec.record(done.Sub(a.intended), status, err, !a.intended.Before(holdStart) && !done.After(end))
+			for {
+				select {
+				case a := <-retries:
+					serve(a, send, rec)
+				case a, ok := <-queue:
+					if !ok {
+						return
+					}
+					serve(a, send, rec)
+				}
 			}
 		}(recorders[worker])
 	}
@@ -314,10 +400,13 @@ func runOpen(o options, newSender func() sender, recorders []*recorder, begin, h
 		}
 		atomic.AddInt64(&inFlight, 1)
 		atomic.AddInt64(sent, 1)
-		queue <- arrival{k, intended}
+		underWay.Add(1)
+		queue <- arrival{k: k, intended: intended}
 	}
+	// Every arrival done first: a polite one may still come back from its Retry-After.
+	underWay.Wait()
 	close(queue)
-	wg.Wait()
+	workers.Wait()
 }
 
 func main() {
@@ -335,6 +424,8 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "a request's timeout")
 	flag.Float64Var(&o.healthzRate, "healthz-rate", 10, "/healthz probes a second, at random times")
 	flag.StringVar(&o.client, "client", "raw", "raw (requests written once, responses read by hand: raw.go) or net (net/http's client)")
+	flag.StringVar(&o.retry, "retry", "once", "open: what a refused (503) arrival does: once (nothing more), naive (tries again at once) or polite (after its Retry-After)")
+	flag.IntVar(&o.attempts, "attempts", 3, "open, with -retry naive or polite: requests an arrival sends at most")
 	flag.Parse()
 	tokens, err := readTokens(o.tokensFile)
 	if err != nil {
@@ -343,6 +434,17 @@ func main() {
 	}
 	if o.mode != "open" && o.mode != "closed" {
 		fmt.Fprintln(os.Stderr, "go-crowd: -mode is open or closed")
+		os.Exit(2)
+	}
+	if o.retry != "once" && o.retry != "naive" && o.retry != "polite" {
+		fmt.Fprintln(os.Stderr, "go-crowd: -retry is once, naive or polite")
+		os.Exit(2)
+	}
+	if o.retry == "once" || o.mode == "closed" {
+		o.attempts = 1
+	}
+	if o.attempts < 1 {
+		fmt.Fprintln(os.Stderr, "go-crowd: -attempts is 1 or more")
 		os.Exit(2)
 	}
 	if o.client != "raw" && o.client != "net" {
@@ -363,7 +465,7 @@ func main() {
 	for i := range recorders {
 		recorders[i] = &recorder{status: map[int]int{}}
 	}
-	var sent, notSent int64
+	var sent, requests, notSent int64
 
 	stop := make(chan struct{})
 	healthz := make(chan []float64, 1)
@@ -377,8 +479,9 @@ func main() {
 	end := holdStart.Add(o.duration)
 	if o.mode == "closed" {
 		runClosed(o, newSender, recorders, holdStart, end, &sent)
+		requests = sent
 	} else {
-		runOpen(o, newSender, recorders, begin, holdStart, end, &sent, &notSent)
+		runOpen(o, newSender, recorders, begin, holdStart, end, &sent, &requests, &notSent)
 	}
 	rec := merge(recorders)
 	elapsed := time.Since(begin).Seconds()
@@ -394,16 +497,20 @@ func main() {
 		HoldSeconds:      o.duration.Seconds(),
 		ServedPerSecond:  math.Round(float64(rec.okInHold)/o.duration.Seconds()*10) / 10,
 		Sent:             sent,
+		Requests:         requests,
 		NotSent:          notSent,
 		ByStatus:         byStatus,
 		Timeouts:         rec.timeouts,
 		ConnectionErrors: rec.connErrs,
 		Latency:          summarise(rec.latencies),
+		OkLatency:        summarise(rec.okLatencies),
+		RefusedRetry:     rec.refused,
 		Healthz:          summarise(probes),
 		GeneratorCores:   math.Round((cpuSeconds()-cpuBefore)/elapsed*1000) / 1000,
 	}
 	if o.mode == "open" {
 		out.OfferedPerSecond = o.rate
+		out.Retry = o.retry
 	}
 	encoder := json.NewEncoder(os.Stdout)
 	encoder.SetIndent("", "  ")

@@ -63,13 +63,20 @@ func (c *rawConn) close() {
 	}
 }
 
-// do sends `request` and returns its answer's status.
-func (c *rawConn) do(request []byte) (int, error) {
+// answer is what a sender reads of a response: its status, and its Retry-After in whole
+// seconds (-1 without one, or with an HTTP date, which the service never sends).
+type answer struct {
+	status     int
+	retryAfter int
+}
+
+// do sends `request` and returns its answer.
+func (c *rawConn) do(request []byte) (answer, error) {
 	for {
 		if c.conn == nil {
 			conn, err := net.DialTimeout("tcp", c.address, c.timeout)
 			if err != nil {
-				return 0, err
+				return answer{}, err
 			}
 			c.conn = conn
 			c.reused = false
@@ -82,33 +89,33 @@ func (c *rawConn) do(request []byte) (int, error) {
 		retry := c.reused
 		if err := c.conn.SetDeadline(time.Now().Add(c.timeout)); err != nil {
 			c.close()
-			return 0, err
+			return answer{}, err
 		}
-		status, keepAlive, started, err := c.exchange(request)
+		head, started, err := c.exchange(request)
 		if err != nil {
 			c.close()
 			if retry && !started && !isTimeout(err) {
 				continue
 			}
-			return 0, err
+			return answer{}, err
 		}
 		c.reused = true
-		if !keepAlive {
+		if !head.keepAlive {
 			c.close()
 		}
-		return status, nil
+		return answer{head.status, head.retryAfter}, nil
 	}
 }
 
-// exchange writes the request and reads its answer; started: a byte of the answer came.
-func (c *rawConn) exchange(request []byte) (status int, keepAlive, started bool, err error) {
+// exchange writes the request and reads its answer's head and body; started: a byte of the
+// answer came.
+func (c *rawConn) exchange(request []byte) (head responseHead, started bool, err error) {
 	if _, err = c.conn.Write(request); err != nil {
-		return 0, false, false, err
+		return head, false, err
 	}
-	var head responseHead
 	for {
 		if head, started, err = c.readHead(); err != nil {
-			return 0, false, started, err
+			return head, started, err
 		}
 		// An interim answer (100 Continue, 103 Early Hints) comes before the final one.
 		if head.status < 100 || head.status >= 200 || head.status == 101 {
@@ -128,16 +135,17 @@ func (c *rawConn) exchange(request []byte) (status int, keepAlive, started bool,
 		head.keepAlive = false
 	}
 	if err != nil {
-		return 0, false, true, err
+		return head, true, err
 	}
-	return head.status, head.keepAlive, true, nil
+	return head, true, nil
 }
 
 type responseHead struct {
-	status    int
-	keepAlive bool
-	length    int // -1: none given
-	chunked   bool
+	status     int
+	keepAlive  bool
+	length     int // -1: none given
+	chunked    bool
+	retryAfter int // whole seconds; -1: none given
 }
 
 // readHead reads a status line and its headers; started: a byte of it came.
@@ -155,6 +163,7 @@ func (c *rawConn) readHead() (head responseHead, started bool, err error) {
 	}
 	head.keepAlive = line[7] == '1'
 	head.length = -1
+	head.retryAfter = -1
 	for {
 		header, err := c.reader.ReadSlice('\n')
 		if err != nil {
@@ -173,6 +182,8 @@ func (c *rawConn) readHead() (head responseHead, started bool, err error) {
 			if head.length, err = strconv.Atoi(string(value)); err != nil || head.length < 0 {
 				return head, true, errMalformed
 			}
+		case bytes.EqualFold(name, []byte("retry-after")):
+			head.retryAfter = retryAfterSeconds(string(value))
 		case bytes.EqualFold(name, []byte("transfer-encoding")):
 			// The last coding is the one the body is framed by.
 			codings := bytes.Split(value, []byte(","))
@@ -220,4 +231,13 @@ func (c *rawConn) discardChunked() error {
 			return err
 		}
 	}
+}
+
+// retryAfterSeconds reads a Retry-After's delta-seconds; -1 for anything else (an HTTP date).
+func retryAfterSeconds(value string) int {
+	seconds, err := strconv.Atoi(value)
+	if err != nil || seconds < 0 {
+		return -1
+	}
+	return seconds
 }

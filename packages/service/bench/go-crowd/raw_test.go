@@ -66,8 +66,8 @@ func TestRawClientReadsEachKindOfAnswerOnOneConnection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
-		if got != status {
-			t.Fatalf("request %d: status %d, want %d", i, got, status)
+		if got.status != status {
+			t.Fatalf("request %d: status %d, want %d", i, got.status, status)
 		}
 	}
 	if n := atomic.LoadInt64(&connections); n != 1 {
@@ -117,9 +117,9 @@ func TestRawClientOpensANewConnectionWhenTheServerCloses(t *testing.T) {
 	conn, request := newRawConn(t, "http://"+listener.Addr().String())
 	defer conn.close()
 	for i := 0; i < 6; i++ {
-		status, err := conn.do(request)
-		if err != nil || status != 200 {
-			t.Fatalf("request %d: status %d, %v", i, status, err)
+		reply, err := conn.do(request)
+		if err != nil || reply.status != 200 {
+			t.Fatalf("request %d: status %d, %v", i, reply.status, err)
 		}
 	}
 	if n := atomic.LoadInt64(&accepted); n < 6 {

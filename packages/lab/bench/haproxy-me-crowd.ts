@@ -71,7 +71,7 @@ const { values } = parseArgs({
     'lab-workers': { type: 'string', default: '1' },
     'warm-seconds': { type: 'string', default: '5' },
     generator: { type: 'string', default: 'lab' },
-    'go-connections': { type: 'string', default: '1024' },
+    'go-connections': { type: 'string', default: '4000' },
     out: { type: 'string', default: path.join(process.cwd(), 'haproxy-crowd-results') },
   },
 })
@@ -105,7 +105,7 @@ if (rateLimitFactor !== undefined && !(rateLimitFactor > 0)) throw new Error('--
 const out = path.resolve(String(values.out))
 const generator = values.generator
 if (generator !== 'lab' && generator !== 'go') throw new Error('--generator: lab or go')
-/** go-crowd's keep-alive connections for an open crowd (its arrivals take them in turn; a wait for one counts in their latency). */
+/** go-crowd's keep-alive connections for an open crowd (its arrivals take them in turn; a wait for one counts in their latency): as many as the lab's crowd may open. */
 const goConnections = Number(values['go-connections'])
 if (!(Number.isInteger(goConnections) && goConnections >= 1)) throw new Error('--go-connections: a whole number above 0')
 const endpoint = 'GET /me'

@@ -113,3 +113,14 @@ describe('lookUpLogin: the user and the failure counts in one statement', () => 
     assert.equal(addressAccounts, 2, 'the third signed in before the window')
   })
 })
+
+describe('the throttle\'s table', () => {
+  let db: TestDatabase
+  before(async () => { db = await createTestDatabase() })
+  after(async () => { await db.drop() })
+
+  it('is unlogged: a login\'s claim and its outcome wait for no WAL flush, and a crash empties it', async () => {
+    const { rows } = await db.pool.query<{ relname: string, relpersistence: string }>("SELECT relname, relpersistence FROM pg_class WHERE relname IN ('login_failures', 'sessions', 'users', 'devices') ORDER BY relname")
+    assert.deepEqual(rows.map((row) => [row.relname, row.relpersistence]), [['devices', 'p'], ['login_failures', 'u'], ['sessions', 'p'], ['users', 'p']])
+  })
+})

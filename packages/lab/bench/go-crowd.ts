@@ -1,10 +1,11 @@
 /**
  * The crowd's second generator (packages/service/bench/go-crowd, in Go) from the lab's benches:
  * built once with the machine's Go, fed the access tokens of accounts signed in here, its one
- * JSON object read back. It sends the lab's me-crowd requests for about a third of the lab's CPU
- * a request, and a polite arrival waiting out its Retry-After holds a timer, not a socket: on two
- * cores shared with the service, HAProxy and PostgreSQL, the lab's one generator thread saturated
- * before a polite crowd at three times capacity was all sent.
+ * JSON object read back. It sends the lab's me-crowd requests on every core, for at most the
+ * lab's CPU a request (in polite crowds about half: 17 µs against 31), and a polite arrival
+ * waiting out its Retry-After holds a timer, not a socket: on two cores shared with the service,
+ * HAProxy and PostgreSQL, the lab's one generator thread saturated before a polite crowd at three
+ * times capacity was all sent.
  */
 import { execFile } from 'node:child_process'
 import fs from 'node:fs'

@@ -27,7 +27,7 @@
  *   npm run bench:haproxy -- --rate-limit 0.8               # and a rate limit per replica, 0.8 x C alone
  *   npm run bench:haproxy -- --cfs-period-ms 100            # the replicas' CPU quota counted over Docker's and Kubernetes' 100 ms periods
  *   npm run bench:haproxy -- --warm-seconds 0               # each crowd meets a replica just started (its code not yet compiled)
- *   npm run bench:haproxy -- --generator go                 # every load sent by go-crowd (needs Go): a third of the lab's CPU a request
+ *   npm run bench:haproxy -- --generator go                 # every load sent by go-crowd (needs Go), on every core
  *
  * `--generator go` sends the same requests from packages/service/bench/go-crowd (bench/go-crowd.ts):
  * on two cores shared by the replicas, HAProxy and PostgreSQL, the lab's one generator thread

@@ -90,6 +90,11 @@ export function haproxyConfig (options: HaproxyConfigOptions): string {
     // One thread: here HAProxy shares the machine's cores with the replicas and the lab, and on a
     // busy machine its threads spent more time waiting on each other than serving (bench/README.md).
     '    nbthread 1',
+    // Idle connections to the replicas are kept whatever share of the file descriptors the
+    // clients hold: past the default 25 %, HAProxy closes each after its answer, and a crowd of
+    // thousands of clients made every replica accept and tear down a connection per request.
+    '    tune.pool-high-fd-ratio 95',
+    '    tune.pool-low-fd-ratio 90',
     `    stats socket ${options.statsSocket} mode 600 level user`,
     '',
     'defaults',

@@ -11,6 +11,7 @@ import { execFile } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { loadScenario, runScenarioSetup, scenarioRef } from '../src/scenarios/index.js'
 import { serviceRoot } from './servers.js'
 
 const run = promisify(execFile)
@@ -53,19 +54,12 @@ export async function buildGoCrowd (dir: string): Promise<string> {
   return binary
 }
 
-/** Registers `count` accounts at `target` and signs each in: their access tokens, one a line in `file`. */
+/**
+ * The access tokens of `count` accounts at `target`, one a line in `file`: the lab's own me-crowd
+ * setup (accounts registered, or reused from an earlier run, then signed in; a 503 waited out).
+ */
 export async function writeTokens (target: string, count: number, file: string): Promise<void> {
-  const tokens: string[] = []
-  const nonce = Date.now().toString(36)
-  for (let i = 0; i < count; i++) {
-    const account = { email: `go.crowd.${nonce}.${i}@tollbooth.test`, password: `tollbooth go crowd ${nonce} ${i}` }
-    const post = async (route: string): Promise<Response> => await fetch(target + route, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(account) })
-    const registered = await post('/api/v1/auth/register')
-    if (!registered.ok) throw new Error(`go-crowd accounts: register answered ${registered.status} ${await registered.text()}`)
-    const login = await post('/api/v1/auth/login')
-    if (!login.ok) throw new Error(`go-crowd accounts: login answered ${login.status} ${await login.text()}`)
-    tokens.push(((await login.json()) as { accessToken: string }).accessToken)
-  }
+  const { tokens } = await runScenarioSetup(await loadScenario(scenarioRef('me-crowd')), { url: target, accounts: count, log: () => {}, timeoutMs: 30_000 }) as { tokens: string[] }
   fs.writeFileSync(file, `${tokens.join('\n')}\n`)
 }
 

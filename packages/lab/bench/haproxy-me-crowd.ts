@@ -6,8 +6,9 @@
  * 1. the closed-loop capacity C (the lab's `me-crowd`, 64 users) of the service alone, then
  *    through HAProxy;
  * 2. for each kind of clients, an open crowd of new arrivals at `--rate-factor` x C (the larger of
- *    the two; both sides get the same crowd), against the service alone, then behind HAProxy. `once`: each arrival one request; `naive`: a refused arrival tries again at once,
- *    `polite`: after Retry-After (up to three requests each; bench/scenarios/me-crowd-retrying.ts).
+ *    the two; both sides get the same crowd), against the service alone, then behind HAProxy.
+ *    `once`: each arrival one request; `naive`: a refused arrival tries again at once, `polite`:
+ *    after Retry-After (up to three requests each; bench/scenarios/me-crowd-retrying.ts).
  *
  * Every service is new for its run and first serves a closed loop of 8 users for `--warm-seconds`
  * (5 s), not counted: a crowd meets a replica that was serving already, its code compiled and its
@@ -297,9 +298,13 @@ function crowdLine (round: number, where: string, kind: ClientKind, offered: num
 /** What a run sends, for either generator: a closed loop of users, or a crowd of new arrivals. */
 type BenchLoad = { model: 'closed', vus: number, durationMs: number } | { model: 'open', clients: ClientKind, rate: number }
 
-const goDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-go-crowd-'))
-process.on('exit', () => { fs.rmSync(goDir, { recursive: true, force: true }) })
-const goBinary = generator === 'go' ? await buildGoCrowd(goDir) : undefined
+/** With `--generator go`: the folder of go-crowd's binary and of its accounts' tokens, removed at exit, and the binary. */
+async function goCrowd (): Promise<{ dir: string, binary: string }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollbooth-go-crowd-'))
+  process.on('exit', () => { fs.rmSync(dir, { recursive: true, force: true }) })
+  return { dir, binary: await buildGoCrowd(dir) }
+}
+const go = generator === 'go' ? await goCrowd() : undefined
 
 function labLoad (load: BenchLoad): { scenario: string, options: LoadOptions } {
   if (load.model === 'closed') return { scenario: 'me-crowd', options: { vus: load.vus, durationMs: load.durationMs } }
@@ -314,7 +319,7 @@ function goLoad (load: BenchLoad): GoCrowdLoad {
 
 console.log(`${machineLine()}, load average ${(await import('node:os')).loadavg().map((load) => load.toFixed(1)).join(' ')}`)
 console.log(`HAProxy limits per replica: maxconn ${limits.maxConnPerReplica}, refused past ${limits.queuePerReplica} waiting, timeout queue ${limits.queueTimeoutMs} ms${JSON.stringify(limits) === JSON.stringify(recommendedHaproxyLimits) ? ' (the recommended ones)' : ''}; ${replicaCount} replica(s), ${cpusPerReplica > 0 ? `${cpusPerReplica} CPU each, CFS period ${cfsPeriodMs} ms` : 'no CPU quota'}`)
-console.log(`crowd: ${rateFactor} x the larger of C alone and C through HAProxy, ${rampMs / 1000} s ramp then ${heldMs / 1000} s held, each service first warmed ${warmMs / 1000} s by 8 closed-loop users; naive and polite clients send up to ${attemptsPerArrival} requests an arrival; C: 64 closed-loop users, ${capacityMs / 1000} s; sent by ${goBinary === undefined ? 'the lab' : `go-crowd (${goConnections} connections for a crowd)`}\n`)
+console.log(`crowd: ${rateFactor} x the larger of C alone and C through HAProxy, ${rampMs / 1000} s ramp then ${heldMs / 1000} s held, each service first warmed ${warmMs / 1000} s by 8 closed-loop users; naive and polite clients send up to ${attemptsPerArrival} requests an arrival; C: 64 closed-loop users, ${capacityMs / 1000} s; sent by ${go === undefined ? 'the lab' : `go-crowd (${goConnections} connections for a crowd)`}\n`)
 console.log('| round | where | clients | new arrivals | goodput | / C alone | / C HAProxy | answered | requests sent | p99 all / 200s | `/healthz` p99 (floor) | at a replica | checks failed | service cores | HAProxy | PostgreSQL | lab (generator) |')
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for (let round = 1; round <= Number(values.rounds); round++) {
@@ -326,21 +331,21 @@ for (let round = 1; round <= Number(values.rounds); round++) {
    * with what it was sent (thousands of connections) for seconds after, so no run follows another
    * on the same process.
    */
-  // go-crowd's accounts: signed in once a round, on its first service (bench:haproxy's tokens last an hour).
-  const tokensFile = path.join(goDir, `tokens-round-${round}.txt`)
   const fresh = async (name: string, load: BenchLoad, behindHaproxy: boolean, haproxyLimits: HaproxyLimits = limits): Promise<Measured> => {
     const set = await startReplicas({ count: replicaCount, ...(cpusPerReplica > 0 ? { cpusPerReplica, cfsPeriodMs } : {}), env: serviceEnv, databaseUrl: database.url, haproxyLimits })
     try {
       for (const warning of set.warnings) console.log(`warning: ${warning}`)
       const target = behindHaproxy ? set.url : set.replicas[0]?.url ?? ''
-      if (goBinary === undefined) {
+      if (go === undefined) {
         if (warmMs > 0) await labRun({ scenario: 'me-crowd', target, load: { workers: labWorkers, accounts: 10, vus: 8, durationMs: warmMs } })
         const { scenario, options } = labLoad(load)
         return await measure(set, postgresPort, path.join(dir, name), scenario, target, options)
       }
+      // go-crowd's accounts: signed in once a round, on its first service (bench:haproxy's tokens last an hour).
+      const tokensFile = path.join(go.dir, `tokens-round-${round}.txt`)
       if (!fs.existsSync(tokensFile)) await writeTokens(target, 10, tokensFile)
-      if (warmMs > 0) await runGoCrowd(goBinary, target, tokensFile, { mode: 'closed', vus: 8, durationMs: warmMs })
-      return await measureGo(goBinary, set, postgresPort, path.join(dir, name), target, tokensFile, goLoad(load))
+      if (warmMs > 0) await runGoCrowd(go.binary, target, tokensFile, { mode: 'closed', vus: 8, durationMs: warmMs })
+      return await measureGo(go.binary, set, postgresPort, path.join(dir, name), target, tokensFile, goLoad(load))
     } finally {
       await set.stop()
     }

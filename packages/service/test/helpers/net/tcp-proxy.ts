@@ -98,6 +98,8 @@ export async function startTcpProxy (databaseUrl: string): Promise<TcpProxy> {
       const parsed = new URL(url)
       parsed.hostname = '127.0.0.1'
       parsed.port = String(port)
+      // Over TCP through the proxy, not through the embedded database's Unix socket.
+      parsed.searchParams.delete('host')
       return parsed.toString()
     },
     stop,

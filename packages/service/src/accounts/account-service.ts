@@ -26,6 +26,8 @@ export interface AccountServiceDeps {
   loginThrottle: LoginThrottlePolicy
   /** Password checks under way in this process, by throttle key (shared with the sign-in). */
   checksUnderWay: ChecksUnderWay
+  /** Where every process's password checks under way are leased (../password-check.ts); none: this process is the only one signing in on the database. */
+  checkLeases?: pg.Pool | undefined
   log: FastifyBaseLogger
   /** Wall-clock time in epoch ms for login throttling (tests pass their own); default Date.now. */
   now?: () => number

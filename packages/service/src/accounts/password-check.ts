@@ -178,8 +178,12 @@ export interface PasswordCheckDeps {
   loginThrottle: LoginThrottlePolicy
   /** Wall-clock time in epoch ms (tests pass their own); default Date.now. */
   now?: (() => number) | undefined
-  /** Where the leases of checks under way are kept; none: only this process's checks bound each other. */
-  db?: Queryable | undefined
+  /**
+   * Where the leases of checks under way are kept, for every process that signs in on the database;
+   * none: this process is the only one (the embedded database it started), and its own count of
+   * checks under way bounds them all.
+   */
+  checkLeases?: Queryable | undefined
 }
 
 /** How long after its hash's deadline a check's lease runs out: a verify that started in time runs to its end, then its outcome is written. */
@@ -244,7 +248,7 @@ export function passwordCheckRules (deps: PasswordCheckDeps, ticket: HashTicket)
     signal: ticket.signal,
     beforeWait: () => { ticket.release() },
     afterWait: () => { ticket.readmit() },
-    lease: deps.db === undefined ? undefined : new CheckLease(deps.db, now() + (ticket.deadlineAt - performance.now()) + leaseMarginMs),
+    lease: deps.checkLeases === undefined ? undefined : new CheckLease(deps.checkLeases, now() + (ticket.deadlineAt - performance.now()) + leaseMarginMs),
   }
 }
 
@@ -261,8 +265,8 @@ const remoteCheckPauseMs = 25
  * keys come from each read (`keysOf`: a known device's own key, or the account's and address's).
  * Returns the last read, its keys and `end`, to call once the outcome is recorded.
  */
-export async function startPasswordCheck<T extends { failures: FailureCounts, addressAccounts?: number }> (
-  read: () => Promise<T>,
+export async function startPasswordCheck<T extends { failures: FailureCounts, addressAccounts?: number | undefined }> (
+  read: (countAddressAccounts: boolean) => Promise<T>,
   keysOf: (found: T) => ThrottleKeys,
   rules: PasswordCheckRules,
   logging: PasswordCheckLog
@@ -290,15 +294,23 @@ export async function startPasswordCheck<T extends { failures: FailureCounts, ad
       keys = presumedKeys
       await waitForRoom(['account'])
     }
+    /** Whether the next read counts the address's accounts whatever its recorded failures. */
+    let countAddressAccounts = false
     for (;;) {
       const readStartedAt = checks.now()
-      const found = await read()
+      const found = await read(countAddressAccounts)
       keys = keysOf(found)
       const nowMs = now()
+      // Not counted: the address's recorded failures are too few for its accounts to matter to them.
       const addressAccounts = found.addressAccounts ?? 0
       assertNotThrottled(found.failures, keys, nowMs, rules, logging, addressAccounts)
       const counts: FailureCounts = {}
       for (const scope of scopesOf(keys)) counts[scope] = withChecksInFlight(found.failures[scope], checks.count(scope, keys[scope] ?? '', readStartedAt), nowMs, policy)
+      // With the checks under way, they may: read again, counting them.
+      if (found.addressAccounts === undefined && !countAddressAccounts && (counts.address?.failures ?? 0) >= freeFailures('address', policy)) {
+        countAddressAccounts = true
+        continue
+      }
       const decision = decide(counts, nowMs, policy, addressAccounts)
       if (decision.allowed) {
         const end = checks.begin(keys)

@@ -39,6 +39,11 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
   /** One of several processes on one port (process/cluster.ts): /metrics aggregates them all. */
   clusterWorker?: boolean
+  /**
+   * The database is the embedded one this process started: no other process signs in on it, so
+   * this process's own count of password checks under way bounds them, with no lease in PostgreSQL.
+   */
+  soleProcessOnDatabase?: boolean
   /** What the lab's harness changes (harness/); `tollbooth serve` passes none. */
   harness?: AppHarness
 }
@@ -222,6 +227,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
   })
   // One count of password checks under way for login and re-entered passwords alike: one throttle.
   const checksUnderWay = new ChecksUnderWay()
+  const checkLeases = options.soleProcessOnDatabase === true ? undefined : db
   const secondFactorCheck = new SecondFactorCheck({ db, log: app.log, loginThrottle: loginThrottlePolicy(config), now: options.now ?? Date.now, keyEncryptionKey })
   const auth = new AuthService({
     db,
@@ -237,6 +243,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     registerThrottle: { clientRequests: config.registerThrottleClientRequests, accountRequests: config.registerThrottleAccountRequests, windowSeconds: config.registerThrottleWindowSeconds },
     deviceTtlDays: config.deviceTtlDays,
     checksUnderWay,
+    checkLeases,
     log: app.log,
     accountMail,
     unverifiedLogin: config.registrationMode === 'enumeration-safe' ? 'hide' : config.requireVerifiedEmail ? 'refuse' : 'allow',
@@ -256,6 +263,7 @@ export async function buildApp (options: AppOptions): Promise<TollboothApp> {
     registerDeadlineMs: config.registerDeadlineMs,
     loginThrottle: loginThrottlePolicy(config),
     checksUnderWay,
+    checkLeases,
     log: app.log,
     ...(options.now === undefined ? {} : { now: options.now }),
   })

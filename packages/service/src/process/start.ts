@@ -172,7 +172,7 @@ export async function startService (config: Config, options: StartServiceOptions
     }, `hash pool: ${stats.threads} thread(s) from the CPU budget (${engine.cpuBudget.source}${config.hashThreads === undefined ? '' : ', overridden by config'})`)
 
     const jwtSecret = jwtSecretOf(config)
-    app = await buildApp({ config, db, engine, jwtSecret, logger: log, clusterWorker: options.clusterWorker === true, ...(harness === undefined ? {} : { harness }) })
+    app = await buildApp({ config, db, engine, jwtSecret, logger: log, clusterWorker: options.clusterWorker === true, soleProcessOnDatabase: database.embedded !== undefined, ...(harness === undefined ? {} : { harness }) })
     const limits = checkConnectionLimits(config)
     for (const warning of limits.warnings) log.warn({ openFiles: limits.openFiles, somaxconn: limits.somaxconn }, warning)
     // Past it, Node closes a new connection at once, rather than run out of descriptors (the pool needs some too).

@@ -342,6 +342,32 @@ describe('login throttle rules', () => {
     // The account's own bound does not grow with it.
     assert.deepEqual(decide({ account: count(5), address: count(0) }, t0, policy, 3), { allowed: false, retryAfterMs: 1000, scopes: ['account'] })
   })
+
+  it('reads again, counting the address\'s accounts, when a read that did not count them finds the address at its bound with the checks under way', async () => {
+    const checks = new ChecksUnderWay()
+    const keys = { account: 'office@example.com', address: '192.0.2.46' }
+    // 95 failures recorded, 5 checks of other accounts from the address under way: 100, the bound without accounts.
+    const others = Array.from({ length: 5 }, (_, i) => checks.begin({ account: `colleague-${i}@example.com`, address: keys.address }))
+    const reads: boolean[] = []
+    const read = async (countAddressAccounts: boolean): Promise<{ failures: { address: FailureCount }, addressAccounts: number | undefined }> => {
+      reads.push(countAddressAccounts)
+      return { failures: { address: count(95, Date.now(), Date.now()) }, addressAccounts: countAddressAccounts ? 3 : undefined }
+    }
+    const rules = { checks, policy, now: Date.now, waitUntil: checks.now() + 20_000 }
+    const { end } = await startPasswordCheck(read, () => keys, rules, silentLogging)
+    assert.deepEqual(reads, [false, true], 'the second read counted them: three accounts raise the bound to 130, and the check starts')
+    end()
+    // Below the bound even with its checks under way: one read, the accounts never counted.
+    reads.length = 0
+    others.pop()?.()
+    const below = async (countAddressAccounts: boolean): Promise<{ failures: { address: FailureCount }, addressAccounts: number | undefined }> => {
+      reads.push(countAddressAccounts)
+      return { failures: { address: count(90, Date.now(), Date.now()) }, addressAccounts: undefined }
+    }
+    ;(await startPasswordCheck(below, () => keys, rules, silentLogging)).end()
+    assert.deepEqual(reads, [false])
+    for (const other of others) other()
+  })
 })
 
 describe('client address keys', () => {

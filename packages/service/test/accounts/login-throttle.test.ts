@@ -34,132 +34,135 @@ async function failTimes (service: TestService, email: string, times: number, he
   }
 }
 
-describe('login throttling per account', () => {
-  const clock = manualClock()
-  let service: TestService
-  const logs = capturingLogger()
-  before(async () => { service = await startTestService({ now: clock.now, logger: logs.logger }) })
-  after(async () => { await service.close() })
+// Leased in PostgreSQL, as every process on a shared database does; and without leases, as the one process on the embedded database it started.
+for (const soleProcessOnDatabase of [false, true]) {
+  describe(`login throttling per account${soleProcessOnDatabase ? ', the only process on its database' : ''}`, () => {
+    const clock = manualClock()
+    let service: TestService
+    const logs = capturingLogger()
+    before(async () => { service = await startTestService({ now: clock.now, logger: logs.logger, soleProcessOnDatabase }) })
+    after(async () => { await service.close() })
 
-  it('answers 429 with Retry-After after 5 wrong passwords, to the right one too, without computing a hash', async () => {
-    const { email, password } = await registerUser(service)
-    await failTimes(service, email, 5)
-    const before = service.engine.stats().completed
-    const right = await login(service, email, password)
-    assertThrottled(right, 1)
-    const wrong = await login(service, email, 'yet another guess')
-    assertThrottled(wrong, 1)
-    assert.equal(service.engine.stats().completed, before, 'no hash was computed for a throttled login')
-  })
-
-  it('counts guesses sent at once: of 30 wrong passwords at the same moment, 5 cost a hash and 25 get 429', async () => {
-    const { email } = await registerUser(service)
-    const ghost = uniqueEmail('ghost-burst')
-    for (const target of [email, ghost]) {
+    it('answers 429 with Retry-After after 5 wrong passwords, to the right one too, without computing a hash', async () => {
+      const { email, password } = await registerUser(service)
+      await failTimes(service, email, 5)
       const before = service.engine.stats().completed
-      const answers = await Promise.all(Array.from({ length: 30 }, async (_, i) => await login(service, target, `burst guess ${i}`)))
-      const statuses = answers.map((answer) => answer.status).sort()
-      assert.deepEqual(statuses, [...Array(5).fill(401), ...Array(25).fill(429)], `${target === email ? 'known' : 'unknown'} account: ${statuses.join(' ')}`)
-      assert.equal(service.engine.stats().completed - before, 5, 'a hash for each admitted guess only')
-      assert.equal((await readFailures(service.db.pool, { account: target, address: '127.0.0.1' })).account?.failures, 5)
-    }
-  })
+      const right = await login(service, email, password)
+      assertThrottled(right, 1)
+      const wrong = await login(service, email, 'yet another guess')
+      assertThrottled(wrong, 1)
+      assert.equal(service.engine.stats().completed, before, 'no hash was computed for a throttled login')
+    })
 
-  it('lets the right password in from many clients at once: checks beyond the free failures wait their turn, none is refused', async () => {
-    const { email, password } = await registerUser(service)
-    const answers = await Promise.all(Array.from({ length: 20 }, async () => await login(service, email, password)))
-    assert.deepEqual(answers.map((answer) => answer.status), Array(20).fill(200))
-  })
+    it('counts guesses sent at once: of 30 wrong passwords at the same moment, 5 cost a hash and 25 get 429', async () => {
+      const { email } = await registerUser(service)
+      const ghost = uniqueEmail('ghost-burst')
+      for (const target of [email, ghost]) {
+        const before = service.engine.stats().completed
+        const answers = await Promise.all(Array.from({ length: 30 }, async (_, i) => await login(service, target, `burst guess ${i}`)))
+        const statuses = answers.map((answer) => answer.status).sort()
+        assert.deepEqual(statuses, [...Array(5).fill(401), ...Array(25).fill(429)], `${target === email ? 'known' : 'unknown'} account: ${statuses.join(' ')}`)
+        assert.equal(service.engine.stats().completed - before, 5, 'a hash for each admitted guess only')
+        assert.equal((await readFailures(service.db.pool, { account: target, address: '127.0.0.1' })).account?.failures, 5)
+      }
+    })
 
-  it('throttles an unknown email exactly as a known one: same status, body and headers', async () => {
-    const { email } = await registerUser(service)
-    const ghost = uniqueEmail('ghost')
-    await failTimes(service, email, 5)
-    await failTimes(service, ghost, 5)
-    const known = await login(service, email, 'guess')
-    const unknown = await login(service, ghost, 'guess')
-    assertThrottled(known)
-    assert.equal(unknown.status, known.status)
-    assert.deepEqual(unknown.body, known.body)
-    assert.deepEqual([...unknown.headers.keys()].sort(), [...known.headers.keys()].sort())
-    assert.equal(unknown.headers.get('retry-after'), known.headers.get('retry-after'))
-  })
+    it('lets the right password in from many clients at once: checks beyond the free failures wait their turn, none is refused', async () => {
+      const { email, password } = await registerUser(service)
+      const answers = await Promise.all(Array.from({ length: 20 }, async () => await login(service, email, password)))
+      assert.deepEqual(answers.map((answer) => answer.status), Array(20).fill(200))
+    })
 
-  it('counts a login whose stored hash is refused as a failure, like a wrong password', async () => {
-    const { email, password } = await registerUser(service)
-    await service.db.pool.query('UPDATE users SET password_hash = $2 WHERE email = $1', [email.toLowerCase(), '$unknown$v=1$garbage'])
-    logs.lines.length = 0
-    for (let i = 0; i < 5; i++) assert.equal((await login(service, email, password)).status, 401)
-    assertThrottled(await login(service, email, password))
-    assert.deepEqual(logs.lines.filter((line) => line.event === 'login_failed').map((line) => line.reason), Array(5).fill('stored_hash_refused'))
-  })
+    it('throttles an unknown email exactly as a known one: same status, body and headers', async () => {
+      const { email } = await registerUser(service)
+      const ghost = uniqueEmail('ghost')
+      await failTimes(service, email, 5)
+      await failTimes(service, ghost, 5)
+      const known = await login(service, email, 'guess')
+      const unknown = await login(service, ghost, 'guess')
+      assertThrottled(known)
+      assert.equal(unknown.status, known.status)
+      assert.deepEqual(unknown.body, known.body)
+      assert.deepEqual([...unknown.headers.keys()].sort(), [...known.headers.keys()].sort())
+      assert.equal(unknown.headers.get('retry-after'), known.headers.get('retry-after'))
+    })
 
-  it('counts an email whatever its case', async () => {
-    const { email, password } = await registerUser(service)
-    await failTimes(service, email.toUpperCase(), 5)
-    assertThrottled(await login(service, email, password))
-  })
+    it('counts a login whose stored hash is refused as a failure, like a wrong password', async () => {
+      const { email, password } = await registerUser(service)
+      await service.db.pool.query('UPDATE users SET password_hash = $2 WHERE email = $1', [email.toLowerCase(), '$unknown$v=1$garbage'])
+      logs.lines.length = 0
+      for (let i = 0; i < 5; i++) assert.equal((await login(service, email, password)).status, 401)
+      assertThrottled(await login(service, email, password))
+      assert.deepEqual(logs.lines.filter((line) => line.event === 'login_failed').map((line) => line.reason), Array(5).fill('stored_hash_refused'))
+    })
 
-  it('forgets the account\'s failures after a successful login', async () => {
-    const { email, password } = await registerUser(service)
-    await failTimes(service, email, 4)
-    assert.equal((await login(service, email, password)).status, 200)
-    // Without the reset these would be failures 5 to 8, and the next login a 429.
-    await failTimes(service, email, 4)
-    assert.equal((await login(service, email, password)).status, 200)
-  })
+    it('counts an email whatever its case', async () => {
+      const { email, password } = await registerUser(service)
+      await failTimes(service, email.toUpperCase(), 5)
+      assertThrottled(await login(service, email, password))
+    })
 
-  it('lifts the block as time passes, with a wait that doubles per further failure', async () => {
-    const { email, password } = await registerUser(service)
-    await failTimes(service, email, 5)
-    assertThrottled(await login(service, email, password), 1)
-    clock.advance(1000)
-    await failTimes(service, email, 1)
-    assertThrottled(await login(service, email, password), 2)
-    clock.advance(1000)
-    assertThrottled(await login(service, email, password), 1)
-    clock.advance(1000)
-    await failTimes(service, email, 1)
-    assertThrottled(await login(service, email, password), 4)
-    clock.advance(4000)
-    assert.equal((await login(service, email, password)).status, 200)
-  })
+    it('forgets the account\'s failures after a successful login', async () => {
+      const { email, password } = await registerUser(service)
+      await failTimes(service, email, 4)
+      assert.equal((await login(service, email, password)).status, 200)
+      // Without the reset these would be failures 5 to 8, and the next login a 429.
+      await failTimes(service, email, 4)
+      assert.equal((await login(service, email, password)).status, 200)
+    })
 
-  it('starts a new count when the window is over', async () => {
-    const { email, password } = await registerUser(service)
-    await failTimes(service, email, 5)
-    assertThrottled(await login(service, email, password))
-    clock.advance(15 * 60 * 1000)
-    // A fresh window: five free failures again.
-    await failTimes(service, email, 5)
-    assertThrottled(await login(service, email, password), 1)
-  })
+    it('lifts the block as time passes, with a wait that doubles per further failure', async () => {
+      const { email, password } = await registerUser(service)
+      await failTimes(service, email, 5)
+      assertThrottled(await login(service, email, password), 1)
+      clock.advance(1000)
+      await failTimes(service, email, 1)
+      assertThrottled(await login(service, email, password), 2)
+      clock.advance(1000)
+      assertThrottled(await login(service, email, password), 1)
+      clock.advance(1000)
+      await failTimes(service, email, 1)
+      assertThrottled(await login(service, email, password), 4)
+      clock.advance(4000)
+      assert.equal((await login(service, email, password)).status, 200)
+    })
 
-  it('logs failures and throttling as security events, with account and address, never the password', async () => {
-    const { email, password } = await registerUser(service)
-    const ghost = uniqueEmail('ghost')
-    const secret = 'a very secret guess 81723'
-    logs.lines.length = 0
-    for (let i = 0; i < 5; i++) await login(service, email, secret)
-    await login(service, ghost, secret)
-    assertThrottled(await login(service, email, password))
-    const failed = logs.lines.filter((line) => line.event === 'login_failed')
-    assert.deepEqual(failed.map((line) => [line.account, line.reason, line.accountFailures]), [
-      [email, 'wrong_password', 1], [email, 'wrong_password', 2], [email, 'wrong_password', 3], [email, 'wrong_password', 4], [email, 'wrong_password', 5],
-      [ghost, 'unknown_email', 1],
-    ])
-    for (const line of failed) assert.equal(line.address, '127.0.0.1')
-    const throttled = logs.lines.filter((line) => line.event === 'login_throttled')
-    assert.equal(throttled.length, 1)
-    assert.equal(throttled[0]?.account, email)
-    assert.equal(throttled[0]?.address, '127.0.0.1')
-    assert.deepEqual(throttled[0]?.scopes, ['account'])
-    assert.equal(throttled[0]?.level, 40, 'a throttled login is logged as a warning')
-    const everything = JSON.stringify(logs.lines)
-    assert.ok(!everything.includes(secret), 'the wrong password is never logged')
-    assert.ok(!everything.includes(password), 'nor the right one')
+    it('starts a new count when the window is over', async () => {
+      const { email, password } = await registerUser(service)
+      await failTimes(service, email, 5)
+      assertThrottled(await login(service, email, password))
+      clock.advance(15 * 60 * 1000)
+      // A fresh window: five free failures again.
+      await failTimes(service, email, 5)
+      assertThrottled(await login(service, email, password), 1)
+    })
+
+    it('logs failures and throttling as security events, with account and address, never the password', async () => {
+      const { email, password } = await registerUser(service)
+      const ghost = uniqueEmail('ghost')
+      const secret = 'a very secret guess 81723'
+      logs.lines.length = 0
+      for (let i = 0; i < 5; i++) await login(service, email, secret)
+      await login(service, ghost, secret)
+      assertThrottled(await login(service, email, password))
+      const failed = logs.lines.filter((line) => line.event === 'login_failed')
+      assert.deepEqual(failed.map((line) => [line.account, line.reason, line.accountFailures]), [
+        [email, 'wrong_password', 1], [email, 'wrong_password', 2], [email, 'wrong_password', 3], [email, 'wrong_password', 4], [email, 'wrong_password', 5],
+        [ghost, 'unknown_email', 1],
+      ])
+      for (const line of failed) assert.equal(line.address, '127.0.0.1')
+      const throttled = logs.lines.filter((line) => line.event === 'login_throttled')
+      assert.equal(throttled.length, 1)
+      assert.equal(throttled[0]?.account, email)
+      assert.equal(throttled[0]?.address, '127.0.0.1')
+      assert.deepEqual(throttled[0]?.scopes, ['account'])
+      assert.equal(throttled[0]?.level, 40, 'a throttled login is logged as a warning')
+      const everything = JSON.stringify(logs.lines)
+      assert.ok(!everything.includes(secret), 'the wrong password is never logged')
+      assert.ok(!everything.includes(password), 'nor the right one')
+    })
   })
-})
+}
 
 describe('login throttling per client address', () => {
   const clock = manualClock()

@@ -5,7 +5,7 @@ import net from 'node:net'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
 import pg from 'pg'
-import { scratchClusterDir } from '../../src/db/embedded/embedded.js'
+import { runningEmbeddedPostgresUrl, scratchClusterDir } from '../../src/db/embedded/embedded.js'
 import { packageRoot } from '../../src/paths.js'
 import { startCli, stopCli, type StartedCli } from '../helpers/cli.js'
 import { listeningDescriptors } from '../helpers/processes.js'
@@ -76,6 +76,14 @@ describe('`tollbooth` with no DATABASE_URL (what `npm start` runs)', () => {
     try {
       const login = await request({ url: second.url }, 'POST', '/api/v1/auth/login', { body: account })
       assert.equal(login.status, 200)
+      // The only process on the database it started: its password checks are counted in it, with no lease in PostgreSQL (a lease's claim would leave the account's row).
+      const database = new pg.Client({ connectionString: runningEmbeddedPostgresUrl(path.join(dataDir, 'pg')) })
+      await database.connect()
+      try {
+        assert.deepEqual((await database.query('SELECT scope, key FROM login_failures')).rows, [], 'a successful login wrote nothing to the throttle\'s table')
+      } finally {
+        await database.end()
+      }
       // The access token from the first run still verifies: the key was kept.
       const me = await request({ url: second.url }, 'GET', '/api/v1/me', { token: accessToken as string })
       assert.equal(me.status, 200)

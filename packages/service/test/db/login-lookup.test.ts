@@ -23,7 +23,7 @@ describe('lookUpLogin: the user and the failure counts in one statement', () => 
   after(async () => { await db.drop() })
 
   const keysOf = (email: string): { account: string, address: string } => ({ account: email, address: `address-${randomUUID()}` })
-  const anywhere = { sessionAddress: null, windowStartedAfter: 0 }
+  const anywhere = { sessionAddress: null, windowStartedAfter: 0, countAddressAccountsFrom: 0 }
   const failOnce = async (keys: ThrottleKeys, nowMs: number): Promise<void> => {
     await recordFailure(db.pool, keys, { nowMs, windowExpiredAtOrBefore: nowMs - 900_000 })
   }
@@ -109,8 +109,16 @@ describe('lookUpLogin: the user and the failure counts in one statement', () => 
       await db.pool.query('INSERT INTO sessions (id, user_id, expires_at, address, created_at) VALUES ($1, $2, now() + interval \'1 day\', $3, now() - make_interval(mins => $4))', [randomUUID(), user.id, address, index === 2 ? 60 : 1])
     }
     const email = `${randomUUID()}@example.com`
-    const { addressAccounts } = await lookUpLogin(db.pool, email, keysOf(email), { sessionAddress: address, windowStartedAfter: Date.now() - 15 * 60_000 })
-    assert.equal(addressAccounts, 2, 'the third signed in before the window')
+    const keys = keysOf(email)
+    const from = { sessionAddress: address, windowStartedAfter: Date.now() - 15 * 60_000 }
+    assert.equal((await lookUpLogin(db.pool, email, keys, { ...from, countAddressAccountsFrom: 0 })).addressAccounts, 2, 'the third signed in before the window')
+    // Counted only from the address's given failures on: below them, the scan of its sessions is skipped.
+    assert.equal((await lookUpLogin(db.pool, email, keys, { ...from, countAddressAccountsFrom: 2 })).addressAccounts, undefined, 'no failure recorded')
+    const nowMs = Date.now()
+    await failOnce(keys, nowMs)
+    assert.equal((await lookUpLogin(db.pool, email, keys, { ...from, countAddressAccountsFrom: 2 })).addressAccounts, undefined, 'one failure of two')
+    await failOnce(keys, nowMs)
+    assert.equal((await lookUpLogin(db.pool, email, keys, { ...from, countAddressAccountsFrom: 2 })).addressAccounts, 2, 'two failures of two')
   })
 })
 

@@ -104,6 +104,8 @@ export interface TestServiceOptions {
   clock?: () => number
   /** The port to listen on (a browser test's origin is set in the config before the start: `freePort`); default any free one. */
   port?: number
+  /** As a service on the embedded database it started: no lease in PostgreSQL for password checks under way (app.ts); default false, as with DATABASE_URL. */
+  soleProcessOnDatabase?: boolean
 }
 
 /** A loopback port free a moment ago: for a service whose settings name its own origin before it listens. */
@@ -133,7 +135,7 @@ export async function startTestService (options: TestServiceOptions = {}): Promi
     ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
     ...(options.threadNice === undefined ? {} : { threadNice: options.threadNice }),
   })
-  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false, ...(options.now === undefined ? {} : { now: options.now }), ...(options.harness === undefined ? {} : { harness: options.harness }), ...(options.clock === undefined ? {} : { clock: options.clock }) })
+  const app = await buildApp({ config, db: db.pool, engine, jwtSecret: testJwtSecret, logger: options.logger ?? false, ...(options.now === undefined ? {} : { now: options.now }), ...(options.harness === undefined ? {} : { harness: options.harness }), ...(options.clock === undefined ? {} : { clock: options.clock }), soleProcessOnDatabase: options.soleProcessOnDatabase === true })
   await app.listen({ host: '127.0.0.1', port: options.port ?? 0 })
   const { port } = app.server.address() as AddressInfo
   const ownsDb = options.db === undefined

@@ -6,7 +6,7 @@
  * atomic on its own), so a failure leaves nothing half-written.
  */
 import { createError } from '../../errors.js'
-import { withTransaction, isForeignKeyViolation, findUserById, insertUser, publicUser, replacePasswordHash, resetAccountFailures, resetDeviceFailures, countRegistration, type ThrottleKeys, lookUpLogin, type LoginLookup, type ChallengePurpose, type User } from '../../db/index.js'
+import { withTransaction, isForeignKeyViolation, findUserById, insertUser, publicUser, replacePasswordHash, resetAccountFailures, resetDeviceFailures, countRegistration, type ThrottleKeys, type FailureCounts, lookUpLogin, type LoginLookup, type ChallengePurpose, type User } from '../../db/index.js'
 import { addressKey, liveFailures } from '../login-throttle.js'
 import { deviceTokenHash, newDeviceToken } from './devices.js'
 import {
@@ -150,10 +150,15 @@ export class AuthService {
     const keysOf = ({ knownDevice }: Pick<LoginLookup, 'knownDevice'>): ThrottleKeys => knownDevice ? { device: lookupKeys.device } : { account: lookupKeys.account, address: lookupKeys.address }
     const windowStartedAfter = this.now() - this.deps.loginThrottle.windowMs
     // The throttle's counts and the device come with the user, in the same statement: one round trip.
-    const read = async (): Promise<LoginLookup> => await lookUpLogin(this.deps.db, email, lookupKeys, { sessionAddress: sessionAddress(ticket.client), windowStartedAfter })
+    // The address's accounts only where its failures, with its checks under way here, may reach its bound.
+    const read = async (countAddressAccounts: boolean): Promise<LoginLookup> => await lookUpLogin(this.deps.db, email, lookupKeys, {
+      sessionAddress: sessionAddress(ticket.client),
+      windowStartedAfter,
+      countAddressAccountsFrom: countAddressAccounts ? 0 : Math.max(0, this.deps.loginThrottle.addressFreeFailures - this.deps.checksUnderWay.underWay('address', lookupKeys.address)),
+    })
     // Without a device token the check is judged by the account and the address whatever the read finds.
     const rules = { ...passwordCheckRules(this.deps, ticket), presumedKeys: device === undefined ? keysOf({ knownDevice: false }) : undefined }
-    const { found: { user, knownDevice, secondFactors }, keys, end: endCheck } = await startPasswordCheck(read, keysOf, rules, this.loginLog)
+    const { found: { user, knownDevice, secondFactors, failures }, keys, end: endCheck } = await startPasswordCheck(read, keysOf, rules, this.loginLog)
     try {
       if (user === undefined) {
         // As many verifies as a wrong password of this input costs: same status, body and time.
@@ -172,7 +177,7 @@ export class AuthService {
         // The password step is over (its success recorded); the sign-in waits for the second.
         const [challenge] = await Promise.all([
           this.secondStep.issue(user.id, secondStep, secondFactors, knownDevice ? device : undefined),
-          this.recordSuccess(keys, rules).finally(endCheck),
+          this.recordSuccess(keys, rules, failures).finally(endCheck),
         ])
         if (verified.needsRehash || verified.form !== forms[0]) this.rehashInBackground(user.id, user.passwordHash, forms[0])
         return { challenge }
@@ -188,7 +193,7 @@ export class AuthService {
           this.deps.log.info({ event: 'login_account_deleted', userId: user.id, address: lookupKeys.address }, 'login of an account deleted meanwhile')
           throw createError('AUTH_INVALID_CREDENTIALS')
         }),
-        this.recordSuccess(keys, rules).finally(endCheck),
+        this.recordSuccess(keys, rules, failures).finally(endCheck),
       ])
       // A hash of the raw form (made before normalisation) moves to the NFC form, as an old policy's moves to the current one.
       if (verified.needsRehash || verified.form !== forms[0]) this.rehashInBackground(user.id, user.passwordHash, forms[0])
@@ -220,15 +225,20 @@ export class AuthService {
   /**
    * A success forgets the failures of the key it was judged by: a known device's own, or the
    * account's (never the address's), giving back the account's lease. An account that was being
-   * throttled is thereby released: a security event.
+   * throttled is thereby released: a security event. With no lease to give back and no failure
+   * read (`read`, the counts the check was decided on), there is nothing to forget and no write;
+   * a failure another check wrote since stays counted.
    */
-  private async recordSuccess (keys: ThrottleKeys, rules: PasswordCheckRules): Promise<void> {
+  private async recordSuccess (keys: ThrottleKeys, rules: PasswordCheckRules, read: FailureCounts): Promise<void> {
+    const lease = keys.account === undefined ? undefined : rules.lease?.take()
+    const scope = keys.device !== undefined ? 'device' : keys.account !== undefined ? 'account' : undefined
+    if (scope === undefined || (lease === undefined && (read[scope]?.failures ?? 0) === 0)) return
     if (keys.device !== undefined) {
       await resetDeviceFailures(this.deps.db, keys.device)
       return
     }
     if (keys.account === undefined) return
-    const before = await resetAccountFailures(this.deps.db, keys.account, rules.lease?.take())
+    const before = await resetAccountFailures(this.deps.db, keys.account, lease)
     const policy = this.deps.loginThrottle
     if (before !== undefined && liveFailures(before, this.now(), policy) >= policy.accountFreeFailures) {
       this.deps.log.info({ event: 'account_unthrottled', account: keys.account, address: keys.address, failures: before.failures }, 'account throttling ended by a sign-in')

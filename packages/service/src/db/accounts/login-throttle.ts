@@ -170,8 +170,11 @@ export interface LoginLookup {
   failures: FailureCounts
   /** The presented device token belongs to the user and has not expired. */
   knownDevice: boolean
-  /** Accounts with a session opened from the client's address since the window's start. */
-  addressAccounts: number
+  /**
+   * Accounts with a session opened from the client's address since the window's start; undefined
+   * when not counted, the address's recorded failures being below `countAddressAccountsFrom`.
+   */
+  addressAccounts: number | undefined
   /** The user's confirmed second factors (second-factors.ts), so a login decides on its second step with no other round trip. */
   secondFactors: SecondFactors
 }
@@ -179,7 +182,7 @@ export interface LoginLookup {
 /** The user's columns, all null when there is none; each scope's count, all null when it has no row. */
 type UserColumns = { [K in keyof UserRow]: UserRow[K] | null }
 type CountColumns = Record<`${ThrottleScope}_failures`, number | null> & Record<`${ThrottleScope}_window_started_at` | `${ThrottleScope}_last_failure_at`, Date | null>
-type LookupRow = UserColumns & CountColumns & { known_device: boolean, address_accounts: number, totp_confirmed: boolean, recovery_codes_left: number }
+type LookupRow = UserColumns & CountColumns & { known_device: boolean, address_accounts: number | null, totp_confirmed: boolean, recovery_codes_left: number }
 
 /** Always one row (each LEFT JOIN matches at most one): one snapshot, no lock. */
 const lookupSql = `
@@ -188,7 +191,11 @@ const lookupSql = `
          d.failures AS address_failures, d.window_started_at AS address_window_started_at, d.last_failure_at AS address_last_failure_at,
          v.failures AS device_failures, v.window_started_at AS device_window_started_at, v.last_failure_at AS device_last_failure_at,
          EXISTS (SELECT 1 FROM devices dv WHERE dv.token_hash = $5 AND dv.user_id = u.id AND dv.expires_at > now()) AS known_device,
-         (SELECT count(DISTINCT s.user_id) FROM sessions s WHERE s.address = $6 AND s.created_at > $7)::int AS address_accounts,
+         -- Only where it can matter: a scan of every session the address opened in the window, which
+         -- behind a NAT or an untrusted proxy is every login's.
+         CASE WHEN coalesce(d.failures, 0) >= $8
+           THEN (SELECT count(DISTINCT s.user_id) FROM sessions s WHERE s.address = $6 AND s.created_at > $7)::int
+         END AS address_accounts,
          EXISTS (SELECT 1 FROM totp_factors t WHERE t.user_id = u.id AND t.confirmed_at IS NOT NULL) AS totp_confirmed,
          (SELECT count(*) FROM recovery_codes r WHERE r.user_id = u.id AND r.used_at IS NULL)::int AS recovery_codes_left
     FROM (SELECT 1) AS one
@@ -200,11 +207,12 @@ const lookupSql = `
 /**
  * The login's lookup for `email`, the client's keys, the SHA-256 of the device token it presented
  * (if any), its address as sessions record it, and when the window started; expired counts are
- * returned as stored.
+ * returned as stored. The address's accounts are counted where its recorded failures reach
+ * `countAddressAccountsFrom` (0: always).
  */
-export async function lookUpLogin (db: Queryable, email: string, keys: { account: string, address: string, device?: string | undefined }, from: { sessionAddress: string | null, windowStartedAfter: number }): Promise<LoginLookup> {
+export async function lookUpLogin (db: Queryable, email: string, keys: { account: string, address: string, device?: string | undefined }, from: { sessionAddress: string | null, windowStartedAfter: number, countAddressAccountsFrom: number }): Promise<LoginLookup> {
   const deviceHash = keys.device === undefined ? null : Buffer.from(keys.device, 'hex')
-  const { rows } = await db.query<LookupRow>(lookupSql, [email, keys.account, keys.address, keys.device ?? '', deviceHash, from.sessionAddress, new Date(from.windowStartedAfter)])
+  const { rows } = await db.query<LookupRow>(lookupSql, [email, keys.account, keys.address, keys.device ?? '', deviceHash, from.sessionAddress, new Date(from.windowStartedAfter), from.countAddressAccountsFrom])
   const row = rows[0]
   if (row === undefined) throw new Error('the login lookup returned no row')
   const failures: FailureCounts = {}
@@ -217,7 +225,7 @@ export async function lookUpLogin (db: Queryable, email: string, keys: { account
     }
   }
   const user = row.id === null ? undefined : toUser(row as UserRow)
-  return { user, failures, knownDevice: user !== undefined && row.known_device, addressAccounts: row.address_accounts, secondFactors: { totp: row.totp_confirmed, recoveryCodesLeft: row.recovery_codes_left } }
+  return { user, failures, knownDevice: user !== undefined && row.known_device, addressAccounts: row.address_accounts ?? undefined, secondFactors: { totp: row.totp_confirmed, recoveryCodesLeft: row.recovery_codes_left } }
 }
 
 /** Forgets every device of the user: none of them is judged apart from the account any more. */

@@ -59,14 +59,19 @@ describe('database round trips of a login', () => {
     }
   })
 
-  it('a successful login from a known device claims nothing: the lookup, then its session and its own failures forgotten', async () => {
+  it('a successful login from a known device claims nothing: the lookup and its session, and its own failures forgotten when it has some', async () => {
     const { email, password } = await registerUser(service)
     const device = (await request(service, 'POST', '/api/v1/auth/login', { body: { email, password } })).headers.get('tollbooth-device') ?? ''
-    const { response, kinds, checkouts } = await watchedLogin(email, password, { 'tollbooth-device': device })
-    assert.equal(response.status, 200, JSON.stringify(response.body))
-    assert.equal(kinds[0], 'look up user and failures')
-    assert.deepEqual(kinds.slice(1).sort(), ['forget device failures', 'open session with token and device'])
-    assert.equal(checkouts, 3)
+    const clean = await watchedLogin(email, password, { 'tollbooth-device': device })
+    assert.equal(clean.response.status, 200, JSON.stringify(clean.response.body))
+    assert.deepEqual(clean.kinds, ['look up user and failures', 'open session with token and device'], 'no failure of its own read: nothing to forget')
+    assert.equal(clean.checkouts, 2)
+    assert.equal((await request(service, 'POST', '/api/v1/auth/login', { body: { email, password: 'not the password' }, headers: { 'tollbooth-device': device } })).status, 401)
+    const afterFailure = await watchedLogin(email, password, { 'tollbooth-device': device })
+    assert.equal(afterFailure.response.status, 200, JSON.stringify(afterFailure.response.body))
+    assert.equal(afterFailure.kinds[0], 'look up user and failures')
+    assert.deepEqual(afterFailure.kinds.slice(1).sort(), ['forget device failures', 'open session with token and device'])
+    assert.equal(afterFailure.checkouts, 3)
   })
 
   it('a wrong password and an unknown email each send three: the lookup, the claim and the failure count (which gives the claim back)', async () => {
@@ -77,6 +82,40 @@ describe('database round trips of a login', () => {
       assert.deepEqual(kinds, ['look up user and failures', 'claim a check', 'count failure'])
       assert.equal(checkouts, 3)
     }
+  })
+
+  describe('the only process on its database (the embedded one it started): no lease', () => {
+    let sole: TestService
+    before(async () => { sole = await startTestService({ config: { purgeIntervalSeconds: 0 }, soleProcessOnDatabase: true }) })
+    after(async () => { await sole.close() })
+
+    it('a successful login sends the lookup and its session alone; one after a failure forgets it too; a wrong password sends the lookup and the count', async () => {
+      const { email, password } = await registerUser(sole)
+      const watched = async (tried: string): Promise<{ status: number, kinds: string[], checkouts: number }> => {
+        await Promise.all([...sole.app.auth.backgroundJobs])
+        await waitFor('the registration mail handled', async () => (await sole.db.pool.query("SELECT count(*)::int AS n FROM mail_outbox WHERE status = 'pending'")).rows[0].n === 0)
+        const watch = watchStatements(sole.db.pool)
+        try {
+          const response = await request(sole, 'POST', '/api/v1/auth/login', { body: { email, password: tried } })
+          return { status: response.status, kinds: watch.texts.map(kindOf), checkouts: watch.checkouts }
+        } finally {
+          watch.stop()
+        }
+      }
+      const clean = await watched(password)
+      assert.equal(clean.status, 200)
+      assert.deepEqual(clean.kinds, ['look up user and failures', 'open session with token and device'])
+      assert.equal(clean.checkouts, 2)
+      const wrong = await watched('not the password')
+      assert.equal(wrong.status, 401)
+      assert.deepEqual(wrong.kinds, ['look up user and failures', 'count failure'])
+      const afterFailure = await watched(password)
+      assert.equal(afterFailure.status, 200)
+      assert.equal(afterFailure.kinds[0], 'look up user and failures')
+      assert.deepEqual(afterFailure.kinds.slice(1).sort(), ['forget account failures, give the claim back', 'open session with token and device'])
+      const { rows } = await sole.db.pool.query<{ failures: number }>("SELECT failures FROM login_failures WHERE scope = 'account' AND key = $1", [email.toLowerCase()])
+      assert.deepEqual(rows.map((row) => row.failures), [0], 'the failure is forgotten')
+    })
   })
 
   it('a throttled login sends the lookup alone', async () => {

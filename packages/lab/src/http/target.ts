@@ -9,7 +9,7 @@ import { RawHttpPool } from './raw-pool.js'
 import type { HttpClientKind, LabRequest, LabResponse, Transport } from './types.js'
 import { UndiciTransport } from './undici.js'
 
-/** The load's client when none is chosen (`--http-client`): the lab's own. Setup, probes and scraping use undici. */
+/** The load's client when none is chosen (`--http-client`): the lab's own, as the `/healthz` probes' (plain http). Setup and scraping use undici. */
 export const defaultLoadClient: HttpClientKind = 'raw'
 
 /**

@@ -4,7 +4,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import type { ReadyInfo } from '../cli/index.js'
-import { hashMallocEnvTurnedOff, withHashMallocEnv } from '../machine/index.js'
+import { hashMallocEnvTurnedOff, withHashMallocEnv, withServiceV8Flags } from '../machine/index.js'
 import { packageRoot } from '../paths.js'
 
 /** The service's command line: `node <tollboothBin> serve`. */
@@ -38,11 +38,13 @@ export interface HarnessOptions {
 function serveCommand (options: StartServeOptions, readyFile: string): { command: string[], env: NodeJS.ProcessEnv } {
   const serveArgs = ['serve', ...(options.args ?? []), '--ready-file', readyFile]
   const { harness } = options
-  if (harness === undefined) return { command: [process.execPath, tollboothBin, ...serveArgs], env: {} }
+  // The service's V8 flags, as the `tollbooth` command's re-execution and the image give them (machine/v8-flags.ts).
+  const node = [process.execPath, ...withServiceV8Flags([])]
+  if (harness === undefined) return { command: [...node, tollboothBin, ...serveArgs], env: {} }
   const harnessArgs = [...(harness.strategy === undefined ? [] : ['--hash-strategy', harness.strategy]), ...(harness.labDiagnostics === true ? ['--lab-diagnostics'] : [])]
   // libuv sizes its pool once, before any of the harness's code runs: the seed articles set it so.
   const env = harness.strategy === 'libuv-128' ? { UV_THREADPOOL_SIZE: '128' } : {}
-  return { command: [process.execPath, harnessEntry, ...serveArgs, ...harnessArgs], env }
+  return { command: [...node, harnessEntry, ...serveArgs, ...harnessArgs], env }
 }
 
 export interface ServeProcess {

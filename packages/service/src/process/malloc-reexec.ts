@@ -11,11 +11,12 @@
  * could is slower than the faults it would save.
  *
  * It never loops: the new process finds a marker and never re-executes (and it has the settings).
+ * The new node also gets the service's V8 flags (machine/v8-flags.ts) where it lacks them.
  * An operator's own values are kept; only the missing ones are added. Nothing happens where the
  * C library does not take them (musl, glibc before 2.35), or with TOLLBOOTH_MALLOC_SETTINGS=off
  * (or `--malloc-settings off`).
  */
-import { hashMallocEnv, hashMallocEnvTurnedOff, missingHashMallocEnv } from '../machine/index.js'
+import { hashMallocEnv, hashMallocEnvTurnedOff, missingHashMallocEnv, withServiceV8Flags } from '../machine/index.js'
 import { relayToChild } from './child-relay.js'
 
 /** In the new process's environment: how it was started and the settings added (`execve:NAME,NAME`). Taken out at its start, so its own children never see it. */
@@ -82,7 +83,8 @@ export function startWithHashMallocEnv (): 'run here' | 'relayed' {
   const by: ReexecMethod = process.execve === undefined ? 'child process' : 'execve'
   const env = reexecEnv(process.env, process.argv.slice(2), by)
   if (env === undefined) return 'run here'
-  const args = [...process.execArgv, ...process.argv.slice(1)]
+  // The new node gets the service's V8 flags too (machine/v8-flags.ts), where the operator gave none.
+  const args = [...withServiceV8Flags(process.execArgv), ...process.argv.slice(1)]
   if (process.execve !== undefined) {
     try {
       process.execve(process.execPath, [process.execPath, ...args], env)

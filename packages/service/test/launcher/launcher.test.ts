@@ -44,6 +44,7 @@ describe('startServe: `tollbooth serve` as its own process, its URL from the rea
       assert.equal(service.ready.strategy, 'tollbooth')
       const health = await fetch(`${service.url}/healthz`)
       assert.equal(health.status, 200)
+      assert.ok(fs.readFileSync(`/proc/${service.pid}/cmdline`, 'utf8').split('\0').includes('--interrupt-budget=16384'), 'node started with the service\'s V8 flags')
       const added = missingHashMallocEnv(serviceEnv(database.url))
       if (Object.keys(added).length > 0) {
         const environment = fs.readFileSync(`/proc/${service.pid}/environ`, 'utf8').split('\0')

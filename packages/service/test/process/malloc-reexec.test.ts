@@ -40,6 +40,11 @@ function startEnvironment (pid: number): Record<string, string> {
   }))
 }
 
+/** The arguments `pid` was started with (node's own flags first). */
+function commandLine (pid: number): string[] {
+  return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((arg) => arg !== '')
+}
+
 /** Fields of /proc/<pid>/stat after the command's name: [0] state, [1] ppid, [2] pgrp, [3] session, [7] minor faults. */
 function statFields (pid: number): string[] {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -148,6 +153,7 @@ describe('`tollbooth serve` and glibc\'s malloc settings', { skip: !glibcTakesHa
       const environment = startEnvironment(pid)
       for (const [name, value] of Object.entries(hashMallocEnv)) assert.equal(environment[name], value, `${name} in the environment it started with`)
       assert.equal(environment.TOLLBOOTH_MALLOC_REEXECUTED, `${hasExecve ? 'execve' : 'child process'}:${mmapThreshold},${trimThreshold}`, 'started again once, by the `tollbooth` command')
+      assert.ok(commandLine(pid).includes('--interrupt-budget=16384'), `and with the service's V8 flags: ${commandLine(pid).join(' ')}`)
       const reexecLines = started.lines().filter(isReexecLine)
       assert.equal(reexecLines.length, 1, 'one log line')
       assert.deepEqual({ by: reexecLines[0]?.by, applied: reexecLines[0]?.applied, kept: reexecLines[0]?.kept }, { by: hasExecve ? 'execve' : 'child process', applied: { ...hashMallocEnv }, kept: {} })

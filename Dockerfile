@@ -77,7 +77,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
 # SIGTERM starts the drain (TOLLBOOTH_SHUTDOWN_DRAIN_MS), then the shutdown. Exec form: node is
 # PID 1 and receives the signal itself (it installs its handlers, so PID 1's default of ignoring
 # signals does not apply). It spawns no child processes in this configuration, so no init is
-# needed to reap them; `docker run --init` adds tini if you want one anyway. --interrupt-budget:
-# V8 tiers the login path's code up sooner (packages/service/src/machine/v8-flags.ts).
+# needed to reap them; `docker run --init` adds tini if you want one anyway.
 STOPSIGNAL SIGTERM
-CMD ["node", "--interrupt-budget=16384", "packages/service/bin/tollbooth.js", "serve"]
+CMD ["node", "packages/service/bin/tollbooth.js", "serve"]

@@ -38,7 +38,7 @@ export interface HarnessOptions {
 function serveCommand (options: StartServeOptions, readyFile: string): { command: string[], env: NodeJS.ProcessEnv } {
   const serveArgs = ['serve', ...(options.args ?? []), '--ready-file', readyFile]
   const { harness } = options
-  // The service's V8 flags, as the `tollbooth` command's re-execution and the image give them (machine/v8-flags.ts).
+  // The service's V8 flags this node takes, as the `tollbooth` command's re-execution gives them (machine/v8-flags.ts).
   const node = [process.execPath, ...withServiceV8Flags([])]
   if (harness === undefined) return { command: [...node, tollboothBin, ...serveArgs], env: {} }
   const harnessArgs = [...(harness.strategy === undefined ? [] : ['--hash-strategy', harness.strategy]), ...(harness.labDiagnostics === true ? ['--lab-diagnostics'] : [])]

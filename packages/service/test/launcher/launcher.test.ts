@@ -11,6 +11,7 @@ import { once } from 'node:events'
 import { after, before, describe, it } from 'node:test'
 import { detectCpuBudget } from '../../src/machine/cpu-budget.js'
 import { missingHashMallocEnv } from '../../src/machine/malloc-env.js'
+import { withServiceV8Flags } from '../../src/machine/v8-flags.js'
 import { openFilesLimit, ownOpenFilesLimit } from '../../src/machine/open-files.js'
 import { machineFacts, serviceVersion, startServe, tollboothBin } from '../../src/launcher/index.js'
 import { startCli, stopCli } from '../helpers/cli.js'
@@ -44,7 +45,8 @@ describe('startServe: `tollbooth serve` as its own process, its URL from the rea
       assert.equal(service.ready.strategy, 'tollbooth')
       const health = await fetch(`${service.url}/healthz`)
       assert.equal(health.status, 200)
-      assert.ok(fs.readFileSync(`/proc/${service.pid}/cmdline`, 'utf8').split('\0').includes('--interrupt-budget=16384'), 'node started with the service\'s V8 flags')
+      const commandLine = fs.readFileSync(`/proc/${service.pid}/cmdline`, 'utf8').split('\0')
+      for (const flag of withServiceV8Flags([])) assert.ok(commandLine.includes(flag), `node started with the service's V8 flags this node takes: ${flag}`)
       const added = missingHashMallocEnv(serviceEnv(database.url))
       if (Object.keys(added).length > 0) {
         const environment = fs.readFileSync(`/proc/${service.pid}/environ`, 'utf8').split('\0')

@@ -230,14 +230,13 @@ export class AuthService {
    * a failure another check wrote since stays counted.
    */
   private async recordSuccess (keys: ThrottleKeys, rules: PasswordCheckRules, read: FailureCounts): Promise<void> {
-    const lease = keys.account === undefined ? undefined : rules.lease?.take()
-    const scope = keys.device !== undefined ? 'device' : keys.account !== undefined ? 'account' : undefined
-    if (scope === undefined || (lease === undefined && (read[scope]?.failures ?? 0) === 0)) return
     if (keys.device !== undefined) {
-      await resetDeviceFailures(this.deps.db, keys.device)
+      if ((read.device?.failures ?? 0) > 0) await resetDeviceFailures(this.deps.db, keys.device)
       return
     }
     if (keys.account === undefined) return
+    const lease = rules.lease?.take()
+    if (lease === undefined && (read.account?.failures ?? 0) === 0) return
     const before = await resetAccountFailures(this.deps.db, keys.account, lease)
     const policy = this.deps.loginThrottle
     if (before !== undefined && liveFailures(before, this.now(), policy) >= policy.accountFreeFailures) {

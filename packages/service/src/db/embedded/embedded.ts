@@ -163,13 +163,13 @@ function socketDirFor (clusterDir: string, port: number): string | undefined {
   return Buffer.byteLength(path.join(clusterDir, `.s.PGSQL.${port}`)) <= maxSocketPathBytes ? clusterDir : undefined
 }
 
-async function startPostgres (nativeDir: string, clusterDir: string, port: number, user: PostgresUser | undefined, log: (message: string) => void, nonDurable: boolean, settings: Readonly<Record<string, string>>): Promise<ChildProcess> {
+async function startPostgres (nativeDir: string, clusterDir: string, port: number, socketDir: string | undefined, user: PostgresUser | undefined, log: (message: string) => void, nonDurable: boolean, settings: Readonly<Record<string, string>>): Promise<ChildProcess> {
   const child = spawn(path.join(nativeDir, 'bin', 'postgres'), [
     '-D', clusterDir, '-p', String(port),
     // Loopback TCP, for other processes of the data folder (`tollbooth keys`, psql); and a Unix
     // socket in the cluster's folder for the service's own connections: a statement sent over it
     // costs the event loop and the backend less than one through the loopback's TCP stack.
-    '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${socketDirFor(clusterDir, port) ?? ''}`, '-c', 'max_connections=200',
+    '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${socketDir ?? ''}`, '-c', 'max_connections=200',
     ...(nonDurable ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : ['-c', 'fsync=on']),
     ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
   ], { ...runAs(user), cwd: clusterDir, env: postgresEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
@@ -224,9 +224,11 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
     notice(`initialising PostgreSQL cluster in ${clusterDir}`)
     await initdb(nativeDir, clusterDir, password, user, log)
   }
+  // One folder for the server's socket and the URLs that name it.
+  const socketDir = socketDirFor(clusterDir, port)
   let child: ChildProcess
   try {
-    child = await startPostgres(nativeDir, clusterDir, port, user, log, options.nonDurable === true, options.settings ?? {})
+    child = await startPostgres(nativeDir, clusterDir, port, socketDir, user, log, options.nonDurable === true, options.settings ?? {})
   } catch (err) {
     throw new Error(`The embedded PostgreSQL did not start (cluster ${clusterDir}, port ${port}): ${(err as Error).message}`, { cause: err })
   }
@@ -260,7 +262,6 @@ export async function startEmbeddedPostgres (options: StartEmbeddedOptions): Pro
   }
 
   // pg and libpq take a `host` parameter that is a folder as the Unix socket's.
-  const socketDir = socketDirFor(clusterDir, port)
   const viaSocket = socketDir === undefined ? '' : `?host=${encodeURIComponent(socketDir)}`
   const urlOf = ({ user, password }: { user: string, password: string }): string => `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(databaseName)}${viaSocket}`
   let stopped: Promise<void> | undefined
